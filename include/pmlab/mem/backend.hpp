@@ -1,0 +1,37 @@
+// The Backend concept: the only way kernels touch persistent data (native or simulated).
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+namespace pmlab::mem {
+
+// Identifies an LP/eager region to backends that care (the simulator marks commit points).
+struct RegionId {
+  std::uint32_t outer = 0;  // e.g. kk index
+  std::uint32_t inner = 0;  // e.g. ii index
+};
+
+// What a kernel may do with persistent memory. `flush` writes back the line holding an address
+// with the instruction the backend was built for (clwb/clflushopt/clflush, or nothing when
+// persistence is off); `fence` is sfence; `persist` = flush every line of a range, then fence.
+// `parallel_for(begin, end, fn)` calls fn(i) for every i, distributing iterations over the
+// backend's threads (OpenMP natively, simulated cores in the simulator), static schedule.
+template <class B>
+concept Backend = requires(B& b, double* pd, const double* cpd, std::uint64_t* pu,
+                           const std::uint64_t* cpu, std::size_t n, RegionId r) {
+  { b.load(cpd) } -> std::same_as<double>;
+  { b.load(cpu) } -> std::same_as<std::uint64_t>;
+  b.store(pd, 1.0);
+  b.store(pu, std::uint64_t{1});
+  b.flush(static_cast<const void*>(cpd));
+  b.fence();
+  b.persist(static_cast<const void*>(cpd), n);
+  b.region_begin(r);
+  b.region_end(r);
+  b.parallel_for(n, n, [](std::size_t) {});
+  { b.threads() } -> std::convertible_to<int>;
+};
+
+}  // namespace pmlab::mem

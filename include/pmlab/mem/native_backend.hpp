@@ -1,0 +1,56 @@
+// The native backend: plain loads and stores, real flush instructions, OpenMP parallel loops.
+#pragma once
+
+#include <omp.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/persist/persister.hpp"
+
+namespace pmlab::mem {
+
+template <persist::Persister P>
+class NativeBackend {
+ public:
+  explicit NativeBackend(P persister = P{}, int threads = 1)
+      : persister_(std::move(persister)), threads_(threads < 1 ? 1 : threads) {}
+
+  template <class T>
+  [[nodiscard]] T load(const T* p) const {
+    return *p;
+  }
+  template <class T>
+  void store(T* p, T v) const {
+    *p = v;
+  }
+  void flush(const void* p) const { persister_.flush(p); }
+  void fence() const { persister_.fence(); }
+  void persist(const void* p, std::size_t len) const { persister_.persist(p, len); }
+  void region_begin(RegionId) const {}
+  void region_end(RegionId) const {}
+
+  template <class Fn>
+  void parallel_for(std::size_t begin, std::size_t end, Fn&& fn) const {
+    if (threads_ == 1) {
+      for (std::size_t i = begin; i < end; ++i) fn(i);
+      return;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (std::size_t i = begin; i < end; ++i) fn(i);
+  }
+  [[nodiscard]] int threads() const { return threads_; }
+  [[nodiscard]] const P& persister() const { return persister_; }
+
+ private:
+  P persister_;
+  int threads_;
+};
+
+static_assert(Backend<NativeBackend<persist::NoPersist>>);
+
+// A backend over ordinary heap memory with no persistence: references and baselines.
+using PlainBackend = NativeBackend<persist::NoPersist>;
+
+}  // namespace pmlab::mem

@@ -1,0 +1,20 @@
+// Registration hooks: each CLI verb lives in its own file and adds itself to the app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace pmlab::cli {
+
+// Documented exit codes (README "Exit codes").
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitVerifyFailed = 1;  // --verify found a mismatch / a crash trial failed
+inline constexpr int kExitUsage = 2;         // bad flags or impossible parameters
+inline constexpr int kExitPool = 3;          // pool corrupt, mismatched, busy, or I/O error
+inline constexpr int kExitInternal = 4;      // unexpected internal error
+
+// Each add_* registers a subcommand whose callback does the work and records its exit code.
+void add_run_command(CLI::App& app, int& exit_code);
+void add_sim_command(CLI::App& app, int& exit_code);    // src/cli/sim_cmd.cpp
+void add_bench_command(CLI::App& app, int& exit_code);  // src/cli/bench_cmd.cpp
+
+}  // namespace pmlab::cli
