@@ -21,11 +21,11 @@ enum class FlushKind { kClflush, kClflushopt, kClwb };
 template <FlushKind K>
 inline void flush_line(const void* p) {
   if constexpr (K == FlushKind::kClflush) {
-    asm volatile("clflush %0" : "+m"(*static_cast<volatile const char*>(p)));
+    asm volatile("clflush %0" : "+m"(*static_cast<volatile char*>(const_cast<void*>(p))));
   } else if constexpr (K == FlushKind::kClflushopt) {
-    asm volatile("clflushopt %0" : "+m"(*static_cast<volatile const char*>(p)));
+    asm volatile("clflushopt %0" : "+m"(*static_cast<volatile char*>(const_cast<void*>(p))));
   } else {
-    asm volatile("clwb %0" : "+m"(*static_cast<volatile const char*>(p)));
+    asm volatile("clwb %0" : "+m"(*static_cast<volatile char*>(const_cast<void*>(p))));
   }
 }
 

@@ -1,0 +1,41 @@
+// The LP region API: begin, add each written value, commit the checksum with a plain store.
+#pragma once
+
+#include <cstddef>
+
+#include "pmlab/lp/checksum.hpp"
+#include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/mem/backend.hpp"
+
+namespace pmlab::lp {
+
+// One LP region in flight. Thread-private by construction: each thread builds its own.
+template <ChecksumKind K, mem::Backend B>
+class Region {
+ public:
+  Region(B& backend, const ChecksumTable& table, std::size_t slot, mem::RegionId id)
+      : backend_(backend), table_(table), slot_(slot), id_(id) {
+    backend_.region_begin(id_);
+  }
+  // Stores v at p through the backend and folds it into the region checksum.
+  void store(double* p, double v) {
+    backend_.store(p, v);
+    acc_.add(v);
+  }
+  void add(double v) { acc_.add(v); }
+  // Plain stores of checksum and tag: no flush, no fence (that is the point of LP).
+  void commit() {
+    table_.commit(backend_, slot_, acc_.value());
+    backend_.region_end(id_);
+  }
+  [[nodiscard]] ChecksumValue value() const { return acc_.value(); }
+
+ private:
+  B& backend_;
+  const ChecksumTable& table_;
+  std::size_t slot_;
+  mem::RegionId id_;
+  Accumulator<K> acc_;
+};
+
+}  // namespace pmlab::lp

@@ -1,0 +1,98 @@
+// Persistent pool on a file mapped with libpmem2: header, named 64-byte-aligned arrays, lock, state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pmlab/pool/params.hpp"
+
+struct pmem2_map;
+
+namespace pmlab::pool {
+
+inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::size_t kMaxArrays = 32;
+inline constexpr std::size_t kMaxArrayName = 24;
+
+enum class RunState : std::uint32_t {
+  kInitialized = 1,  // inputs persisted, computation not started
+  kRunning = 2,      // computation started; a crash leaves this state
+  kDone = 3,         // outputs persisted, run complete
+};
+[[nodiscard]] const char* to_string(RunState s);
+
+struct ArraySpec {
+  std::string name;
+  std::uint64_t bytes = 0;
+};
+
+struct ArrayInfo {
+  std::string name;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+};
+
+// An open, locked, mapped pool. Move-only; unmaps and unlocks on destruction.
+class Pool {
+ public:
+  using Initializer = std::function<void(Pool&)>;
+
+  // Creates PATH atomically: the pool is built in PATH.creating, initialized by `init`
+  // (which writes inputs), persisted, and only then renamed to PATH. Throws pmlab::Error.
+  static Pool create(const std::string& path, const RunParams& params,
+                     const std::vector<ArraySpec>& arrays, const Initializer& init);
+  // Opens and locks an existing pool. With `expected`, fails (kPoolMismatch) if the stored
+  // parameters differ. The file is only read until every check has passed.
+  static Pool open(const std::string& path, const std::optional<RunParams>& expected = std::nullopt);
+  // Reads and validates the header without locking or mapping (for `pmlab info`-like uses).
+  static RunParams read_params(const std::string& path);
+
+  Pool(Pool&&) noexcept;
+  Pool& operator=(Pool&&) noexcept;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool();
+
+  [[nodiscard]] const RunParams& params() const { return params_; }
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] RunState state() const;
+  // Durably records a new state (8-byte store + persist).
+  void set_state(RunState s);
+  // How many times a run has been started on this pool (1 = never resumed).
+  [[nodiscard]] std::uint64_t starts() const;
+  void count_start();
+
+  [[nodiscard]] bool has_array(const std::string& name) const;
+  [[nodiscard]] const ArrayInfo& array_info(const std::string& name) const;  // throws if absent
+  template <class T>
+  [[nodiscard]] T* array(const std::string& name) const {
+    return reinterpret_cast<T*>(base_ + array_info(name).offset);
+  }
+  [[nodiscard]] const std::vector<ArrayInfo>& arrays() const { return arrays_; }
+  [[nodiscard]] std::byte* base() const { return base_; }
+  [[nodiscard]] std::uint64_t size() const { return size_; }
+  [[nodiscard]] pmem2_map* map() const { return map_; }
+  // Makes [p, p+len) durable with libpmem2's persist function for this mapping.
+  void persist(const void* p, std::size_t len) const;
+  void persist_all() const;
+
+ private:
+  Pool() = default;
+  void map_fd(int fd);
+  void release() noexcept;
+
+  std::string path_;
+  int fd_ = -1;
+  pmem2_map* map_ = nullptr;
+  std::byte* base_ = nullptr;
+  std::uint64_t size_ = 0;
+  RunParams params_;
+  std::vector<ArrayInfo> arrays_;
+};
+
+}  // namespace pmlab::pool

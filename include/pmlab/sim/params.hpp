@@ -1,0 +1,67 @@
+// Simulator parameters: plain structs with defaults and validate(), kept apart from the model.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "pmlab/core/strong_types.hpp"
+
+namespace pmlab::sim {
+
+enum class Replacement : std::uint8_t { kLru, kRandom, kSrrip };
+
+[[nodiscard]] std::string_view to_string(Replacement r);
+[[nodiscard]] Replacement replacement_from_string(std::string_view s);  // throws pmlab::Error
+
+// One cache level. Lines are always kCacheLineBytes (64) bytes.
+struct LevelParams {
+  std::string name = "L1";
+  std::uint64_t size_bytes = 64 * 1024;
+  std::uint32_t ways = 8;
+  // Load-to-use latency of an access served by this level (not added to the levels above).
+  Cycles hit_latency{2};
+  Replacement replacement = Replacement::kLru;
+
+  [[nodiscard]] std::uint64_t sets() const { return size_bytes / (std::uint64_t{ways} * kCacheLineBytes); }
+  void validate() const;  // throws pmlab::Error(kInvalidArgument)
+};
+
+// The NVM main memory behind an ADR memory controller.
+struct NvmParams {
+  double read_ns = 150.0;
+  double write_ns = 300.0;
+  // Memory-controller write queue; a write is durable once it is accepted here (ADR).
+  std::uint32_t write_queue_entries = 64;
+  // Writes the NVM performs concurrently (banks); the queue drains at write_units per write_ns.
+  std::uint32_t write_units = 16;
+
+  void validate() const;
+};
+
+struct SimParams {
+  std::string name = "custom";
+  int cores = 1;    // simulated cores, each with private L1 (and L2 when l2 is set)
+  int threads = 1;  // default logical thread count of a SimBackend built from these params
+  double freq_ghz = 2.0;
+  LevelParams l1{"L1", 64 * 1024, 8, Cycles{2}, Replacement::kLru};
+  std::optional<LevelParams> l2;  // private per-core L2; the LLC is then an L3
+  LevelParams llc{"L2", 512 * 1024, 8, Cycles{11}, Replacement::kLru};  // shared by all cores
+  NvmParams nvm;
+  Cycles flush_issue_latency{1};  // cycles a clflush/clflushopt/clwb occupies the issuing core
+  Cycles fence_latency{1};        // cycles an sfence costs when nothing is outstanding
+  std::uint64_t seed = 1;         // seeds the random replacement policy
+  // The per-core "same line as last access" filter; exact, so only tests turn it off.
+  bool same_line_filter = true;
+
+  [[nodiscard]] Cycles nvm_read_cycles() const;
+  [[nodiscard]] Cycles nvm_write_cycles() const;
+  [[nodiscard]] int levels() const { return l2 ? 3 : 2; }
+  void validate() const;  // throws pmlab::Error(kInvalidArgument) naming the bad field
+};
+
+// Upper bound from the LLC directory's sharer bit mask.
+inline constexpr int kMaxCores = 64;
+
+}  // namespace pmlab::sim

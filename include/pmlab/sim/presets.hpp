@@ -1,0 +1,37 @@
+// Machine presets reproducing the papers' simulated systems, plus a cachegrind-shaped builder.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "pmlab/sim/params.hpp"
+
+namespace pmlab::sim {
+
+// LP paper (ISCA'18) Table II: 9 cores (8 worker threads + 1 master), private L1D 64KB 8-way
+// 2 cyc, shared L2 512KB 8-way 11 cyc, NVMM 150 ns read / 300 ns write at 2 GHz, WriteQ 64, ADR.
+[[nodiscard]] SimParams lp_isca18();
+
+// Thesis Table 3.1 / §3.3.1 (PACT'17 Recompute): 8 cores at 2 GHz, private L1D 64KB 16-way
+// 2 cyc, shared L2 1MB per core 16-way 20 cyc, PCM 60 ns read / 150 ns write (§3.3.1: the
+// table's DDR timings "yield" 60/150), 64-entry WQ, 16 banks (1 channel x 2 ranks x 8 banks).
+[[nodiscard]] SimParams pact17(int cores = 8);
+
+// Geometry of one cachegrind cache (--D1=size,assoc,line / --LL=...).
+struct CacheGeometry {
+  std::uint64_t size_bytes = 0;
+  std::uint32_t assoc = 0;
+  std::uint32_t line_bytes = 64;
+};
+
+// A single-core, single-thread machine with cachegrind's D1 and LL (LRU, write-allocate) for
+// validating miss counts against `valgrind --tool=cachegrind --cache-sim=yes`. Only 64-byte
+// lines are modelled; other line sizes are rejected with kInvalidArgument.
+[[nodiscard]] SimParams cachegrind_like(CacheGeometry d1, CacheGeometry ll);
+
+// Preset by name ("lp-isca18", "pact17"); throws kInvalidArgument listing the known names.
+[[nodiscard]] SimParams preset(std::string_view name);
+[[nodiscard]] std::vector<std::string_view> preset_names();
+
+}  // namespace pmlab::sim

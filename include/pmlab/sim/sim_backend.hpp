@@ -1,0 +1,176 @@
+// The sim backend: real loads/stores on real memory, each reported to the simulated machine.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "pmlab/core/strong_types.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/sim/crash_image.hpp"
+#include "pmlab/sim/machine.hpp"
+#include "pmlab/sim/params.hpp"
+
+namespace pmlab::sim {
+
+// Values a kernel may load/store through the simulator (double, uint64_t, ...).
+template <class T>
+concept SimScalar = std::is_trivially_copyable_v<T> && sizeof(T) <= kCacheLineBytes;
+
+// A region_end marker: `ops` operations had completed when the region committed, so a crash
+// armed at ops (the op before it) or ops + 1 (the first op after it) brackets the commit.
+struct CommitPoint {
+  mem::RegionId region;
+  int thread = 0;
+  std::uint64_t ops = 0;
+};
+
+// Ops are loads, stores, flushes (one per line) and fences, numbered 1, 2, ... in the
+// deterministic simulated order. arm_crash(K) makes op K throw PowerFailure before it has
+// any effect, so exactly ops 1..K-1 happened. With FlushMode::kNone flush and fence are no-ops
+// and not counted.
+//
+// parallel_for: iterations get OpenMP's static schedule (contiguous chunks, the first n % T
+// threads one longer); logical thread t runs on core t % cores. The interleaving is
+// round-robin, one iteration per thread per round: thread 0's first iteration, thread 1's
+// first, ..., thread 0's second, ... Nested parallel_for runs serially on the calling thread.
+class SimBackend {
+ public:
+  // threads == 0 takes params.threads.
+  explicit SimBackend(SimParams params, FlushMode flush = FlushMode::kClwb, int threads = 0);
+  [[nodiscard]] static SimBackend from_preset(std::string_view name, FlushMode flush = FlushMode::kClwb,
+                                              int threads = 0);
+
+  template <SimScalar T>
+  [[nodiscard]] T load(const T* p) {
+    access<false>(p, sizeof(T));
+    return *p;
+  }
+  template <SimScalar T>
+  void store(T* p, T v) {
+    access<true>(p, sizeof(T));
+    *p = v;
+  }
+  void flush(const void* p) {
+    if (flush_ == FlushMode::kNone) return;
+    count_op();
+    machine_.flush(core_, line_of(p), flush_);
+  }
+  void fence() {
+    if (flush_ == FlushMode::kNone) return;
+    count_op();
+    machine_.fence(core_);
+  }
+  void persist(const void* p, std::size_t len);
+  void region_begin(mem::RegionId) { ++region_begins_; }
+  void region_end(mem::RegionId r) { commits_.push_back({r, thread_, ops_}); }
+
+  template <class Fn>
+  void parallel_for(std::size_t begin, std::size_t end, Fn&& fn);
+  [[nodiscard]] int threads() const { return threads_; }
+  // The logical thread running now (0 outside parallel_for).
+  [[nodiscard]] int current_thread() const { return thread_; }
+
+  // --- crash image ---
+  // Registers [base, base+len) as persistent; its current bytes are taken as durable.
+  void register_persistent(const void* base, std::size_t len) { machine_.image().add_range(base, len); }
+  // Crash before op k (k > ops(), else kInvalidArgument).
+  void arm_crash(std::uint64_t k);
+  void disarm_crash() { crash_at_ = kDisarmed; }
+  [[nodiscard]] bool crashed() const { return crashed_; }
+  // After PowerFailure: live memory of every registered range := its durable image, caches
+  // emptied, crash disarmed. Memory outside registered ranges is left as it is.
+  void apply_crash_image();
+
+  [[nodiscard]] std::uint64_t ops() const { return ops_; }
+  [[nodiscard]] const std::vector<CommitPoint>& commits() const { return commits_; }
+  [[nodiscard]] std::uint64_t region_begins() const { return region_begins_; }
+  [[nodiscard]] FlushMode flush_mode() const { return flush_; }
+  [[nodiscard]] Machine& machine() { return machine_; }
+  [[nodiscard]] const Machine& machine() const { return machine_; }
+  [[nodiscard]] const CrashImage& image() const { return machine_.image(); }
+  [[nodiscard]] SimStats stats() const { return machine_.stats(); }
+
+ private:
+  static constexpr std::uint64_t kDisarmed = std::numeric_limits<std::uint64_t>::max();
+
+  void count_op() {
+    if (ops_ + 1 == crash_at_) [[unlikely]]
+      power_failure();
+    ++ops_;
+  }
+  [[noreturn]] void power_failure();
+
+  template <bool IsStore>
+  void access(const void* p, std::size_t size) {
+    count_op();
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    const LineAddr first(a / kCacheLineBytes);
+    touch<IsStore>(first);
+    if ((a % kCacheLineBytes) + size > kCacheLineBytes) [[unlikely]]  // straddles two lines
+      touch<IsStore>(LineAddr(first.value() + 1));
+  }
+  template <bool IsStore>
+  void touch(LineAddr line) {
+    if constexpr (IsStore) machine_.store(core_, line);
+    else machine_.load(core_, line);
+  }
+  void set_thread(int t) {
+    thread_ = t;
+    core_ = t % cores_;
+  }
+
+  Machine machine_;
+  FlushMode flush_;
+  int threads_;
+  int cores_;
+  int thread_ = 0;
+  int core_ = 0;
+  bool in_parallel_ = false;
+  bool crashed_ = false;
+  std::uint64_t ops_ = 0;
+  std::uint64_t crash_at_ = kDisarmed;
+  std::uint64_t region_begins_ = 0;
+  std::vector<CommitPoint> commits_;
+};
+
+template <class Fn>
+void SimBackend::parallel_for(std::size_t begin, std::size_t end, Fn&& fn) {
+  if (end <= begin) return;
+  if (in_parallel_ || threads_ == 1) {
+    for (std::size_t i = begin; i < end; ++i) fn(i);
+    return;
+  }
+  // Static schedule as libgomp computes it: q = n / T, the first n % T threads get q + 1.
+  const std::size_t n = end - begin, t_count = static_cast<std::size_t>(threads_);
+  const std::size_t q = n / t_count, r = n % t_count;
+  const std::size_t rounds = q + (r != 0 ? 1 : 0);
+  // Restores sequential state even when a PowerFailure unwinds through here.
+  struct Restore {
+    SimBackend& b;
+    ~Restore() {
+      b.in_parallel_ = false;
+      b.set_thread(0);
+    }
+  } restore{*this};
+  in_parallel_ = true;
+  machine_.fork_clocks(core_);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    for (std::size_t t = 0; t < t_count; ++t) {
+      const std::size_t len = q + (t < r ? 1 : 0);
+      if (round >= len) continue;
+      const std::size_t lo = begin + t * q + (t < r ? t : r);
+      set_thread(static_cast<int>(t));
+      fn(lo + round);
+    }
+  }
+  machine_.join_clocks();  // the implicit barrier at the end of an OpenMP loop
+}
+
+static_assert(mem::Backend<SimBackend>);
+
+}  // namespace pmlab::sim

@@ -1,0 +1,80 @@
+// Simulator statistics: a value snapshot of counters, serialisable to JSON (docs/simulator.md).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "pmlab/core/strong_types.hpp"
+
+namespace pmlab::sim {
+
+// Why a line was written to NVM.
+enum class WriteCause : std::uint8_t {
+  kEviction,  // dirty line evicted from the LLC (or back-invalidated with it)
+  kFlush,     // clflush / clflushopt / clwb of a line dirty somewhere
+  kPeriodic,  // periodic cache cleaning (LP §III-E hardware), via Machine::write_back_all
+  kDrain,     // explicit end-of-run drain, via Machine::write_back_all
+};
+inline constexpr std::size_t kWriteCauseCount = 4;
+[[nodiscard]] std::string_view to_string(WriteCause c);
+
+struct LevelStats {
+  std::string name;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t evictions = 0;        // valid lines displaced by a fill
+  std::uint64_t dirty_evictions = 0;  // of those, dirty ones (written to the level below / NVM)
+
+  [[nodiscard]] std::uint64_t accesses() const { return hits + misses; }
+  [[nodiscard]] double miss_rate() const {
+    return accesses() == 0 ? 0.0 : static_cast<double>(misses) / static_cast<double>(accesses());
+  }
+};
+
+struct NvmStats {
+  std::uint64_t reads = 0;   // line reads (LLC misses)
+  std::uint64_t writes = 0;  // line writes, = sum of writes_by_cause
+  std::array<std::uint64_t, kWriteCauseCount> writes_by_cause{};
+  std::uint64_t write_queue_stall_cycles = 0;  // core cycles lost to a full write queue
+
+  [[nodiscard]] std::uint64_t writes_for(WriteCause c) const {
+    return writes_by_cause[static_cast<std::size_t>(c)];
+  }
+};
+
+struct CoherenceStats {
+  std::uint64_t upgrades = 0;            // store to a shared line: other copies invalidated
+  std::uint64_t interventions = 0;       // a remote exclusive copy was downgraded or taken
+  std::uint64_t invalidations = 0;       // private copies invalidated by another core's store
+  std::uint64_t back_invalidations = 0;  // private copies invalidated by an LLC eviction
+};
+
+struct SimStats {
+  Cycles cycles{0};                 // max over cores of the per-core clocks
+  std::vector<Cycles> core_cycles;  // per simulated core
+  std::uint64_t loads = 0;
+  std::uint64_t stores = 0;
+  std::uint64_t flushes = 0;        // flush instructions executed (one per line)
+  std::uint64_t dirty_flushes = 0;  // flushes that caused an NVM write
+  std::uint64_t fences = 0;
+  std::uint64_t fence_stall_cycles = 0;  // cycles sfence waited for outstanding flushes
+  std::uint64_t filtered_accesses = 0;   // served by the same-line filter (counted as L1 hits)
+  std::vector<LevelStats> levels;        // L1 (summed over cores), [L2], LLC
+  NvmStats nvm;
+  CoherenceStats coherence;
+
+  [[nodiscard]] std::uint64_t accesses() const { return loads + stores; }
+  [[nodiscard]] const LevelStats& l1() const { return levels.front(); }
+  [[nodiscard]] const LevelStats& llc() const { return levels.back(); }
+};
+
+// Keys: docs/simulator.md "JSON statistics". Callers include <nlohmann/json.hpp> to use it.
+[[nodiscard]] nlohmann::json to_json(const SimStats& s);
+
+}  // namespace pmlab::sim

@@ -1,0 +1,37 @@
+// pmlab's command-line entry point: parses the verb, maps errors to documented exit codes.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "pmlab/core/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace pmlab::cli;
+  CLI::App app{
+      "pmlab: failure-safe loop kernels on persistent memory (Lazy Persistency and its rivals),\n"
+      "natively and in a persistence simulator.\n\n"
+      "Exit codes: 0 ok, 1 verification failed, 2 bad usage or parameters,\n"
+      "3 pool corrupt/mismatched/busy or I/O error, 4 internal error."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", PMLAB_VERSION);
+  int exit_code = kExitOk;
+  add_run_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  } catch (const pmlab::Error& e) {
+    fmt::print(stderr, "pmlab: error: {}\n", e.what());
+    switch (e.code()) {
+      case pmlab::ErrorCode::kInvalidArgument:
+      case pmlab::ErrorCode::kUnsupported: return kExitUsage;
+      default: return kExitPool;
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pmlab: internal error: {}\n", e.what());
+    return kExitInternal;
+  }
+  return exit_code;
+}

@@ -1,0 +1,189 @@
+// `pmlab run`: create or resume a pool, recover an interrupted run, finish it, optionally verify.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "pmlab/core/error.hpp"
+#include "pmlab/driver/kernel_driver.hpp"
+
+namespace pmlab::cli {
+namespace {
+
+struct RunArgs {
+  std::string kernel;
+  std::string scheme = "lp";
+  std::uint64_t n = 256;
+  std::uint64_t bs = 16;
+  std::uint32_t threads = 1;
+  std::string checksum = "modular";
+  std::uint64_t seed = 1;
+  std::string pool;
+  std::string persist = "cpu";
+  std::string flush = "clwb";
+  bool verify = false;
+  bool json = false;
+};
+
+bool file_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+struct Given {
+  bool kernel, scheme, n, bs, threads, checksum, seed;
+  [[nodiscard]] bool any() const { return kernel || scheme || n || bs || threads || checksum || seed; }
+};
+
+// Parameters for this invocation: stored ones overridden by what the user typed explicitly.
+pool::RunParams merge(const RunArgs& a, const Given& g, const pool::RunParams& base) {
+  pool::RunParams p = base;
+  if (g.kernel) p.kernel = a.kernel;
+  if (g.scheme) p.scheme = a.scheme;
+  if (g.n) p.n = a.n;
+  if (g.bs) p.bs = a.bs;
+  if (g.threads) p.threads = a.threads;
+  if (g.checksum) p.checksum = lp::checksum_kind_from_string(a.checksum);
+  if (g.seed) p.seed = a.seed;
+  return p;
+}
+
+int do_run(const RunArgs& a, const Given& g) {
+  driver::ExecOptions opt{driver::persist_mode_from_string(a.persist),
+                          persist::flush_kind_from_string(a.flush)};
+  const bool exists = file_exists(a.pool);
+  std::optional<pool::Pool> pool;
+  std::string state_before = "new";
+  if (exists) {
+    // Only the explicitly given parameters are checked against the stored ones.
+    auto stored = pool::Pool::read_params(a.pool);
+    auto expected = merge(a, g, stored);
+    pool.emplace(pool::Pool::open(a.pool, expected));
+    state_before = pool::to_string(pool->state());
+  } else {
+    if (!g.kernel)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("no pool at '{}': name a kernel to create one (e.g. `pmlab run tmm "
+                              "--pool {}`)",
+                              a.pool, a.pool));
+    pool::RunParams defaults;
+    auto params = merge(a, Given{true, true, true, true, true, true, true}, defaults);
+    const auto& k = driver::find_kernel(params.kernel);
+    k.validate(params);
+    pool.emplace(pool::Pool::create(a.pool, params, k.arrays(params), k.init));
+  }
+  const auto& params = pool->params();
+  const auto& k = driver::find_kernel(params.kernel);
+  k.validate(params);
+  auto report = k.execute(*pool, opt);
+
+  std::optional<driver::VerifyResult> verdict;
+  if (a.verify) verdict = k.verify(*pool);
+
+  if (a.json) {
+    nlohmann::json j{
+        {"kernel", params.kernel},
+        {"scheme", params.scheme},
+        {"n", params.n},
+        {"bs", params.bs},
+        {"threads", params.threads},
+        {"checksum", std::string(lp::to_string(params.checksum))},
+        {"seed", params.seed},
+        {"pool", a.pool},
+        {"persist", a.persist},
+        {"flush", a.flush},
+        {"state_before", state_before},
+        {"resumed", report.resumed},
+        {"starts", pool->starts()},
+        {"recovery",
+         {{"action", report.recovery_action},
+          {"regions_validated", report.recovery.regions_validated},
+          {"regions_inconsistent", report.recovery.regions_inconsistent},
+          {"regions_recomputed", report.recovery.regions_recomputed},
+          {"regions_unwritten", report.recovery.regions_unwritten},
+          {"resume_point", report.resume_point},
+          {"seconds", report.recovery_seconds}}},
+        {"compute_seconds", report.compute_seconds},
+        {"state", pool::to_string(pool->state())},
+    };
+    if (verdict) {
+      j["verified"] = verdict->ok();
+      j["mismatches"] = verdict->mismatches;
+      if (!verdict->ok()) j["first_mismatch"] = verdict->first_mismatch;
+    }
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("pmlab run {} --scheme {} --n {} --bs {} --threads {} --checksum {}  pool={}\n",
+               params.kernel, params.scheme, params.n, params.bs, params.threads,
+               lp::to_string(params.checksum), a.pool);
+    if (report.resumed) {
+      fmt::print("  resumed an interrupted run (start #{}): {}\n", pool->starts(),
+                 report.recovery_action);
+      fmt::print("  regions validated {}, found inconsistent {}, recomputed {}, unwritten {}; "
+                 "normal execution resumed at outer tile {} ({:.3f} s)\n",
+                 report.recovery.regions_validated, report.recovery.regions_inconsistent,
+                 report.recovery.regions_recomputed, report.recovery.regions_unwritten,
+                 report.resume_point, report.recovery_seconds);
+    } else if (state_before == "done") {
+      fmt::print("  pool already holds a completed run\n");
+    }
+    fmt::print("  compute {:.3f} s, state {}\n", report.compute_seconds, pool::to_string(pool->state()));
+    if (verdict) {
+      if (verdict->ok())
+        fmt::print("  verify: OK, {} elements bit-identical to the fault-free reference\n",
+                   verdict->elements);
+      else
+        fmt::print("  verify: FAILED, {} of {} elements differ; first: {}\n", verdict->mismatches,
+                   verdict->elements, verdict->first_mismatch);
+    }
+  }
+  return verdict && !verdict->ok() ? kExitVerifyFailed : kExitOk;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand(
+      "run",
+      "Run a kernel natively on a persistent pool. Creates the pool, or, if it holds an "
+      "interrupted run (e.g. after kill -9), recovers it and finishes. `pmlab run --pool PATH` "
+      "alone resumes with the parameters stored in the pool; parameters given explicitly must "
+      "match the stored ones.");
+  cmd->add_option("kernel", args->kernel, "Kernel to run: tmm")->check(CLI::IsMember({"tmm"}));
+  auto* o_scheme = cmd->add_option("--scheme", args->scheme,
+                                   "Persistency scheme: base (none) or lp (Lazy Persistency)")
+                       ->capture_default_str();
+  auto* o_n = cmd->add_option("--n", args->n, "Matrix dimension n (any n >= 1)")->capture_default_str();
+  auto* o_bs = cmd->add_option("--bs", args->bs, "Tile size bs (any bs >= 1; n need not be a multiple)")
+                   ->capture_default_str();
+  auto* o_thr = cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
+  auto* o_ck = cmd->add_option("--checksum", args->checksum,
+                               "LP checksum: modular, parity, adler32, modular-parity, crc32c")
+                   ->capture_default_str();
+  auto* o_seed = cmd->add_option("--seed", args->seed, "Seed of the deterministic input matrices")
+                     ->capture_default_str();
+  cmd->add_option("--pool", args->pool, "Pool file to create or resume")->required();
+  cmd->add_option("--persist", args->persist,
+                  "Persistence mode for flushes: cpu (flush instructions + sfence), auto "
+                  "(libpmem2's choice for the mapping), none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "auto", "none"}));
+  cmd->add_option("--flush", args->flush, "Flush instruction in cpu mode: clwb, clflushopt, clflush")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"clwb", "clflushopt", "clflush"}));
+  cmd->add_flag("--verify", args->verify,
+                "Compare the result with a fault-free reference, bit for bit (exit 1 on mismatch)");
+  cmd->add_flag("--json", args->json, "Print a JSON report instead of text");
+  cmd->callback([args, &exit_code, cmd, o_scheme, o_n, o_bs, o_thr, o_ck, o_seed] {
+    Given g{cmd->get_option("kernel")->count() > 0, o_scheme->count() > 0, o_n->count() > 0,
+            o_bs->count() > 0, o_thr->count() > 0, o_ck->count() > 0, o_seed->count() > 0};
+    exit_code = do_run(*args, g);
+  });
+}
+
+}  // namespace pmlab::cli

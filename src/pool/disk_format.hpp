@@ -1,0 +1,44 @@
+// On-disk layout of a pool header (docs/pool-format.md describes it field by field).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pmlab::pool::disk {
+
+inline constexpr char kMagic[8] = {'P', 'M', 'L', 'A', 'B', 'P', 'L', '\0'};
+inline constexpr std::uint64_t kHeaderBytes = 4096;
+inline constexpr std::uint64_t kStateOffset = 2048;  // own cache line, outside the CRC
+inline constexpr std::uint64_t kStateMagic = 0x5354'4154'0000'0000ull;  // "STAT" in the top half
+inline constexpr std::uint64_t kArrayAlign = 64;
+
+struct Array {
+  char name[24];
+  std::uint64_t offset;
+  std::uint64_t bytes;
+};
+
+struct Header {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t header_bytes;
+  std::uint64_t file_bytes;
+  char kernel[16];
+  char scheme[24];
+  std::uint32_t checksum;
+  std::uint32_t threads;
+  std::uint64_t n, bs, seed, extra;
+  std::uint32_t array_count;
+  std::uint32_t reserved;
+  Array arrays[32];
+  std::uint64_t header_crc;  // CRC32C of every byte before this field
+};
+static_assert(sizeof(Header) < kStateOffset);
+static_assert(offsetof(Header, header_crc) % 8 == 0);
+
+struct StateLine {
+  std::uint64_t state_word;  // kStateMagic | RunState
+  std::uint64_t starts;      // times a run was started on this pool
+};
+
+}  // namespace pmlab::pool::disk

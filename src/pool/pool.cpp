@@ -1,0 +1,323 @@
+// Pool creation (atomic via rename), validation on open, libpmem2 mapping, flock, state word.
+#include "pmlab/pool/pool.hpp"
+
+#include <fcntl.h>
+#include <libpmem2.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "disk_format.hpp"
+#include "pmlab/core/crc32c.hpp"
+#include "pmlab/core/error.hpp"
+#include "pmlab/core/strong_types.hpp"
+
+namespace pmlab::pool {
+namespace {
+
+[[noreturn]] void io_error(const std::string& what, const std::string& path, int err) {
+  std::string hint;
+  if (err == ENOSPC) hint = " (the file system is full)";
+  if (err == EACCES || err == EPERM || err == EROFS) hint = " (the path is not writable)";
+  throw Error(ErrorCode::kIo, fmt::format("{} '{}': {}{}", what, path, std::strerror(err), hint));
+}
+
+[[noreturn]] void pmem2_error(const std::string& what, const std::string& path) {
+  throw Error(ErrorCode::kIo, fmt::format("{} '{}': libpmem2: {}", what, path, pmem2_errormsg()));
+}
+
+void copy_name(char* dst, std::size_t cap, const std::string& src, const char* field) {
+  if (src.size() >= cap)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{} name '{}' is longer than {} characters", field, src, cap - 1));
+  std::memset(dst, 0, cap);
+  std::memcpy(dst, src.data(), src.size());
+}
+
+std::string read_name(const char* src, std::size_t cap) {
+  return std::string(src, strnlen(src, cap));
+}
+
+std::uint64_t header_crc(const disk::Header& h) {
+  return crc32c(&h, offsetof(disk::Header, header_crc));
+}
+
+void lock_or_throw(int fd, const std::string& path) {
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    if (err == EWOULDBLOCK)
+      throw Error(ErrorCode::kPoolBusy,
+                  fmt::format("pool '{}' is in use by another process (it holds the pool's lock)", path));
+    io_error("cannot lock pool", path, err);
+  }
+}
+
+// Every check on a header read from disk; the pool file is not modified by any of them.
+RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std::uint64_t file_size,
+                          const std::string& path, std::vector<ArrayInfo>& arrays) {
+  auto corrupt = [&](const std::string& why) {
+    return Error(ErrorCode::kPoolCorrupt, fmt::format("pool '{}' is corrupt: {}", path, why));
+  };
+  if (std::memcmp(h.magic, disk::kMagic, sizeof h.magic) != 0)
+    throw Error(ErrorCode::kPoolCorrupt,
+                fmt::format("'{}' is not a pmlab pool (bad magic number)", path));
+  if (h.version != kFormatVersion)
+    throw Error(ErrorCode::kPoolVersion,
+                fmt::format("pool '{}' has format version {}, this pmlab reads version {}", path,
+                            h.version, kFormatVersion));
+  if (h.header_crc != header_crc(h)) throw corrupt("header checksum mismatch");
+  if (h.header_bytes != disk::kHeaderBytes) throw corrupt("unexpected header size");
+  if (h.file_bytes != file_size)
+    throw corrupt(fmt::format("file is {} bytes, header says {}", file_size, h.file_bytes));
+  if (!lp::is_valid_checksum_kind(h.checksum)) throw corrupt("unknown checksum kind");
+  if (h.array_count > kMaxArrays) throw corrupt("too many arrays");
+  auto state = st.state_word & 0xffff'ffffu;
+  if ((st.state_word & ~0xffff'ffffull) != disk::kStateMagic || state < 1 || state > 3)
+    throw corrupt("invalid run-state word");
+  arrays.clear();
+  for (std::uint32_t i = 0; i < h.array_count; ++i) {
+    const auto& a = h.arrays[i];
+    if (a.offset < disk::kHeaderBytes || a.offset % disk::kArrayAlign != 0 || a.bytes > file_size ||
+        a.offset > file_size - a.bytes)
+      throw corrupt(fmt::format("array #{} lies outside the file", i));
+    arrays.push_back({read_name(a.name, sizeof a.name), a.offset, a.bytes});
+  }
+  RunParams p;
+  p.kernel = read_name(h.kernel, sizeof h.kernel);
+  p.scheme = read_name(h.scheme, sizeof h.scheme);
+  p.checksum = static_cast<lp::ChecksumKind>(h.checksum);
+  p.threads = h.threads;
+  p.n = h.n;
+  p.bs = h.bs;
+  p.seed = h.seed;
+  p.extra = h.extra;
+  return p;
+}
+
+struct RawHeader {
+  disk::Header header;
+  disk::StateLine state;
+  std::uint64_t file_size;
+};
+
+RawHeader read_raw_header(int fd, const std::string& path) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) io_error("cannot stat pool", path, errno);
+  if (!S_ISREG(st.st_mode))
+    throw Error(ErrorCode::kPoolCorrupt, fmt::format("'{}' is not a regular file", path));
+  RawHeader raw{};
+  raw.file_size = static_cast<std::uint64_t>(st.st_size);
+  if (raw.file_size < disk::kHeaderBytes)
+    throw Error(ErrorCode::kPoolCorrupt,
+                fmt::format("'{}' is not a pmlab pool (only {} bytes long)", path, raw.file_size));
+  if (pread(fd, &raw.header, sizeof raw.header, 0) != static_cast<ssize_t>(sizeof raw.header) ||
+      pread(fd, &raw.state, sizeof raw.state, disk::kStateOffset) !=
+          static_cast<ssize_t>(sizeof raw.state))
+    io_error("cannot read pool header", path, errno ? errno : EIO);
+  return raw;
+}
+
+}  // namespace
+
+const char* to_string(RunState s) {
+  switch (s) {
+    case RunState::kInitialized: return "initialized";
+    case RunState::kRunning: return "running";
+    case RunState::kDone: return "done";
+  }
+  return "?";
+}
+
+Pool::Pool(Pool&& o) noexcept { *this = std::move(o); }
+Pool& Pool::operator=(Pool&& o) noexcept {
+  if (this != &o) {
+    release();
+    path_ = std::move(o.path_);
+    fd_ = std::exchange(o.fd_, -1);
+    map_ = std::exchange(o.map_, nullptr);
+    base_ = std::exchange(o.base_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    params_ = std::move(o.params_);
+    arrays_ = std::move(o.arrays_);
+  }
+  return *this;
+}
+Pool::~Pool() { release(); }
+
+void Pool::release() noexcept {
+  if (map_ != nullptr) pmem2_map_delete(&map_);
+  if (fd_ >= 0) close(fd_);  // also releases the flock
+  map_ = nullptr;
+  fd_ = -1;
+  base_ = nullptr;
+}
+
+void Pool::map_fd(int fd) {
+  pmem2_config* cfg = nullptr;
+  pmem2_source* src = nullptr;
+  if (pmem2_config_new(&cfg) != 0) pmem2_error("cannot configure mapping of", path_);
+  pmem2_config_set_required_store_granularity(cfg, PMEM2_GRANULARITY_PAGE);
+  if (pmem2_source_from_fd(&src, fd) != 0) {
+    pmem2_config_delete(&cfg);
+    pmem2_error("cannot use as a mapping source", path_);
+  }
+  int rc = pmem2_map_new(&map_, cfg, src);
+  pmem2_source_delete(&src);
+  pmem2_config_delete(&cfg);
+  if (rc != 0) pmem2_error("cannot map pool", path_);
+  base_ = static_cast<std::byte*>(pmem2_map_get_address(map_));
+  size_ = pmem2_map_get_size(map_);
+}
+
+Pool Pool::create(const std::string& path, const RunParams& params,
+                  const std::vector<ArraySpec>& arrays, const Initializer& init) {
+  if (arrays.size() > kMaxArrays)
+    throw Error(ErrorCode::kInvalidArgument, "too many arrays for one pool");
+  disk::Header h{};
+  std::memcpy(h.magic, disk::kMagic, sizeof h.magic);
+  h.version = kFormatVersion;
+  h.header_bytes = disk::kHeaderBytes;
+  copy_name(h.kernel, sizeof h.kernel, params.kernel, "kernel");
+  copy_name(h.scheme, sizeof h.scheme, params.scheme, "scheme");
+  h.checksum = static_cast<std::uint32_t>(params.checksum);
+  h.threads = params.threads;
+  h.n = params.n;
+  h.bs = params.bs;
+  h.seed = params.seed;
+  h.extra = params.extra;
+  h.array_count = static_cast<std::uint32_t>(arrays.size());
+  std::uint64_t offset = disk::kHeaderBytes;
+  constexpr std::uint64_t kMaxPoolBytes = 1ull << 46;  // 64 TiB: anything larger is a typo
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    if (arrays[i].bytes > kMaxPoolBytes || offset > kMaxPoolBytes)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("pool would exceed {} bytes: parameters are too large", kMaxPoolBytes));
+    copy_name(h.arrays[i].name, sizeof h.arrays[i].name, arrays[i].name, "array");
+    h.arrays[i].offset = offset;
+    h.arrays[i].bytes = arrays[i].bytes;
+    offset = round_up(offset + arrays[i].bytes, disk::kArrayAlign);
+  }
+  h.file_bytes = round_up(std::max<std::uint64_t>(offset, disk::kHeaderBytes), 4096);
+  h.header_crc = header_crc(h);
+
+  const std::string tmp = path + ".creating";
+  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) io_error("cannot create pool", tmp, errno);
+  Pool pool;
+  pool.path_ = path;
+  pool.fd_ = fd;
+  try {
+    lock_or_throw(fd, tmp);
+    if (ftruncate(fd, 0) != 0) io_error("cannot truncate", tmp, errno);
+    if (int err = posix_fallocate(fd, 0, static_cast<off_t>(h.file_bytes)); err != 0)
+      throw Error(ErrorCode::kIo,
+                  fmt::format("cannot allocate {} bytes for pool '{}': {}{}", h.file_bytes, path,
+                              std::strerror(err),
+                              err == ENOSPC ? " (not enough space on the device)" : ""));
+    pool.map_fd(fd);
+    std::memcpy(pool.base_, &h, sizeof h);
+    disk::StateLine st{disk::kStateMagic | static_cast<std::uint64_t>(RunState::kInitialized), 0};
+    std::memcpy(pool.base_ + disk::kStateOffset, &st, sizeof st);
+    std::vector<ArrayInfo> infos;
+    pool.params_ = validate_header(h, st, h.file_bytes, path, infos);
+    pool.arrays_ = std::move(infos);
+    if (init) init(pool);
+    pool.persist_all();
+    if (fsync(fd) != 0) io_error("cannot sync pool", tmp, errno);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) io_error("cannot publish pool", path, errno);
+    auto dir = std::filesystem::absolute(path).parent_path();
+    if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+      fsync(dfd);
+      close(dfd);
+    }
+  } catch (...) {
+    pool.release();
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  return pool;
+}
+
+Pool Pool::open(const std::string& path, const std::optional<RunParams>& expected) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) io_error("cannot open pool", path, errno);
+  Pool pool;
+  pool.path_ = path;
+  pool.fd_ = fd;
+  lock_or_throw(fd, path);
+  RawHeader raw = read_raw_header(fd, path);
+  pool.params_ = validate_header(raw.header, raw.state, raw.file_size, path, pool.arrays_);
+  if (expected) {
+    auto diffs = describe_differences(pool.params_, *expected);
+    if (!diffs.empty()) {
+      std::string msg = fmt::format("pool '{}' holds a different run: ", path);
+      for (std::size_t i = 0; i < diffs.size(); ++i) msg += (i ? "; " : "") + diffs[i];
+      msg += " (use another --pool, or resume with `pmlab run --pool PATH` alone)";
+      throw Error(ErrorCode::kPoolMismatch, msg);
+    }
+  }
+  pool.map_fd(fd);
+  return pool;
+}
+
+RunParams Pool::read_params(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) io_error("cannot open pool", path, errno);
+  try {
+    RawHeader raw = read_raw_header(fd, path);
+    std::vector<ArrayInfo> arrays;
+    auto p = validate_header(raw.header, raw.state, raw.file_size, path, arrays);
+    close(fd);
+    return p;
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+}
+
+RunState Pool::state() const {
+  auto* st = reinterpret_cast<const disk::StateLine*>(base_ + disk::kStateOffset);
+  return static_cast<RunState>(st->state_word & 0xffff'ffffu);
+}
+
+void Pool::set_state(RunState s) {
+  auto* st = reinterpret_cast<disk::StateLine*>(base_ + disk::kStateOffset);
+  st->state_word = disk::kStateMagic | static_cast<std::uint64_t>(s);
+  persist(st, sizeof *st);
+}
+
+std::uint64_t Pool::starts() const {
+  return reinterpret_cast<const disk::StateLine*>(base_ + disk::kStateOffset)->starts;
+}
+
+void Pool::count_start() {
+  auto* st = reinterpret_cast<disk::StateLine*>(base_ + disk::kStateOffset);
+  st->starts += 1;
+  persist(st, sizeof *st);
+}
+
+bool Pool::has_array(const std::string& name) const {
+  return std::any_of(arrays_.begin(), arrays_.end(), [&](const ArrayInfo& a) { return a.name == name; });
+}
+
+const ArrayInfo& Pool::array_info(const std::string& name) const {
+  for (const auto& a : arrays_)
+    if (a.name == name) return a;
+  throw Error(ErrorCode::kPoolCorrupt, fmt::format("pool '{}' has no array '{}'", path_, name));
+}
+
+void Pool::persist(const void* p, std::size_t len) const {
+  pmem2_get_persist_fn(map_)(const_cast<void*>(p), len);
+}
+
+void Pool::persist_all() const { persist(base_, size_); }
+
+}  // namespace pmlab::pool
