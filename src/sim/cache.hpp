@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -42,6 +43,8 @@ class Cache {
   [[nodiscard]] std::uint64_t tag(std::size_t slot) const { return tags_[slot]; }
   [[nodiscard]] std::uint8_t state(std::size_t slot) const { return state_[slot]; }
   void set_state(std::size_t slot, std::uint8_t s) { state_[slot] = s; }
+  void add_state(std::size_t slot, std::uint8_t bits) { state_[slot] = static_cast<std::uint8_t>(state_[slot] | bits); }
+  void drop_state(std::size_t slot, std::uint8_t bits) { state_[slot] = static_cast<std::uint8_t>(state_[slot] & ~bits); }
   [[nodiscard]] std::size_t slots() const { return tags_.size(); }
 
   // Directory (LLC only): which cores' private caches hold the line, and which one (if any)
@@ -54,7 +57,8 @@ class Cache {
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] Cycles latency() const { return latency_; }
 
-  LevelStats stats;  // counters owned by this level; Hierarchy updates them
+  [[nodiscard]] const LevelStats& stats() const { return stats_; }
+  [[nodiscard]] LevelStats& counters() { return stats_; }  // Hierarchy counts into these
 
  private:
   [[nodiscard]] std::size_t set_base(std::uint64_t line) const {
@@ -73,6 +77,7 @@ class Cache {
   std::vector<std::uint64_t> sharers_;
   std::vector<std::int8_t> owner_;
   AnyPolicy policy_;
+  LevelStats stats_;
 };
 
 }  // namespace pmlab::sim

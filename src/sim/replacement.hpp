@@ -1,6 +1,7 @@
 // Replacement policies (LRU, random, SRRIP) behind one small interface, as in ChampSim.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

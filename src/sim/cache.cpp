@@ -1,0 +1,68 @@
+// Set-associative cache level: fills, invalidations and victim choice over flat arrays.
+#include "cache.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace pmlab::sim {
+
+namespace {
+AnyPolicy make_policy(const LevelParams& p, std::uint64_t seed) {
+  const auto slots = static_cast<std::size_t>(p.sets() * p.ways);
+  switch (p.replacement) {
+    case Replacement::kRandom: return RandomPolicy(p.ways, seed);
+    case Replacement::kSrrip: return SrripPolicy(slots, p.ways);
+    case Replacement::kLru: break;
+  }
+  return LruPolicy(slots, p.ways);
+}
+}  // namespace
+
+Cache::Cache(const LevelParams& p, bool directory, std::uint64_t seed)
+    : name_(p.name), latency_(p.hit_latency), sets_(p.sets()), set_mask_(p.sets() - 1),
+      pow2_(std::has_single_bit(p.sets())), ways_(p.ways),
+      tags_(static_cast<std::size_t>(p.sets() * p.ways), kInvalidTag),
+      state_(tags_.size(), 0), policy_(make_policy(p, seed)) {
+  if (directory) {
+    sharers_.assign(tags_.size(), 0);
+    owner_.assign(tags_.size(), -1);
+  }
+  stats_.name = p.name;
+}
+
+std::size_t Cache::victim_for(std::uint64_t line) {
+  const std::size_t base = set_base(line);
+  for (std::size_t s = base; s < base + ways_; ++s)
+    if (tags_[s] == kInvalidTag) return s;
+  return std::visit([base](auto& p) { return p.victim(base); }, policy_);
+}
+
+void Cache::fill(std::size_t slot, std::uint64_t line, std::uint8_t state) {
+  tags_[slot] = line;
+  state_[slot] = state;
+  if (!sharers_.empty()) {
+    sharers_[slot] = 0;
+    owner_[slot] = -1;
+  }
+  std::visit([slot](auto& p) { p.on_fill(slot); }, policy_);
+}
+
+void Cache::invalidate(std::size_t slot) {
+  tags_[slot] = kInvalidTag;
+  state_[slot] = 0;
+  if (!sharers_.empty()) {
+    sharers_[slot] = 0;
+    owner_[slot] = -1;
+  }
+  std::visit([slot](auto& p) { p.on_invalidate(slot); }, policy_);
+}
+
+void Cache::clear() {
+  std::fill(tags_.begin(), tags_.end(), kInvalidTag);
+  std::fill(state_.begin(), state_.end(), std::uint8_t{0});
+  std::fill(sharers_.begin(), sharers_.end(), 0);
+  std::fill(owner_.begin(), owner_.end(), std::int8_t{-1});
+  std::visit([](auto& p) { p.reset(); }, policy_);
+}
+
+}  // namespace pmlab::sim

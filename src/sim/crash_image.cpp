@@ -1,0 +1,68 @@
+// Crash image: shadow copies of persistent ranges, updated when lines reach NVM.
+#include "pmlab/sim/crash_image.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+
+namespace pmlab::sim {
+
+void CrashImage::add_range(const void* base, std::size_t len) {
+  const auto b = reinterpret_cast<std::uintptr_t>(base);
+  if (base == nullptr || len == 0)
+    throw Error(ErrorCode::kInvalidArgument, "persistent range must be non-null and non-empty");
+  auto it = std::lower_bound(ranges_.begin(), ranges_.end(), b,
+                             [](const Range& r, std::uintptr_t a) { return r.base < a; });
+  const bool overlaps_next = it != ranges_.end() && it->base < b + len;
+  const bool overlaps_prev = it != ranges_.begin() && std::prev(it)->base + std::prev(it)->len > b;
+  if (overlaps_next || overlaps_prev)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("persistent range [{:#x}, +{}) overlaps a registered range", b, len));
+  Range r{b, len, std::vector<std::byte>(len)};
+  std::memcpy(r.shadow.data(), base, len);
+  ranges_.insert(it, std::move(r));
+}
+
+void CrashImage::capture_line(LineAddr line) {
+  if (ranges_.empty()) return;
+  const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
+  // First range that may overlap: the last one starting at or before lo, else the next.
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
+                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
+  if (it != ranges_.begin()) --it;
+  for (; it != ranges_.end() && it->base < hi; ++it) {
+    const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
+    if (from >= to) continue;
+    std::memcpy(it->shadow.data() + (from - it->base), reinterpret_cast<const void*>(from), to - from);
+  }
+}
+
+void CrashImage::restore_to_live() const {
+  for (const Range& r : ranges_) std::memcpy(reinterpret_cast<void*>(r.base), r.shadow.data(), r.len);
+}
+
+const CrashImage::Range* CrashImage::find(std::uintptr_t addr) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr,
+                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
+  if (it == ranges_.begin()) return nullptr;
+  --it;
+  return addr < it->base + it->len ? &*it : nullptr;
+}
+
+std::span<const std::byte> CrashImage::shadow_of(const void* base) const {
+  const Range* r = find(reinterpret_cast<std::uintptr_t>(base));
+  if (r == nullptr || r->base != reinterpret_cast<std::uintptr_t>(base)) return {};
+  return r->shadow;
+}
+
+const std::byte* CrashImage::durable_bytes(const void* p, std::size_t n) const {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const Range* r = find(a);
+  if (r == nullptr || a + n > r->base + r->len)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("address {:#x} is not inside a persistent range", a));
+  return r->shadow.data() + (a - r->base);
+}
+
+}  // namespace pmlab::sim

@@ -1,0 +1,369 @@
+// Cache hierarchy rules: lookups, fills, inclusive evictions, coherence, flushes, NVM writes.
+#include "hierarchy.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace pmlab::sim {
+
+namespace {
+constexpr std::uint64_t bit_of(int core) { return std::uint64_t{1} << core; }
+
+template <class Fn>
+void for_each_core(std::uint64_t mask, Fn&& fn) {
+  for (; mask != 0; mask &= mask - 1) fn(std::countr_zero(mask));
+}
+}  // namespace
+
+Hierarchy::Hierarchy(const SimParams& p)
+    : params_(p), npriv_(p.l2 ? 2 : 1), llc_(p.llc, true, p.seed ^ 0x11c),
+      cores_(static_cast<std::size_t>(p.cores)),
+      wq_(p.nvm.write_queue_entries, p.nvm.write_units, p.nvm_write_cycles().value()),
+      nvm_read_cycles_(p.nvm_read_cycles().value()), flush_issue_(p.flush_issue_latency.value()),
+      fence_latency_(p.fence_latency.value()) {
+  private_.reserve(static_cast<std::size_t>(p.cores * npriv_));
+  for (int c = 0; c < p.cores; ++c) {
+    const auto salt = static_cast<std::uint64_t>(c) * 0x9e3779b97f4a7c15ull;
+    private_.emplace_back(p.l1, false, p.seed ^ salt);
+    if (p.l2) private_.emplace_back(*p.l2, false, p.seed ^ salt ^ 0x12);
+  }
+}
+
+// Removes, downgrades (to clean Shared) or cleans `core`'s private copies of `line`; returns
+// whether any of them was dirty, so the caller can move that dirtiness down or write it.
+bool Hierarchy::strip_private(int core, std::uint64_t line, Strip how) {
+  bool dirty = false;
+  for (int lv = 0; lv < npriv_; ++lv) {
+    Cache& c = priv(core, lv);
+    const std::size_t s = c.find(line);
+    if (s == kNoSlot) continue;
+    dirty |= (c.state(s) & kDirty) != 0;
+    switch (how) {
+      case Strip::kInvalidate: c.invalidate(s); break;
+      case Strip::kDowngrade: c.set_state(s, 0); break;
+      case Strip::kClean: c.drop_state(s, kDirty); break;
+    }
+  }
+  forget_filter(core, line);
+  return dirty;
+}
+
+void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  ++(is_store ? stores_ : loads_);
+  Cache& l1 = priv(core, 0);
+  std::uint64_t lat = 0;
+  std::size_t s1 = l1.find(line);
+  if (s1 != kNoSlot) {
+    ++l1.counters().hits;
+    l1.touch(s1);
+    lat = l1.latency().value();
+  } else {
+    ++l1.counters().misses;
+    std::uint8_t st = 0;
+    bool found = false;
+    if (npriv_ == 2) {
+      Cache& l2 = priv(core, 1);
+      const std::size_t s2 = l2.find(line);
+      if (s2 != kNoSlot) {
+        ++l2.counters().hits;
+        l2.touch(s2);
+        st = static_cast<std::uint8_t>(l2.state(s2) & kExclusive);  // dirtiness stays in L2 until L1 writes back
+        lat = l2.latency().value();
+        found = true;
+      } else {
+        ++l2.counters().misses;
+      }
+    }
+    if (!found) {
+      st = fetch_from_llc(core, line, is_store, lat);
+      for (int lv = npriv_ - 1; lv >= 1; --lv) fill_private(core, lv, line, st);
+    }
+    s1 = fill_private(core, 0, line, st);
+  }
+  if (is_store) {
+    if ((l1.state(s1) & kExclusive) == 0) lat += upgrade(core, line);
+    l1.add_state(s1, kExclusive | kDirty);
+  }
+  cs.clock += lat;
+  if (params_.same_line_filter) {
+    cs.last_line = line;
+    cs.last_dirty = (l1.state(s1) & kDirty) != 0;
+  }
+}
+
+// A private miss: find the line in the LLC (or NVM), update the directory, return the
+// permission the private copy gets (kExclusive or 0 = Shared). Adds latency to `lat`.
+std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat) {
+  const std::uint64_t me = bit_of(core);
+  const std::uint64_t llc_lat = llc_.latency().value();
+  std::size_t s = llc_.find(line);
+  if (s != kNoSlot) {
+    ++llc_.counters().hits;
+    llc_.touch(s);
+    lat = llc_lat;
+    const int owner = llc_.owner(s);
+    const std::uint64_t sharers = llc_.sharers(s);
+    bool dirty = false;
+    if (is_store) {
+      if (sharers != 0) {  // take the line: invalidate every other copy
+        for_each_core(sharers, [&](int c) {
+          dirty |= strip_private(c, line, Strip::kInvalidate);
+          ++coh_.invalidations;
+        });
+        if (owner >= 0) ++coh_.interventions;
+        lat += llc_lat;
+      }
+    } else if (owner >= 0) {  // remote E/M copy: downgrade it to Shared, dirtiness moves down
+      dirty = strip_private(owner, line, Strip::kDowngrade);
+      llc_.set_owner(s, -1);
+      ++coh_.interventions;
+      lat += llc_lat;
+    }
+    if (dirty) llc_.add_state(s, kDirty);
+    if (is_store || sharers == 0) {
+      llc_.set_sharers(s, me);
+      llc_.set_owner(s, core);
+      return kExclusive;
+    }
+    llc_.set_sharers(s, llc_.sharers(s) | me);
+    return 0;
+  }
+  ++llc_.counters().misses;
+  ++nvm_.reads;
+  lat = llc_lat + nvm_read_cycles_;
+  s = llc_.victim_for(line);
+  if (llc_.tag(s) != kInvalidTag) evict_llc(s, core);
+  llc_.fill(s, line, 0);
+  llc_.set_sharers(s, me);
+  llc_.set_owner(s, core);
+  return kExclusive;
+}
+
+// Store to a Shared private copy: invalidate the other copies, become the exclusive owner.
+// Costs one LLC round trip.
+std::uint64_t Hierarchy::upgrade(int core, std::uint64_t line) {
+  ++coh_.upgrades;
+  const std::size_t s = llc_.find(line);  // present: the LLC is inclusive
+  bool dirty = false;
+  for_each_core(llc_.sharers(s) & ~bit_of(core), [&](int c) {
+    dirty |= strip_private(c, line, Strip::kInvalidate);
+    ++coh_.invalidations;
+  });
+  if (dirty) llc_.add_state(s, kDirty);
+  llc_.set_sharers(s, bit_of(core));
+  llc_.set_owner(s, core);
+  for (int lv = 1; lv < npriv_; ++lv) {
+    Cache& c = priv(core, lv);
+    const std::size_t ps = c.find(line);
+    if (ps != kNoSlot) c.add_state(ps, kExclusive);
+  }
+  return llc_.latency().value();
+}
+
+std::size_t Hierarchy::fill_private(int core, int level, std::uint64_t line, std::uint8_t state) {
+  Cache& c = priv(core, level);
+  const std::size_t s = c.victim_for(line);
+  if (c.tag(s) != kInvalidTag) evict_private(core, level, s);
+  c.fill(s, line, state);
+  return s;
+}
+
+// Private victim: an L1 victim above a private L2 merges its dirtiness into L2 (inclusion);
+// a victim of the last private level takes its upper copies along and moves its dirtiness to
+// the LLC, leaving the directory.
+void Hierarchy::evict_private(int core, int level, std::size_t slot) {
+  Cache& c = priv(core, level);
+  const std::uint64_t v = c.tag(slot);
+  bool dirty = (c.state(slot) & kDirty) != 0;
+  forget_filter(core, v);
+  ++c.counters().evictions;
+  if (level == npriv_ - 1) {
+    for (int up = 0; up < level; ++up) {
+      Cache& u = priv(core, up);
+      const std::size_t us = u.find(v);
+      if (us == kNoSlot) continue;
+      dirty |= (u.state(us) & kDirty) != 0;
+      u.invalidate(us);
+    }
+    const std::size_t ls = llc_.find(v);
+    if (dirty) llc_.add_state(ls, kDirty);
+    llc_.set_sharers(ls, llc_.sharers(ls) & ~bit_of(core));
+    if (llc_.owner(ls) == core) llc_.set_owner(ls, -1);
+  } else if (dirty) {
+    Cache& below = priv(core, level + 1);
+    const std::size_t bs = below.find(v);
+    below.add_state(bs, kDirty);
+  }
+  if (dirty) ++c.counters().dirty_evictions;
+  c.invalidate(slot);
+}
+
+// LLC victim: back-invalidate every private copy; dirty anywhere = one NVM write. A full
+// write queue stalls the core whose miss caused the eviction.
+void Hierarchy::evict_llc(std::size_t slot, int core) {
+  const std::uint64_t v = llc_.tag(slot);
+  bool dirty = (llc_.state(slot) & kDirty) != 0;
+  for_each_core(llc_.sharers(slot), [&](int c) {
+    dirty |= strip_private(c, v, Strip::kInvalidate);
+    ++coh_.back_invalidations;
+  });
+  ++llc_.counters().evictions;
+  llc_.invalidate(slot);
+  if (!dirty) return;
+  ++llc_.counters().dirty_evictions;
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  const std::uint64_t accepted = nvm_write(v, WriteCause::kEviction, cs.clock);
+  if (accepted > cs.clock) {
+    nvm_.write_queue_stall_cycles += accepted - cs.clock;
+    cs.clock = accepted;
+  }
+}
+
+// One line reaches the persistence domain: count it, copy its live bytes to the crash image.
+std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t) {
+  ++nvm_.writes;
+  ++nvm_.writes_by_cause[static_cast<std::size_t>(cause)];
+  image_.capture_line(LineAddr(line));
+  return wq_.accept(t);
+}
+
+void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  ++flushes_;
+  cs.clock += flush_issue_;
+  const std::uint64_t t = cs.clock;
+  bool dirty = false;
+  const std::size_t s = llc_.find(line);
+  if (s != kNoSlot) {  // not in the LLC = not cached anywhere (inclusion)
+    const bool keep = mode == FlushMode::kClwb;
+    dirty = (llc_.state(s) & kDirty) != 0;
+    for_each_core(llc_.sharers(s), [&](int c) {
+      dirty |= strip_private(c, line, keep ? Strip::kClean : Strip::kInvalidate);
+    });
+    if (keep) llc_.drop_state(s, kDirty);
+    else llc_.invalidate(s);
+  }
+  // The flush travels to the LLC; a dirty line then completes when the controller accepts it.
+  std::uint64_t done = t + llc_.latency().value();
+  if (dirty) {
+    ++dirty_flushes_;
+    done = nvm_write(line, WriteCause::kFlush, done);
+  }
+  if (mode == FlushMode::kClflush) cs.clock = done;  // serialising: waits for itself
+  else cs.flush_done = std::max(cs.flush_done, done);
+}
+
+void Hierarchy::fence(int core) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  ++fences_;
+  cs.clock += fence_latency_;
+  if (cs.flush_done > cs.clock) {
+    fence_stall_ += cs.flush_done - cs.clock;
+    cs.clock = cs.flush_done;
+  }
+}
+
+void Hierarchy::fork_clocks(int from) {
+  const std::uint64_t t = cores_[static_cast<std::size_t>(from)].clock;
+  for (auto& c : cores_) c.clock = t;
+}
+
+void Hierarchy::join_clocks() {
+  std::uint64_t t = 0;
+  for (const auto& c : cores_) t = std::max(t, c.clock);
+  for (auto& c : cores_) c.clock = t;
+}
+
+void Hierarchy::write_back_all(WriteCause cause) {
+  std::uint64_t t = 0;
+  for (const auto& c : cores_) t = std::max(t, c.clock);
+  for (std::size_t s = 0; s < llc_.slots(); ++s) {
+    const std::uint64_t line = llc_.tag(s);
+    if (line == kInvalidTag) continue;
+    bool dirty = (llc_.state(s) & kDirty) != 0;
+    for_each_core(llc_.sharers(s), [&](int c) { dirty |= strip_private(c, line, Strip::kClean); });
+    if (!dirty) continue;
+    llc_.drop_state(s, kDirty);
+    nvm_write(line, cause, t);
+  }
+}
+
+void Hierarchy::power_fail() {
+  for (auto& c : private_) c.clear();
+  llc_.clear();
+  for (auto& c : cores_) {
+    c.last_line = detail::kNoLine;
+    c.flush_done = 0;
+  }
+  wq_.reset();
+}
+
+void Hierarchy::reset_stats() {
+  for (auto& c : private_) c.counters() = LevelStats{c.name()};
+  llc_.counters() = LevelStats{llc_.name()};
+  for (auto& c : cores_) {
+    c.clock = 0;
+    c.filtered = c.filtered_stores = 0;
+    c.flush_done = 0;
+  }
+  wq_.reset();
+  loads_ = stores_ = flushes_ = dirty_flushes_ = fences_ = fence_stall_ = 0;
+  nvm_ = NvmStats{};
+  coh_ = CoherenceStats{};
+}
+
+LineState Hierarchy::probe(int core, std::uint64_t line) const {
+  LineState r;
+  r.in_l1 = priv(core, 0).find(line) != kNoSlot;
+  r.in_l2 = npriv_ == 2 && priv(core, 1).find(line) != kNoSlot;
+  const std::size_t s = llc_.find(line);
+  if (s == kNoSlot) return r;
+  r.in_llc = true;
+  r.dirty = (llc_.state(s) & kDirty) != 0;
+  r.private_copies = std::popcount(llc_.sharers(s));
+  for_each_core(llc_.sharers(s), [&](int c) {
+    for (int lv = 0; lv < npriv_; ++lv) {
+      const std::size_t ps = priv(c, lv).find(line);
+      if (ps != kNoSlot && (priv(c, lv).state(ps) & kDirty) != 0) r.dirty = true;
+    }
+  });
+  return r;
+}
+
+SimStats Hierarchy::stats() const {
+  SimStats s;
+  s.loads = loads_;
+  s.stores = stores_;
+  s.flushes = flushes_;
+  s.dirty_flushes = dirty_flushes_;
+  s.fences = fences_;
+  s.fence_stall_cycles = fence_stall_;
+  s.nvm = nvm_;
+  s.coherence = coh_;
+  for (int lv = 0; lv < npriv_; ++lv) {
+    LevelStats sum{priv(0, lv).name()};
+    for (int c = 0; c < params_.cores; ++c) {
+      const LevelStats& x = priv(c, lv).stats();
+      sum.hits += x.hits;
+      sum.misses += x.misses;
+      sum.evictions += x.evictions;
+      sum.dirty_evictions += x.dirty_evictions;
+    }
+    s.levels.push_back(sum);
+  }
+  s.levels.push_back(llc_.stats());
+  std::uint64_t max_clock = 0;
+  for (const auto& c : cores_) {
+    s.core_cycles.emplace_back(c.clock);
+    max_clock = std::max(max_clock, c.clock);
+    s.filtered_accesses += c.filtered;
+    s.stores += c.filtered_stores;
+    s.loads += c.filtered - c.filtered_stores;
+  }
+  s.levels.front().hits += s.filtered_accesses;  // the filter serves only L1 hits
+  s.cycles = Cycles(max_clock);
+  return s;
+}
+
+}  // namespace pmlab::sim

@@ -1,0 +1,77 @@
+// The cache hierarchy: private L1 (+L2) per core, inclusive shared LLC with a directory, NVM.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cache.hpp"
+#include "pmlab/sim/crash_image.hpp"
+#include "pmlab/sim/machine.hpp"
+#include "pmlab/sim/params.hpp"
+#include "pmlab/sim/stats.hpp"
+#include "write_queue.hpp"
+
+namespace pmlab::sim {
+
+// The LLC is inclusive of every private cache, as in gem5 Ruby's MESI_Two_Level that both
+// papers simulate: an LLC eviction back-invalidates private copies, so "not in the LLC"
+// means "not cached anywhere" and the LLC directory finds every copy without a broadcast.
+// Coherence is MESI-like: a private copy is Shared (clean, read-only) or Exclusive (E/M,
+// possibly dirty). Data always lives in real memory, so the model tracks only placement and
+// dirtiness; a line is "dirty" if any copy has kDirty, and cleaning it is one NVM write.
+class Hierarchy {
+ public:
+  explicit Hierarchy(const SimParams& p);
+
+  void access(int core, std::uint64_t line, bool is_store);
+  void flush(int core, std::uint64_t line, FlushMode mode);
+  void fence(int core);
+  void fork_clocks(int from);
+  void join_clocks();
+  void write_back_all(WriteCause cause);
+  void power_fail();
+  void reset_stats();
+
+  [[nodiscard]] LineState probe(int core, std::uint64_t line) const;
+  [[nodiscard]] SimStats stats() const;
+  [[nodiscard]] CrashImage& image() { return image_; }
+  [[nodiscard]] const SimParams& params() const { return params_; }
+  [[nodiscard]] detail::CoreState* core_states() { return cores_.data(); }
+
+ private:
+  enum class Strip { kInvalidate, kDowngrade, kClean };
+
+  [[nodiscard]] Cache& priv(int core, int level) { return private_[static_cast<std::size_t>(core * npriv_ + level)]; }
+  [[nodiscard]] const Cache& priv(int core, int level) const {
+    return private_[static_cast<std::size_t>(core * npriv_ + level)];
+  }
+  void forget_filter(int core, std::uint64_t line) {
+    if (cores_[static_cast<std::size_t>(core)].last_line == line)
+      cores_[static_cast<std::size_t>(core)].last_line = detail::kNoLine;
+  }
+  bool strip_private(int core, std::uint64_t line, Strip how);
+  std::uint8_t fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat);
+  std::uint64_t upgrade(int core, std::uint64_t line);
+  std::size_t fill_private(int core, int level, std::uint64_t line, std::uint8_t state);
+  void evict_private(int core, int level, std::size_t slot);
+  void evict_llc(std::size_t slot, int core);
+  std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t);
+
+  SimParams params_;
+  int npriv_;
+  std::vector<Cache> private_;  // core-major: core c's level l at c * npriv_ + l
+  Cache llc_;
+  std::vector<detail::CoreState> cores_;
+  WriteQueue wq_;
+  CrashImage image_;
+  std::uint64_t nvm_read_cycles_;
+  std::uint64_t flush_issue_;
+  std::uint64_t fence_latency_;
+
+  std::uint64_t loads_ = 0, stores_ = 0, flushes_ = 0, dirty_flushes_ = 0, fences_ = 0;
+  std::uint64_t fence_stall_ = 0;
+  NvmStats nvm_;
+  CoherenceStats coh_;
+};
+
+}  // namespace pmlab::sim

@@ -1,0 +1,80 @@
+// Validation of simulator parameters: every impossible value gets a message naming the field.
+#include "pmlab/sim/params.hpp"
+
+#include <bit>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+
+namespace pmlab::sim {
+
+namespace {
+[[noreturn]] void bad(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, msg); }
+
+std::uint64_t ns_to_cycles(double ns, double ghz) { return static_cast<std::uint64_t>(std::llround(ns * ghz)); }
+}  // namespace
+
+std::string_view to_string(Replacement r) {
+  switch (r) {
+    case Replacement::kLru: return "lru";
+    case Replacement::kRandom: return "random";
+    case Replacement::kSrrip: return "srrip";
+  }
+  return "?";
+}
+
+Replacement replacement_from_string(std::string_view s) {
+  for (Replacement r : {Replacement::kLru, Replacement::kRandom, Replacement::kSrrip})
+    if (s == to_string(r)) return r;
+  bad(fmt::format("unknown replacement policy '{}' (expected lru, random or srrip)", s));
+}
+
+void LevelParams::validate() const {
+  const std::string who = name.empty() ? std::string("cache level") : "cache " + name;
+  if (ways == 0) bad(fmt::format("{}: ways must be at least 1", who));
+  if (size_bytes == 0) bad(fmt::format("{}: size_bytes must be positive", who));
+  const std::uint64_t way_bytes = std::uint64_t{ways} * kCacheLineBytes;
+  if (size_bytes % way_bytes != 0)
+    bad(fmt::format("{}: size_bytes {} is not a multiple of ways x {}-byte lines ({})", who, size_bytes,
+                    kCacheLineBytes, way_bytes));
+  if (sets() > (std::uint64_t{1} << 32)) bad(fmt::format("{}: {} sets is too many", who, sets()));
+}
+
+void NvmParams::validate() const {
+  if (!(read_ns > 0.0) || !std::isfinite(read_ns))
+    bad(fmt::format("nvm.read_ns must be a positive number of nanoseconds (got {})", read_ns));
+  if (!(write_ns > 0.0) || !std::isfinite(write_ns))
+    bad(fmt::format("nvm.write_ns must be a positive number of nanoseconds (got {})", write_ns));
+  if (write_queue_entries == 0) bad("nvm.write_queue_entries must be at least 1");
+  if (write_units == 0) bad("nvm.write_units must be at least 1");
+}
+
+Cycles SimParams::nvm_read_cycles() const { return Cycles(ns_to_cycles(nvm.read_ns, freq_ghz)); }
+Cycles SimParams::nvm_write_cycles() const { return Cycles(ns_to_cycles(nvm.write_ns, freq_ghz)); }
+
+void SimParams::validate() const {
+  if (cores < 1 || cores > kMaxCores)
+    bad(fmt::format("cores must be between 1 and {} (got {})", kMaxCores, cores));
+  if (threads < 1 || threads > kMaxCores)
+    bad(fmt::format("threads must be between 1 and {} (got {})", kMaxCores, threads));
+  if (!(freq_ghz > 0.0) || !std::isfinite(freq_ghz) || freq_ghz > 100.0)
+    bad(fmt::format("freq_ghz must be in (0, 100] (got {})", freq_ghz));
+  l1.validate();
+  if (l2) l2->validate();
+  llc.validate();
+  nvm.validate();
+  // Inclusion needs the shared LLC to be able to hold what one core's private caches hold.
+  const std::uint64_t private_bytes = l1.size_bytes + (l2 ? l2->size_bytes : 0);
+  if (llc.size_bytes < private_bytes)
+    bad(fmt::format("cache {} ({} bytes) is inclusive and must be at least as large as one core's "
+                    "private caches ({} bytes)",
+                    llc.name, llc.size_bytes, private_bytes));
+  if (l2 && l2->size_bytes < l1.size_bytes)
+    bad(fmt::format("cache {} ({} bytes) is inclusive of {} and must not be smaller ({} bytes)", l2->name,
+                    l2->size_bytes, l1.name, l1.size_bytes));
+}
+
+}  // namespace pmlab::sim

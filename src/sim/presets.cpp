@@ -1,0 +1,79 @@
+// The papers' machine configurations as SimParams (sources cited per preset in presets.hpp).
+#include "pmlab/sim/presets.hpp"
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+
+namespace pmlab::sim {
+
+namespace {
+constexpr std::uint64_t kKiB = 1024;
+constexpr std::uint64_t kMiB = 1024 * kKiB;
+}  // namespace
+
+SimParams lp_isca18() {
+  SimParams p;
+  p.name = "lp-isca18";
+  p.cores = 9;  // "nine cores, with each benchmark running with eight threads plus one master"
+  p.threads = 8;
+  p.freq_ghz = 2.0;
+  p.l1 = {"L1", 64 * kKiB, 8, Cycles{2}, Replacement::kLru};
+  p.l2.reset();
+  p.llc = {"L2", 512 * kKiB, 8, Cycles{11}, Replacement::kLru};
+  p.nvm.read_ns = 150.0;
+  p.nvm.write_ns = 300.0;
+  p.nvm.write_queue_entries = 64;  // "MC ReadQ/WriteQ: 32/64, ADR"
+  p.nvm.write_units = 16;          // not given in Table II: pmlab assumes pact17's 2x8 banks
+  p.validate();
+  return p;
+}
+
+SimParams pact17(int cores) {
+  SimParams p;
+  p.name = "pact17";
+  p.cores = cores;
+  p.threads = cores;
+  p.freq_ghz = 2.0;
+  p.l1 = {"L1", 64 * kKiB, 16, Cycles{2}, Replacement::kLru};
+  p.l2.reset();
+  // "1MB tile/ core": the shared L2 grows with the core count.
+  p.llc = {"L2", static_cast<std::uint64_t>(cores > 0 ? cores : 1) * kMiB, 16, Cycles{20}, Replacement::kLru};
+  p.nvm.read_ns = 60.0;  // §3.3.1: the DDR-PCM timings "would yield ... 60ns and 150ns"
+  p.nvm.write_ns = 150.0;
+  p.nvm.write_queue_entries = 64;  // "32-entry RQ & 64-entry WQ"
+  p.nvm.write_units = 16;          // 1 channel x 2 ranks x 8 banks
+  p.validate();
+  return p;
+}
+
+SimParams cachegrind_like(CacheGeometry d1, CacheGeometry ll) {
+  for (const auto& [what, g] : {std::pair{"D1", d1}, std::pair{"LL", ll}}) {
+    if (g.line_bytes != kCacheLineBytes)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("cachegrind {} line size {} is not supported: the simulator models {}-byte lines",
+                              what, g.line_bytes, kCacheLineBytes));
+  }
+  SimParams p;
+  p.name = "cachegrind";
+  p.cores = 1;
+  p.threads = 1;
+  p.l1 = {"D1", d1.size_bytes, d1.assoc, Cycles{1}, Replacement::kLru};
+  p.l2.reset();
+  p.llc = {"LL", ll.size_bytes, ll.assoc, Cycles{10}, Replacement::kLru};
+  p.validate();
+  return p;
+}
+
+std::vector<std::string_view> preset_names() { return {"lp-isca18", "pact17"}; }
+
+SimParams preset(std::string_view name) {
+  if (name == "lp-isca18") return lp_isca18();
+  if (name == "pact17") return pact17();
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("unknown simulator preset '{}' (known: {})", name, fmt::join(preset_names(), ", ")));
+}
+
+}  // namespace pmlab::sim

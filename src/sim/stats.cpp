@@ -1,0 +1,52 @@
+// JSON form of SimStats; the key names are documented in docs/simulator.md.
+#include "pmlab/sim/stats.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace pmlab::sim {
+
+std::string_view to_string(WriteCause c) {
+  switch (c) {
+    case WriteCause::kEviction: return "eviction";
+    case WriteCause::kFlush: return "flush";
+    case WriteCause::kPeriodic: return "periodic";
+    case WriteCause::kDrain: return "drain";
+  }
+  return "?";
+}
+
+nlohmann::json to_json(const SimStats& s) {
+  nlohmann::json j;
+  j["cycles"] = s.cycles.value();
+  auto& per_core = j["core_cycles"] = nlohmann::json::array();
+  for (Cycles c : s.core_cycles) per_core.push_back(c.value());
+  j["loads"] = s.loads;
+  j["stores"] = s.stores;
+  j["accesses"] = s.accesses();
+  j["filtered_accesses"] = s.filtered_accesses;
+  j["flushes"] = s.flushes;
+  j["dirty_flushes"] = s.dirty_flushes;
+  j["fences"] = s.fences;
+  j["fence_stall_cycles"] = s.fence_stall_cycles;
+  j["nvm_reads"] = s.nvm.reads;
+  j["nvm_writes"] = s.nvm.writes;
+  auto& by_cause = j["nvm_writes_by_cause"] = nlohmann::json::object();
+  for (std::size_t i = 0; i < kWriteCauseCount; ++i)
+    by_cause[std::string(to_string(static_cast<WriteCause>(i)))] = s.nvm.writes_by_cause[i];
+  j["write_queue_stall_cycles"] = s.nvm.write_queue_stall_cycles;
+  auto& levels = j["levels"] = nlohmann::json::object();
+  for (const LevelStats& l : s.levels) {
+    levels[l.name] = {{"hits", l.hits},
+                      {"misses", l.misses},
+                      {"miss_rate", l.miss_rate()},
+                      {"evictions", l.evictions},
+                      {"dirty_evictions", l.dirty_evictions}};
+  }
+  j["coherence"] = {{"upgrades", s.coherence.upgrades},
+                    {"interventions", s.coherence.interventions},
+                    {"invalidations", s.coherence.invalidations},
+                    {"back_invalidations", s.coherence.back_invalidations}};
+  return j;
+}
+
+}  // namespace pmlab::sim
