@@ -1,0 +1,147 @@
+// Real crash tests: `pmlab run` is SIGKILLed at random moments and restarted until done; C must be bit-exact.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "../support/process.hpp"
+#include "pmlab/driver/tmm_schemes.hpp"
+
+namespace pmlab::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path scratch_dir(const std::string& tag) {
+  auto d = fs::temp_directory_path() / ("pmlab-crash-" + std::to_string(getpid()) + "-" + tag);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
+
+struct SchemeTally {
+  int trials = 0, kills = 0, resumes_with_recovery_work = 0;
+};
+
+// One scheme: random sizes (non-multiples of bs included), 1 or 2 threads, random checksum kinds,
+// random kill delays; every restart must succeed or be killed, never fail to open the pool.
+// Wall time of a fault-free run of `scheme` at size n (process start + pool creation + compute).
+double measure_run_ms(const std::string& scheme, std::uint64_t n, const fs::path& dir) {
+  const std::string pool = (dir / "calibrate.pool").string();
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_process({PMLAB_BINARY, "run", "tmm", "--scheme", scheme, "--n", std::to_string(n),
+                        "--bs", "16", "--pool", pool},
+                       (dir / "calibrate").string());
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  fs::remove(pool);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return ms;
+}
+
+void kill_resume_campaign(const std::string& scheme, int trials, std::uint64_t seed, SchemeTally& tally) {
+  std::mt19937_64 rng(seed);
+  auto dir = scratch_dir(scheme);
+  // Kill delays are drawn over the expected run time, so kills land anywhere in a run:
+  // during start-up and pool creation, in the kernel, and during recovery of earlier kills.
+  const double startup_ms = measure_run_ms(scheme, 1, dir);
+  const double big_ms = measure_run_ms(scheme, 300, dir);
+  auto expected_ms = [&](std::uint64_t n, std::uint64_t threads) {
+    double scale = static_cast<double>(n * n * n) / (300.0 * 300.0 * 300.0) / static_cast<double>(threads);
+    return startup_ms + std::max(0.0, big_ms - startup_ms) * scale;
+  };
+  const char* kinds[] = {"modular", "parity", "adler32", "modular-parity", "crc32c"};
+  for (int t = 0; t < trials; ++t) {
+    const std::uint64_t n = 20 + rng() % 380, bs = 1 + rng() % 48, threads = 1 + rng() % 2;
+    const std::string checksum = kinds[rng() % 5];
+    const std::string pool = (dir / ("t" + std::to_string(t) + ".pool")).string();
+    SCOPED_TRACE(::testing::Message() << "scheme " << scheme << " trial " << t << " seed " << seed
+                                      << " n=" << n << " bs=" << bs << " threads=" << threads
+                                      << " checksum=" << checksum);
+    std::vector<std::string> create{PMLAB_BINARY, "run",  "tmm",       "--scheme", scheme,
+                                    "--n",        std::to_string(n),    "--bs",     std::to_string(bs),
+                                    "--threads",  std::to_string(threads), "--checksum", checksum,
+                                    "--pool",     pool,  "--json"};
+    // Kill delays up to ~the run time of the larger sizes; later attempts run to completion.
+    bool done = false;
+    for (int attempt = 0; attempt < 12 && !done; ++attempt) {
+      std::optional<std::chrono::microseconds> kill_after;
+      if (attempt < 6 && rng() % 5 != 0) {
+        std::uniform_real_distribution<double> frac(0.0, 1.1);
+        kill_after = std::chrono::microseconds(
+            static_cast<std::int64_t>(1000.0 * frac(rng) * expected_ms(n, threads)));
+      }
+      // A kill during creation leaves no pool (only PATH.creating): the run must be re-issued
+      // with its parameters; otherwise `--pool` alone resumes with the stored ones.
+      auto args = !fs::exists(pool) ? create
+                                    : std::vector<std::string>{PMLAB_BINARY, "run", "--pool", pool, "--json"};
+      auto r = run_process(args, (dir / "proc").string(), kill_after);
+      if (r.killed) {
+        ++tally.kills;
+        continue;
+      }
+      ASSERT_EQ(r.exit_code, 0) << "attempt " << attempt << " stderr: " << r.err;
+      auto j = json::parse(r.out);
+      if (j["resumed"].get<bool>() && j["recovery"]["regions_recomputed"].get<int>() > 0)
+        ++tally.resumes_with_recovery_work;
+      done = true;
+    }
+    ASSERT_TRUE(done);
+    auto v = run_process({PMLAB_BINARY, "run", "--pool", pool, "--verify", "--json"},
+                         (dir / "verify").string());
+    ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
+    auto j = json::parse(v.out);
+    ASSERT_TRUE(j["verified"].get<bool>()) << v.out;
+    ++tally.trials;
+    fs::remove(pool);
+  }
+  fs::remove_all(dir);
+}
+
+class KillResume : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactC) {
+  std::random_device rd;
+  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
+  const int trials = env_int("PMLAB_CRASH_TRIALS", 30);
+  SchemeTally tally;
+  kill_resume_campaign(GetParam(), trials, seed, tally);
+  RecordProperty("kills", tally.kills);
+  std::printf("[ kill -9 ] scheme %s: %d trials bit-exact, %d SIGKILLs landed, %d resumes recomputed work\n",
+              GetParam().c_str(), tally.trials, tally.kills, tally.resumes_with_recovery_work);
+  EXPECT_EQ(tally.trials, trials);
+  // Not vacuous: the kills really interrupted runs.
+  EXPECT_GE(tally.kills, trials / 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tmm, KillResume, ::testing::ValuesIn(driver::tmm_scheme_names()),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (auto& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+TEST(KillResumeLp, RecoveryReallyRecomputesAfterKills) {
+  // LP specifically: with larger runs, kills land mid-computation and recovery repairs regions.
+  std::random_device rd;
+  SchemeTally tally;
+  kill_resume_campaign("lp", env_int("PMLAB_CRASH_TRIALS", 30), (static_cast<std::uint64_t>(rd()) << 32) | rd(), tally);
+  EXPECT_GE(tally.resumes_with_recovery_work, 1);
+}
+
+}  // namespace
+}  // namespace pmlab::testing
