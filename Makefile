@@ -1,0 +1,38 @@
+# pmlab's two entry points: `make run` (set up, build, run the main job) and `make test` (set up, build, test).
+PRESET ?= release
+BUILD_DIR := build/$(PRESET)
+JOBS ?= 2
+
+.PHONY: all deps build run test test-sanitize bench format clean
+
+all: build
+
+deps:
+	@scripts/setup-deps
+
+build: deps
+	@cmake --preset $(PRESET) >/dev/null
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+
+# Until `pmlab eval` exists: a small LP tmm that is killed with SIGKILL, resumed, and verified.
+run: build
+	@scripts/demo-kill-resume $(BUILD_DIR)/pmlab
+
+test: build
+	@ctest --preset $(PRESET) -j $(JOBS)
+
+# ASan + UBSan build of the whole suite (also run by .ci/run).
+test-sanitize: deps
+	@cmake --preset asan-ubsan >/dev/null
+	@cmake --build --preset asan-ubsan -j $(JOBS)
+	@ASAN_OPTIONS=detect_leaks=0 PMLAB_CRASH_TRIALS=6 ctest --preset asan-ubsan -j $(JOBS)
+
+bench: build
+	@$(BUILD_DIR)/bench/bench_backend --benchmark_repetitions=21 \
+	  --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+
+format:
+	@find include src tests bench -name '*.hpp' -o -name '*.cpp' | xargs clang-format -i
+
+clean:
+	@rm -rf build
