@@ -28,8 +28,7 @@ test-sanitize: deps
 	@ASAN_OPTIONS=detect_leaks=0 PMLAB_CRASH_TRIALS=6 ctest --preset asan-ubsan -j $(JOBS)
 
 bench: build
-	@$(BUILD_DIR)/bench/bench_backend --benchmark_repetitions=21 \
-	  --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+	@scripts/backend-overhead $(BUILD_DIR)/bench/bench_backend
 
 format:
 	@find include src tests bench -name '*.hpp' -o -name '*.cpp' | xargs clang-format -i

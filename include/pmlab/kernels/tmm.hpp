@@ -38,17 +38,24 @@ struct Operands {
 // One (kk, ii) step: the jj, i, j, k loops of Fig. 4 for panel ii at kk. `on_store(v)` sees
 // every stored C value in program order (the LP checksum hooks in here).
 template <mem::Backend B, class OnStore>
-inline void panel_step(B& be, const Operands& op, std::size_t kt, std::size_t it, OnStore&& on_store) {
-  const std::size_t kk = kt * op.bs, ii = it * op.bs;
-  const std::size_t k_end = op.tile_end(kk), i_end = op.tile_end(ii);
-  for (std::size_t jj = 0; jj < op.n; jj += op.bs) {
-    const std::size_t j_end = op.tile_end(jj);
+[[gnu::noinline]] void panel_step(B& be, const Operands& op, std::size_t kt, std::size_t it, OnStore&& on_store) {
+  // Out of line and with everything in locals, the loop nest gets the registers to itself: when
+  // inlined into parallel_for's lambda the k loop spilled loop invariants to the stack and ran
+  // 25% more instructions than the raw-pointer loop (docs/backend-overhead.md).
+  const std::size_t n = op.n, bs = op.bs;
+  const double* const a = op.a.data();
+  const double* const b = op.b.data();
+  double* const c = op.c.data();
+  const std::size_t lda = op.a.ld(), ldb = op.b.ld(), ldc = op.c.ld();
+  const std::size_t kk = kt * bs, ii = it * bs;
+  const std::size_t k_end = std::min(kk + bs, n), i_end = std::min(ii + bs, n);
+  for (std::size_t jj = 0; jj < n; jj += bs) {
+    const std::size_t j_end = std::min(jj + bs, n);
     for (std::size_t i = ii; i < i_end; ++i) {
       for (std::size_t j = jj; j < j_end; ++j) {
-        double sum = be.load(op.c.at(i, j));
-        for (std::size_t k = kk; k < k_end; ++k)
-          sum += be.load(op.a.at(i, k)) * be.load(op.b.at(k, j));
-        be.store(op.c.at(i, j), sum);
+        double sum = be.load(c + i * ldc + j);
+        for (std::size_t k = kk; k < k_end; ++k) sum += be.load(a + i * lda + k) * be.load(b + k * ldb + j);
+        be.store(c + i * ldc + j, sum);
         on_store(sum);
       }
     }
