@@ -154,12 +154,17 @@ void add_run_command(CLI::App& app, int& exit_code) {
       "interrupted run (e.g. after kill -9), recovers it and finishes. `pmlab run --pool PATH` "
       "alone resumes with the parameters stored in the pool; parameters given explicitly must "
       "match the stored ones.");
-  cmd->add_option("kernel", args->kernel, "Kernel to run: tmm")->check(CLI::IsMember({"tmm"}));
+  std::string kernels;
+  for (const auto& d : driver::kernel_drivers()) kernels += (kernels.empty() ? "" : ", ") + d.name;
+  cmd->add_option("kernel", args->kernel, "Kernel to run: " + kernels);
   auto* o_scheme = cmd->add_option("--scheme", args->scheme,
-                                   "Persistency scheme: base (none) or lp (Lazy Persistency)")
+                                   "Persistency scheme: base (none), lp (Lazy Persistency), or a "
+                                   "rival; `pmlab run KERNEL --scheme list` is refused with the "
+                                   "list of the kernel's schemes")
                        ->capture_default_str();
-  auto* o_n = cmd->add_option("--n", args->n, "Matrix dimension n (any n >= 1)")->capture_default_str();
-  auto* o_bs = cmd->add_option("--bs", args->bs, "Tile size bs (any bs >= 1; n need not be a multiple)")
+  auto* o_n = cmd->add_option("--n", args->n, "Problem size n (matrix dimension; any n >= 1)")
+                  ->capture_default_str();
+  auto* o_bs = cmd->add_option("--bs", args->bs, "Block/tile size bs (any bs >= 1; n need not be a multiple)")
                    ->capture_default_str();
   auto* o_thr = cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
   auto* o_ck = cmd->add_option("--checksum", args->checksum,

@@ -121,8 +121,8 @@ VerifyResult tmm_verify(const pool::Pool& pool) {
 }  // namespace
 
 KernelDriver make_tmm_driver() {
-  return KernelDriver{"tmm",      tmm_scheme_names(), validate_tmm, tmm_arrays,
-                      tmm_init,   tmm_execute,        tmm_verify};
+  return KernelDriver{"tmm",     tmm_scheme_names(), 400,       validate_tmm,
+                      tmm_arrays, tmm_init,          tmm_execute, tmm_verify};
 }
 
 }  // namespace pmlab::driver

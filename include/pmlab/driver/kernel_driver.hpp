@@ -38,6 +38,9 @@ struct VerifyResult {
 struct KernelDriver {
   std::string name;
   std::vector<std::string> schemes;
+  // Largest n the SIGKILL tests draw (random n in [1, this]); they must run in well under a
+  // second at this size so that kills land anywhere in a run.
+  std::uint64_t crash_test_max_n = 256;
   // Throws pmlab::Error(kInvalidArgument) for impossible parameters or unknown schemes.
   std::function<void(const pool::RunParams&)> validate;
   std::function<std::vector<pool::ArraySpec>(const pool::RunParams&)> arrays;
