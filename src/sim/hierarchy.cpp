@@ -21,6 +21,14 @@ Hierarchy::Hierarchy(const SimParams& p)
       wq_(p.nvm.write_queue_entries, p.nvm.write_units, p.nvm_write_cycles().value()),
       nvm_read_cycles_(p.nvm_read_cycles().value()), flush_issue_(p.flush_issue_latency.value()),
       fence_latency_(p.fence_latency.value()) {
+  const std::uint64_t sets = p.l1.sets();
+  const std::uint64_t entries = std::has_single_bit(sets) ? sets : 1;
+  filter_.assign(static_cast<std::size_t>(entries) * cores_.size(), detail::kNoEntry);
+  for (std::size_t c = 0; c < cores_.size(); ++c) {
+    cores_[c].filter = filter_.data() + c * entries;
+    cores_[c].filter_mask = entries - 1;
+  }
+  filter_on_hit_only_ = p.l1.replacement == Replacement::kSrrip;
   private_.reserve(static_cast<std::size_t>(p.cores * npriv_));
   for (int c = 0; c < p.cores; ++c) {
     const auto salt = static_cast<std::uint64_t>(c) * 0x9e3779b97f4a7c15ull;
@@ -54,7 +62,8 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
   Cache& l1 = priv(core, 0);
   std::uint64_t lat = 0;
   std::size_t s1 = l1.find(line);
-  if (s1 != kNoSlot) {
+  const bool l1_hit = s1 != kNoSlot;
+  if (l1_hit) {
     ++l1.counters().hits;
     l1.touch(s1);
     lat = l1.latency().value();
@@ -86,10 +95,9 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
     l1.add_state(s1, kExclusive | kDirty);
   }
   cs.clock += lat;
-  if (params_.same_line_filter) {
-    cs.last_line = line;
-    cs.last_dirty = (l1.state(s1) & kDirty) != 0;
-  }
+  // This line is now the last one accessed in its L1 set (see Machine::load).
+  const bool filter = params_.same_line_filter && (l1_hit || !filter_on_hit_only_);
+  filter_entry(core, line) = filter ? (line << 1) | ((l1.state(s1) & kDirty) != 0 ? 1u : 0u) : detail::kNoEntry;
 }
 
 // A private miss: find the line in the LLC (or NVM), update the directory, return the
@@ -292,10 +300,8 @@ void Hierarchy::write_back_all(WriteCause cause) {
 void Hierarchy::power_fail() {
   for (auto& c : private_) c.clear();
   llc_.clear();
-  for (auto& c : cores_) {
-    c.last_line = detail::kNoLine;
-    c.flush_done = 0;
-  }
+  std::fill(filter_.begin(), filter_.end(), detail::kNoEntry);
+  for (auto& c : cores_) c.flush_done = 0;
   wq_.reset();
 }
 

@@ -45,9 +45,13 @@ class Hierarchy {
   [[nodiscard]] const Cache& priv(int core, int level) const {
     return private_[static_cast<std::size_t>(core * npriv_ + level)];
   }
+  [[nodiscard]] std::uint64_t& filter_entry(int core, std::uint64_t line) {
+    const detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+    return cs.filter[line & cs.filter_mask];
+  }
   void forget_filter(int core, std::uint64_t line) {
-    if (cores_[static_cast<std::size_t>(core)].last_line == line)
-      cores_[static_cast<std::size_t>(core)].last_line = detail::kNoLine;
+    std::uint64_t& e = filter_entry(core, line);
+    if ((e >> 1) == line) e = detail::kNoEntry;
   }
   bool strip_private(int core, std::uint64_t line, Strip how);
   std::uint8_t fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat);
@@ -62,6 +66,8 @@ class Hierarchy {
   std::vector<Cache> private_;  // core-major: core c's level l at c * npriv_ + l
   Cache llc_;
   std::vector<detail::CoreState> cores_;
+  std::vector<std::uint64_t> filter_;  // cores x entries, see Machine::load
+  bool filter_on_hit_only_;            // SRRIP: a fill is not yet at RRPV 0
   WriteQueue wq_;
   CrashImage image_;
   std::uint64_t nvm_read_cycles_;

@@ -2,9 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/presets.hpp"
 #include "sim_test_util.hpp"
@@ -31,26 +35,26 @@ TEST(SimParams, DefaultsAreValid) {
 }
 
 TEST(SimParams, RejectsImpossibleValuesWithTheFieldName) {
-  auto with = [](auto mutate) {
-    return [mutate] {
-      SimParams p;
-      mutate(p);
-      p.validate();
-    };
+  const std::vector<std::pair<std::function<void(SimParams&)>, std::string>> cases{
+      {[](SimParams& p) { p.cores = 0; }, "cores"},
+      {[](SimParams& p) { p.cores = 65; }, "cores"},
+      {[](SimParams& p) { p.threads = 0; }, "threads"},
+      {[](SimParams& p) { p.freq_ghz = 0.0; }, "freq_ghz"},
+      {[](SimParams& p) { p.l1.ways = 0; }, "L1: ways"},
+      {[](SimParams& p) { p.l1.size_bytes = 0; }, "L1: size_bytes"},
+      {[](SimParams& p) { p.llc.size_bytes = 1000; }, "not a multiple"},
+      {[](SimParams& p) { p.nvm.read_ns = -1.0; }, "nvm.read_ns"},
+      {[](SimParams& p) { p.nvm.write_ns = 0.0; }, "nvm.write_ns"},
+      {[](SimParams& p) { p.nvm.write_queue_entries = 0; }, "write_queue_entries"},
+      {[](SimParams& p) { p.nvm.write_units = 0; }, "write_units"},
+      {[](SimParams& p) { p.llc.size_bytes = 32 * 1024; }, "inclusive"},
+      {[](SimParams& p) { p.l2 = LevelParams{"L2", 32 * 1024, 8, Cycles{5}}; }, "inclusive"},
   };
-  expect_invalid(with([](SimParams& p) { p.cores = 0; }), "cores");
-  expect_invalid(with([](SimParams& p) { p.cores = 65; }), "cores");
-  expect_invalid(with([](SimParams& p) { p.threads = 0; }), "threads");
-  expect_invalid(with([](SimParams& p) { p.freq_ghz = 0.0; }), "freq_ghz");
-  expect_invalid(with([](SimParams& p) { p.l1.ways = 0; }), "L1: ways");
-  expect_invalid(with([](SimParams& p) { p.l1.size_bytes = 0; }), "L1: size_bytes");
-  expect_invalid(with([](SimParams& p) { p.llc.size_bytes = 1000; }), "not a multiple");
-  expect_invalid(with([](SimParams& p) { p.nvm.read_ns = -1.0; }), "nvm.read_ns");
-  expect_invalid(with([](SimParams& p) { p.nvm.write_ns = 0.0; }), "nvm.write_ns");
-  expect_invalid(with([](SimParams& p) { p.nvm.write_queue_entries = 0; }), "write_queue_entries");
-  expect_invalid(with([](SimParams& p) { p.nvm.write_units = 0; }), "write_units");
-  expect_invalid(with([](SimParams& p) { p.llc.size_bytes = 32 * 1024; }), "inclusive");
-  expect_invalid(with([](SimParams& p) { p.l2 = LevelParams{"L2", 32 * 1024, 8, Cycles{5}}; }), "inclusive");
+  for (const auto& [mutate, needle] : cases) {
+    auto params = std::make_unique<SimParams>();
+    mutate(*params);
+    expect_invalid([&] { params->validate(); }, needle);
+  }
 }
 
 TEST(SimParams, MachineConstructionValidates) {

@@ -29,15 +29,16 @@ struct LineState {
 class Hierarchy;  // src/sim/hierarchy.hpp
 
 namespace detail {
-inline constexpr std::uint64_t kNoLine = std::numeric_limits<std::uint64_t>::max();
+// Filter entry: (line << 1) | dirty; kNoEntry never matches a line (lines are < 2^58).
+inline constexpr std::uint64_t kNoEntry = std::numeric_limits<std::uint64_t>::max();
 // Per-core state touched on every access; one cache line per core so cores never share one.
 struct alignas(64) CoreState {
-  std::uint64_t last_line = kNoLine;  // same-line filter: L1 holds it and it is MRU
-  bool last_dirty = false;            // ... and it is dirty in L1 (a store changes nothing)
-  std::uint64_t clock = 0;            // core-local time in cycles
-  std::uint64_t filtered = 0;         // accesses the filter served
+  std::uint64_t* filter = nullptr;  // per L1 set (or one entry): the set's last-accessed line
+  std::uint64_t filter_mask = 0;
+  std::uint64_t clock = 0;          // core-local time in cycles
+  std::uint64_t filtered = 0;       // accesses the filter served
   std::uint64_t filtered_stores = 0;
-  std::uint64_t flush_done = 0;       // completion time of the latest outstanding flush
+  std::uint64_t flush_done = 0;     // completion time of the latest outstanding flush
 };
 }  // namespace detail
 
@@ -52,15 +53,19 @@ class Machine {
   Machine(const Machine&) = delete;
   Machine& operator=(const Machine&) = delete;
 
-  // The filter is exact: if this core's previous access was to the same line, the line is in
-  // its L1 (anything that removed or downgraded it since also cleared the filter) and is
-  // already the most recently used way of its set. Re-touching it changes no LRU order (the
-  // set's relative order is unchanged), no SRRIP state (RRPV already 0) and no random state,
-  // and a load needs no coherence action; a store needs none when the line is already dirty.
-  // So skipping the lookup yields identical future hits, misses and victims.
+  // The filter generalises "same line as last access" to one entry per L1 set: the line this
+  // core accessed last in that set (with non-power-of-two set counts, a single entry, i.e.
+  // exactly "same line as last access"). It is exact. Under LRU that line is its set's MRU
+  // way, and re-touching the MRU way leaves the set's recency order unchanged, so future
+  // hits, misses and victims are identical. Anything else that touches the set replaces the
+  // entry, and every removal, downgrade or cleaning of the line by another core, a flush or
+  // an LLC back-invalidation clears it. Random replacement keeps no hit state. SRRIP sets
+  // RRPV 0 on a hit, so only hits (not fills) create entries. A load needs no coherence
+  // action on an L1 hit; a store needs none only when the line is already dirty, which the
+  // entry's low bit records.
   void load(int core, LineAddr line) {
     detail::CoreState& c = cores_[core];
-    if (c.last_line == line.value()) {
+    if ((c.filter[line.value() & c.filter_mask] >> 1) == line.value()) {
       ++c.filtered;
       c.clock += l1_latency_;
       return;
@@ -69,7 +74,7 @@ class Machine {
   }
   void store(int core, LineAddr line) {
     detail::CoreState& c = cores_[core];
-    if (c.last_line == line.value() && c.last_dirty) {
+    if (c.filter[line.value() & c.filter_mask] == ((line.value() << 1) | 1)) {
       ++c.filtered;
       ++c.filtered_stores;
       c.clock += l1_latency_;
