@@ -86,6 +86,18 @@ TEST_F(CliErrors, MismatchedParametersExitThreeAndNameTheField) {
   EXPECT_EQ(pmlab({"run", "--pool", pool(), "--verify"}).exit_code, 0);
 }
 
+TEST_F(CliErrors, EveryPersistModeAndFlushKindProducesAVerifiedResult) {
+  int i = 0;
+  for (const char* mode : {"cpu", "auto", "none"})
+    for (const char* flush : {"clwb", "clflushopt", "clflush"}) {
+      const std::string p = (dir_ / ("m" + std::to_string(i++) + ".pool")).string();
+      auto r = pmlab({"run", "tmm", "--n", "33", "--bs", "8", "--pool", p, "--persist", mode,
+                      "--flush", flush, "--verify", "--json"});
+      ASSERT_EQ(r.exit_code, 0) << mode << " " << flush << ": " << r.err;
+      EXPECT_TRUE(nlohmann::json::parse(r.out)["verified"].get<bool>());
+    }
+}
+
 TEST_F(CliErrors, NotAPoolFileIsRefused) {
   std::ofstream(pool()) << std::string(5000, 'z');
   auto r = pmlab({"run", "--pool", pool()});
@@ -96,9 +108,8 @@ TEST_F(CliErrors, NotAPoolFileIsRefused) {
 
 TEST_F(CliErrors, VerifyDetectsATamperedResult) {
   ASSERT_EQ(pmlab({"run", "tmm", "--n", "20", "--bs", "7", "--pool", pool()}).exit_code, 0);
-  // Flip one bit of C (array "c" follows a and b; find it via the JSON-free route: the
-  // last 8 KiB region holds C and the table, so corrupt a byte known to be inside C).
-  // Layout: header 4096, a = 3200 B at 4096, b at 7296, c at 10496.
+  // Flip one bit of C[0][5]. Layout (docs/pool-format.md): header 4096 B, then a, b, c of
+  // 20·20·8 = 3200 B each at 64-byte-aligned offsets 4096, 7296, 10496.
   {
     int fd = ::open(pool().c_str(), O_RDWR);
     char byte = 0;

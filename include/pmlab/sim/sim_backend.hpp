@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <string_view>
@@ -48,12 +49,14 @@ class SimBackend {
   template <SimScalar T>
   [[nodiscard]] T load(const T* p) {
     access<false>(p, sizeof(T));
-    return *p;
+    T v;
+    std::memcpy(&v, p, sizeof(T));  // may straddle lines/misalign (tests do): memcpy is defined
+    return v;
   }
   template <SimScalar T>
   void store(T* p, T v) {
     access<true>(p, sizeof(T));
-    *p = v;
+    std::memcpy(p, &v, sizeof(T));
   }
   void flush(const void* p) {
     if (flush_ == FlushMode::kNone) return;
