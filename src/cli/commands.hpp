@@ -16,5 +16,7 @@ inline constexpr int kExitInternal = 4;      // unexpected internal error
 void add_run_command(CLI::App& app, int& exit_code);
 void add_sim_command(CLI::App& app, int& exit_code);    // src/cli/sim_cmd.cpp
 void add_bench_command(CLI::App& app, int& exit_code);  // src/cli/bench_cmd.cpp
+void add_crash_command(CLI::App& app, int& exit_code);  // src/cli/crash_cmd.cpp
+void add_eval_command(CLI::App& app, int& exit_code);   // src/cli/eval_cmd.cpp
 
 }  // namespace pmlab::cli

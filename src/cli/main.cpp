@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", PMLAB_VERSION);
   int exit_code = kExitOk;
   add_run_command(app, exit_code);
+  add_sim_command(app, exit_code);
+  add_bench_command(app, exit_code);
+  add_crash_command(app, exit_code);
+  add_eval_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

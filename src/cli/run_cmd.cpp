@@ -105,6 +105,7 @@ int do_run(const RunArgs& a, const Given& g) {
           {"regions_inconsistent", report.recovery.regions_inconsistent},
           {"regions_recomputed", report.recovery.regions_recomputed},
           {"regions_unwritten", report.recovery.regions_unwritten},
+          {"regions_unnecessary", report.recovery.regions_unnecessary},
           {"resume_point", report.resume_point},
           {"seconds", report.recovery_seconds}}},
         {"compute_seconds", report.compute_seconds},

@@ -9,9 +9,16 @@
 namespace pmlab::driver {
 
 KernelDriver make_tmm_driver();
+KernelDriver make_cholesky_driver();
+KernelDriver make_lu_driver();
+KernelDriver make_gauss_driver();
+KernelDriver make_conv2d_driver();
+KernelDriver make_fft_driver();
 
 const std::vector<KernelDriver>& kernel_drivers() {
-  static const std::vector<KernelDriver> drivers{make_tmm_driver()};
+  static const std::vector<KernelDriver> drivers{make_tmm_driver(),   make_cholesky_driver(),
+                                                 make_lu_driver(),    make_gauss_driver(),
+                                                 make_conv2d_driver(), make_fft_driver()};
   return drivers;
 }
 

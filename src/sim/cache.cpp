@@ -22,39 +22,12 @@ Cache::Cache(const LevelParams& p, bool directory, std::uint64_t seed)
     : name_(p.name), latency_(p.hit_latency), sets_(p.sets()), set_mask_(p.sets() - 1),
       pow2_(std::has_single_bit(p.sets())), ways_(p.ways),
       tags_(static_cast<std::size_t>(p.sets() * p.ways), kInvalidTag),
-      state_(tags_.size(), 0), policy_(make_policy(p, seed)) {
+      state_(tags_.size(), 0), link_(directory ? 0 : tags_.size(), kNoSlot), policy_(make_policy(p, seed)) {
   if (directory) {
     sharers_.assign(tags_.size(), 0);
     owner_.assign(tags_.size(), -1);
   }
   stats_.name = p.name;
-}
-
-std::size_t Cache::victim_for(std::uint64_t line) {
-  const std::size_t base = set_base(line);
-  for (std::size_t s = base; s < base + ways_; ++s)
-    if (tags_[s] == kInvalidTag) return s;
-  return std::visit([base](auto& p) { return p.victim(base); }, policy_);
-}
-
-void Cache::fill(std::size_t slot, std::uint64_t line, std::uint8_t state) {
-  tags_[slot] = line;
-  state_[slot] = state;
-  if (!sharers_.empty()) {
-    sharers_[slot] = 0;
-    owner_[slot] = -1;
-  }
-  std::visit([slot](auto& p) { p.on_fill(slot); }, policy_);
-}
-
-void Cache::invalidate(std::size_t slot) {
-  tags_[slot] = kInvalidTag;
-  state_[slot] = 0;
-  if (!sharers_.empty()) {
-    sharers_[slot] = 0;
-    owner_[slot] = -1;
-  }
-  std::visit([slot](auto& p) { p.on_invalidate(slot); }, policy_);
 }
 
 void Cache::clear() {

@@ -1,9 +1,11 @@
 // One set-associative cache level over flat arrays: tags, MESI-ish state bits, LLC directory.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -27,17 +29,50 @@ class Cache {
 
   [[nodiscard]] std::size_t find(std::uint64_t line) const {
     const std::size_t base = set_base(line);
+    // Common associativities: an unrolled branch-free compare of the whole set (a line is in
+    // at most one way); an early-exit loop would mispredict on nearly every miss.
+    switch (ways_) {
+      case 8: return find_in<8>(base, line);
+      case 16: return find_in<16>(base, line);
+      default: break;
+    }
     for (std::size_t s = base; s < base + ways_; ++s)
       if (tags_[s] == line) return s;
     return kNoSlot;
   }
   // Slot to fill for `line`: an invalid way if any, else the policy's victim (still valid).
-  [[nodiscard]] std::size_t victim_for(std::uint64_t line);
-  void touch(std::size_t slot) {
-    std::visit([slot](auto& p) { p.on_hit(slot); }, policy_);
+  // Inline, like the other per-access methods: they run on every simulated miss.
+  [[nodiscard]] std::size_t victim_for(std::uint64_t line) {
+    const std::size_t base = set_base(line);
+    // LRU stamps are 0 exactly for invalid ways and positive for valid ones, so its oldest way
+    // is the first invalid one when there is one: the scan below would give the same slot.
+    if (auto* lru = std::get_if<LruPolicy>(&policy_)) [[likely]]
+      return lru->victim(base);
+    for (std::size_t s = base; s < base + ways_; ++s)
+      if (tags_[s] == kInvalidTag) return s;
+    return std::visit([base](auto& p) { return p.victim(base); }, policy_);
   }
-  void fill(std::size_t slot, std::uint64_t line, std::uint8_t state);
-  void invalidate(std::size_t slot);
+  void touch(std::size_t slot) {
+    with_policy([slot](auto& p) { p.on_hit(slot); });
+  }
+  void fill(std::size_t slot, std::uint64_t line, std::uint8_t state) {
+    tags_[slot] = line;
+    state_[slot] = state;
+    if (!sharers_.empty()) {
+      sharers_[slot] = 0;
+      owner_[slot] = -1;
+    }
+    with_policy([slot](auto& p) { p.on_fill(slot); });
+  }
+  void invalidate(std::size_t slot) {
+    tags_[slot] = kInvalidTag;
+    state_[slot] = 0;
+    if (!sharers_.empty()) {
+      sharers_[slot] = 0;
+      owner_[slot] = -1;
+    }
+    with_policy([slot](auto& p) { p.on_invalidate(slot); });
+  }
   void clear();  // everything invalid, policy state reset
 
   [[nodiscard]] std::uint64_t tag(std::size_t slot) const { return tags_[slot]; }
@@ -54,6 +89,11 @@ class Cache {
   [[nodiscard]] int owner(std::size_t slot) const { return owner_[slot]; }
   void set_owner(std::size_t slot, int core) { owner_[slot] = static_cast<std::int8_t>(core); }
 
+  // Link (last private level only): the LLC slot the line was filled from, so an eviction
+  // updates the directory without searching the LLC set. Checked against the LLC's tag.
+  [[nodiscard]] std::size_t link(std::size_t slot) const { return link_[slot]; }
+  void set_link(std::size_t slot, std::size_t llc_slot) { link_[slot] = llc_slot; }
+
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] Cycles latency() const { return latency_; }
 
@@ -61,6 +101,21 @@ class Cache {
   [[nodiscard]] LevelStats& counters() { return stats_; }  // Hierarchy counts into these
 
  private:
+  template <std::uint32_t Ways>
+  [[nodiscard]] std::size_t find_in(std::size_t base, std::uint64_t line) const {
+    const std::uint64_t* t = tags_.data() + base;
+    std::uint32_t hit = 0;
+    for (std::uint32_t w = 0; w < Ways; ++w) hit |= static_cast<std::uint32_t>(t[w] == line) << w;
+    return hit == 0 ? kNoSlot : base + static_cast<std::size_t>(std::countr_zero(hit));
+  }
+  // LRU (the presets' policy) is called directly; the others go through the variant's table.
+  template <class Fn>
+  void with_policy(Fn&& fn) {
+    if (auto* lru = std::get_if<LruPolicy>(&policy_)) [[likely]]
+      fn(*lru);
+    else
+      std::visit(std::forward<Fn>(fn), policy_);
+  }
   [[nodiscard]] std::size_t set_base(std::uint64_t line) const {
     const std::uint64_t set = pow2_ ? (line & set_mask_) : (line % sets_);
     return static_cast<std::size_t>(set) * ways_;
@@ -76,6 +131,7 @@ class Cache {
   std::vector<std::uint8_t> state_;
   std::vector<std::uint64_t> sharers_;
   std::vector<std::int8_t> owner_;
+  std::vector<std::size_t> link_;
   AnyPolicy policy_;
   LevelStats stats_;
 };

@@ -85,10 +85,13 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
       }
     }
     if (!found) {
-      st = fetch_from_llc(core, line, is_store, lat);
-      for (int lv = npriv_ - 1; lv >= 1; --lv) fill_private(core, lv, line, st);
+      std::size_t ls = kNoSlot;
+      st = fetch_from_llc(core, line, is_store, lat, ls);
+      const std::size_t last = fill_private(core, npriv_ - 1, line, st);
+      priv(core, npriv_ - 1).set_link(last, ls);
+      if (npriv_ == 1) s1 = last;
     }
-    s1 = fill_private(core, 0, line, st);
+    if (npriv_ == 2) s1 = fill_private(core, 0, line, st);
   }
   if (is_store) {
     if ((l1.state(s1) & kExclusive) == 0) lat += upgrade(core, line);
@@ -102,10 +105,12 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
 
 // A private miss: find the line in the LLC (or NVM), update the directory, return the
 // permission the private copy gets (kExclusive or 0 = Shared). Adds latency to `lat`.
-std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat) {
+std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat,
+                                       std::size_t& llc_slot) {
   const std::uint64_t me = bit_of(core);
   const std::uint64_t llc_lat = llc_.latency().value();
   std::size_t s = llc_.find(line);
+  llc_slot = s;
   if (s != kNoSlot) {
     ++llc_.counters().hits;
     llc_.touch(s);
@@ -141,6 +146,7 @@ std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_sto
   ++nvm_.reads;
   lat = llc_lat + nvm_read_cycles_;
   s = llc_.victim_for(line);
+  llc_slot = s;
   if (llc_.tag(s) != kInvalidTag) evict_llc(s, core);
   llc_.fill(s, line, 0);
   llc_.set_sharers(s, me);
@@ -152,15 +158,17 @@ std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_sto
 // Costs one LLC round trip.
 std::uint64_t Hierarchy::upgrade(int core, std::uint64_t line) {
   ++coh_.upgrades;
-  const std::size_t s = llc_.find(line);  // present: the LLC is inclusive
-  bool dirty = false;
-  for_each_core(llc_.sharers(s) & ~bit_of(core), [&](int c) {
-    dirty |= strip_private(c, line, Strip::kInvalidate);
-    ++coh_.invalidations;
-  });
-  if (dirty) llc_.add_state(s, kDirty);
-  llc_.set_sharers(s, bit_of(core));
-  llc_.set_owner(s, core);
+  // Present when the LLC is inclusive; a non-inclusive LLC has one core, so no other copies.
+  if (const std::size_t s = llc_.find(line); s != kNoSlot) {
+    bool dirty = false;
+    for_each_core(llc_.sharers(s) & ~bit_of(core), [&](int c) {
+      dirty |= strip_private(c, line, Strip::kInvalidate);
+      ++coh_.invalidations;
+    });
+    if (dirty) llc_.add_state(s, kDirty);
+    llc_.set_sharers(s, bit_of(core));
+    llc_.set_owner(s, core);
+  }
   for (int lv = 1; lv < npriv_; ++lv) {
     Cache& c = priv(core, lv);
     const std::size_t ps = c.find(line);
@@ -194,10 +202,15 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
       dirty |= (u.state(us) & kDirty) != 0;
       u.invalidate(us);
     }
-    const std::size_t ls = llc_.find(v);
-    if (dirty) llc_.add_state(ls, kDirty);
-    llc_.set_sharers(ls, llc_.sharers(ls) & ~bit_of(core));
-    if (llc_.owner(ls) == core) llc_.set_owner(ls, -1);
+    std::size_t ls = c.link(slot);
+    if (llc_.tag(ls) != v) ls = kNoSlot;  // only a non-inclusive LLC can have dropped it
+    if (ls == kNoSlot) {  // a non-inclusive LLC dropped it: a dirty victim goes to NVM directly
+      if (dirty) write_back_victim(v, core);
+    } else {
+      if (dirty) llc_.add_state(ls, kDirty);
+      llc_.set_sharers(ls, llc_.sharers(ls) & ~bit_of(core));
+      if (llc_.owner(ls) == core) llc_.set_owner(ls, -1);
+    }
   } else if (dirty) {
     Cache& below = priv(core, level + 1);
     const std::size_t bs = below.find(v);
@@ -207,19 +220,27 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
   c.invalidate(slot);
 }
 
-// LLC victim: back-invalidate every private copy; dirty anywhere = one NVM write. A full
-// write queue stalls the core whose miss caused the eviction.
+// LLC victim: back-invalidate every private copy; dirty anywhere = one NVM write. A
+// non-inclusive LLC (1 core) leaves the private copies in place but cleans them, so the
+// newest bytes still leave exactly once and the crash image stays exact.
 void Hierarchy::evict_llc(std::size_t slot, int core) {
   const std::uint64_t v = llc_.tag(slot);
   bool dirty = (llc_.state(slot) & kDirty) != 0;
+  const bool inclusive = params_.inclusive_llc;
   for_each_core(llc_.sharers(slot), [&](int c) {
-    dirty |= strip_private(c, v, Strip::kInvalidate);
-    ++coh_.back_invalidations;
+    dirty |= strip_private(c, v, inclusive ? Strip::kInvalidate : Strip::kClean);
+    if (inclusive) ++coh_.back_invalidations;
   });
   ++llc_.counters().evictions;
   llc_.invalidate(slot);
   if (!dirty) return;
   ++llc_.counters().dirty_evictions;
+  write_back_victim(v, core);
+}
+
+// An evicted dirty line goes to the write queue; a full queue stalls the core whose miss
+// caused the eviction.
+void Hierarchy::write_back_victim(std::uint64_t v, int core) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   const std::uint64_t accepted = nvm_write(v, WriteCause::kEviction, cs.clock);
   if (accepted > cs.clock) {
@@ -242,15 +263,18 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   cs.clock += flush_issue_;
   const std::uint64_t t = cs.clock;
   bool dirty = false;
+  const bool keep = mode == FlushMode::kClwb;
   const std::size_t s = llc_.find(line);
   if (s != kNoSlot) {  // not in the LLC = not cached anywhere (inclusion)
-    const bool keep = mode == FlushMode::kClwb;
     dirty = (llc_.state(s) & kDirty) != 0;
     for_each_core(llc_.sharers(s), [&](int c) {
       dirty |= strip_private(c, line, keep ? Strip::kClean : Strip::kInvalidate);
     });
     if (keep) llc_.drop_state(s, kDirty);
     else llc_.invalidate(s);
+  } else if (!params_.inclusive_llc) {  // a non-inclusive LLC: the line may be cached privately only
+    for (int c = 0; c < params_.cores; ++c)
+      dirty |= strip_private(c, line, keep ? Strip::kClean : Strip::kInvalidate);
   }
   // The flush travels to the LLC; a dirty line then completes when the controller accepts it.
   std::uint64_t done = t + llc_.latency().value();
@@ -295,6 +319,19 @@ void Hierarchy::write_back_all(WriteCause cause) {
     llc_.drop_state(s, kDirty);
     nvm_write(line, cause, t);
   }
+  if (params_.inclusive_llc) return;
+  // Non-inclusive: private dirty lines the LLC no longer holds (those it holds are clean now).
+  for (int c = 0; c < params_.cores; ++c) {
+    for (int lv = 0; lv < npriv_; ++lv) {
+      const Cache& pc = priv(c, lv);
+      for (std::size_t s = 0; s < pc.slots(); ++s) {
+        if (pc.tag(s) == kInvalidTag || (pc.state(s) & kDirty) == 0) continue;
+        const std::uint64_t line = pc.tag(s);
+        strip_private(c, line, Strip::kClean);
+        nvm_write(line, cause, t);
+      }
+    }
+  }
 }
 
 void Hierarchy::power_fail() {
@@ -324,7 +361,19 @@ LineState Hierarchy::probe(int core, std::uint64_t line) const {
   r.in_l1 = priv(core, 0).find(line) != kNoSlot;
   r.in_l2 = npriv_ == 2 && priv(core, 1).find(line) != kNoSlot;
   const std::size_t s = llc_.find(line);
-  if (s == kNoSlot) return r;
+  if (s == kNoSlot) {  // cached nowhere, or (non-inclusive LLC) privately only
+    for (int c = 0; c < params_.cores; ++c) {
+      bool held = false;
+      for (int lv = 0; lv < npriv_; ++lv) {
+        const std::size_t ps = priv(c, lv).find(line);
+        if (ps == kNoSlot) continue;
+        held = true;
+        if ((priv(c, lv).state(ps) & kDirty) != 0) r.dirty = true;
+      }
+      r.private_copies += held ? 1 : 0;
+    }
+    return r;
+  }
   r.in_llc = true;
   r.dirty = (llc_.state(s) & kDirty) != 0;
   r.private_copies = std::popcount(llc_.sharers(s));

@@ -16,6 +16,8 @@ namespace pmlab::sim {
 // The LLC is inclusive of every private cache, as in gem5 Ruby's MESI_Two_Level that both
 // papers simulate: an LLC eviction back-invalidates private copies, so "not in the LLC"
 // means "not cached anywhere" and the LLC directory finds every copy without a broadcast.
+// SimParams::inclusive_llc = false (1 core only; cachegrind's policy) keeps private copies
+// on an LLC eviction; flushes and write_back_all then also look in the private caches.
 // Coherence is MESI-like: a private copy is Shared (clean, read-only) or Exclusive (E/M,
 // possibly dirty). Data always lives in real memory, so the model tracks only placement and
 // dirtiness; a line is "dirty" if any copy has kDirty, and cleaning it is one NVM write.
@@ -54,11 +56,12 @@ class Hierarchy {
     if ((e >> 1) == line) e = detail::kNoEntry;
   }
   bool strip_private(int core, std::uint64_t line, Strip how);
-  std::uint8_t fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat);
+  std::uint8_t fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat, std::size_t& llc_slot);
   std::uint64_t upgrade(int core, std::uint64_t line);
   std::size_t fill_private(int core, int level, std::uint64_t line, std::uint8_t state);
   void evict_private(int core, int level, std::size_t slot);
   void evict_llc(std::size_t slot, int core);
+  void write_back_victim(std::uint64_t line, int core);
   std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t);
 
   SimParams params_;

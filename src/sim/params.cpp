@@ -6,6 +6,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "pmlab/core/error.hpp"
 
@@ -66,15 +67,50 @@ void SimParams::validate() const {
   if (l2) l2->validate();
   llc.validate();
   nvm.validate();
+  if (!inclusive_llc && cores != 1)
+    bad(fmt::format("a non-inclusive {} needs cores = 1 (got {}): with several cores the inclusive "
+                    "LLC is the coherence directory",
+                    llc.name, cores));
   // Inclusion needs the shared LLC to be able to hold what one core's private caches hold.
   const std::uint64_t private_bytes = l1.size_bytes + (l2 ? l2->size_bytes : 0);
-  if (llc.size_bytes < private_bytes)
+  if (inclusive_llc && llc.size_bytes < private_bytes)
     bad(fmt::format("cache {} ({} bytes) is inclusive and must be at least as large as one core's "
                     "private caches ({} bytes)",
                     llc.name, llc.size_bytes, private_bytes));
   if (l2 && l2->size_bytes < l1.size_bytes)
     bad(fmt::format("cache {} ({} bytes) is inclusive of {} and must not be smaller ({} bytes)", l2->name,
                     l2->size_bytes, l1.name, l1.size_bytes));
+}
+
+namespace {
+nlohmann::json level_json(const LevelParams& l, bool shared) {
+  return {{"name", l.name},          {"shared", shared},
+          {"size_bytes", l.size_bytes}, {"ways", l.ways},
+          {"sets", l.sets()},         {"hit_latency", l.hit_latency.value()},
+          {"replacement", std::string(to_string(l.replacement))}};
+}
+}  // namespace
+
+nlohmann::json to_json(const SimParams& p) {
+  nlohmann::json levels = nlohmann::json::array();
+  levels.push_back(level_json(p.l1, false));
+  if (p.l2) levels.push_back(level_json(*p.l2, false));
+  levels.push_back(level_json(p.llc, true));
+  return {{"name", p.name},
+          {"cores", p.cores},
+          {"threads", p.threads},
+          {"freq_ghz", p.freq_ghz},
+          {"inclusive_llc", p.inclusive_llc},
+          {"levels", levels},
+          {"nvm",
+           {{"read_ns", p.nvm.read_ns},
+            {"write_ns", p.nvm.write_ns},
+            {"read_cycles", p.nvm_read_cycles().value()},
+            {"write_cycles", p.nvm_write_cycles().value()},
+            {"write_queue_entries", p.nvm.write_queue_entries},
+            {"write_units", p.nvm.write_units}}},
+          {"flush_issue_latency", p.flush_issue_latency.value()},
+          {"fence_latency", p.fence_latency.value()}};
 }
 
 }  // namespace pmlab::sim

@@ -63,15 +63,17 @@ SimParams cachegrind_like(CacheGeometry d1, CacheGeometry ll) {
   p.l1 = {"D1", d1.size_bytes, d1.assoc, Cycles{1}, Replacement::kLru};
   p.l2.reset();
   p.llc = {"LL", ll.size_bytes, ll.assoc, Cycles{10}, Replacement::kLru};
+  p.inclusive_llc = false;  // cg_sim.c never back-invalidates D1 when LL evicts a line
   p.validate();
   return p;
 }
 
-std::vector<std::string_view> preset_names() { return {"lp-isca18", "pact17"}; }
+std::vector<std::string_view> preset_names() { return {"lp-isca18", "pact17", "cachegrind"}; }
 
 SimParams preset(std::string_view name) {
   if (name == "lp-isca18") return lp_isca18();
   if (name == "pact17") return pact17();
+  if (name == "cachegrind") return cachegrind_like({64 * kKiB, 8, 64}, {512 * kKiB, 8, 64});
   throw Error(ErrorCode::kInvalidArgument,
               fmt::format("unknown simulator preset '{}' (known: {})", name, fmt::join(preset_names(), ", ")));
 }

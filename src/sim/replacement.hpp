@@ -29,6 +29,12 @@ class LruPolicy {
   void on_fill(std::size_t slot) { stamp_[slot] = ++now_; }
   void on_invalidate(std::size_t slot) { stamp_[slot] = 0; }
   [[nodiscard]] std::size_t victim(std::size_t base) const {
+    // The presets' associativities get a fully unrolled, branch-free scan (cmov, no mispredicts).
+    switch (ways_) {
+      case 8: return oldest<8>(base);
+      case 16: return oldest<16>(base);
+      default: break;
+    }
     std::size_t best = base;
     for (std::size_t s = base + 1; s < base + ways_; ++s)
       if (stamp_[s] < stamp_[best]) best = s;
@@ -40,6 +46,19 @@ class LruPolicy {
   }
 
  private:
+  template <std::size_t Ways>
+  [[nodiscard]] std::size_t oldest(std::size_t base) const {
+    const std::uint64_t* s = stamp_.data() + base;
+    std::size_t best = 0;
+    std::uint64_t min = s[0];
+    for (std::size_t w = 1; w < Ways; ++w) {
+      const bool older = s[w] < min;  // strict: ties keep the first way, as the generic loop
+      best = older ? w : best;
+      min = older ? s[w] : min;
+    }
+    return base + best;
+  }
+
   std::vector<std::uint64_t> stamp_;
   std::uint64_t now_ = 0;
   std::uint32_t ways_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <ostream>
 #include <random>
@@ -58,8 +59,10 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
                           std::uint64_t seed, SchemeTally& tally) {
   std::mt19937_64 rng(seed);
   auto dir = scratch_dir(kernel + "-" + scheme);
-  const std::uint64_t max_n = driver::find_kernel(kernel).crash_test_max_n;
-  const std::uint64_t calib_n = std::max<std::uint64_t>(1, max_n * 3 / 4);
+  const auto& driver = driver::find_kernel(kernel);
+  const std::uint64_t max_n = driver.crash_test_max_n;
+  auto legal = [&](std::uint64_t n) { return driver.n_power_of_two ? std::bit_floor(n) : n; };
+  const std::uint64_t calib_n = legal(std::max<std::uint64_t>(1, max_n * 3 / 4));
   // Kill delays are drawn over the expected run time, so kills land anywhere in a run:
   // during start-up and pool creation, in the kernel, and during recovery of earlier kills.
   const double startup_ms = measure_run_ms(kernel, scheme, 1, dir);
@@ -73,7 +76,7 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
   };
   const char* kinds[] = {"modular", "parity", "adler32", "modular-parity", "crc32c"};
   for (int t = 0; t < trials; ++t) {
-    const std::uint64_t n = 1 + rng() % max_n, bs = 1 + rng() % 48, threads = 1 + rng() % 2;
+    const std::uint64_t n = legal(1 + rng() % max_n), bs = 1 + rng() % 48, threads = 1 + rng() % 2;
     const std::string checksum = kinds[rng() % 5];
     const std::string pool = (dir / ("t" + std::to_string(t) + ".pool")).string();
     SCOPED_TRACE(::testing::Message() << kernel << " scheme " << scheme << " trial " << t << " seed " << seed

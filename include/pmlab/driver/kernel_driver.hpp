@@ -50,6 +50,8 @@ struct KernelDriver {
   std::function<RunReport(pool::Pool&, const ExecOptions&)> execute;
   // Compares the pool's outputs with a fault-free reference computed in the same FP order.
   std::function<VerifyResult(const pool::Pool&)> verify;
+  // Sizes must be powers of two (FFT); tests and eval round their random sizes down.
+  bool n_power_of_two = false;
 };
 
 [[nodiscard]] const std::vector<KernelDriver>& kernel_drivers();

@@ -133,6 +133,8 @@ void repair_panel(B& be, const Operands& op, const lp::ChecksumTable& table, std
     last = acc.value();
     ++stats.regions_recomputed;
   }
+  // R3: the panel already held its state after target_kt; only its checksum was lost.
+  if (last == current) ++stats.regions_unnecessary;
   be.persist(op.panel(it), op.panel_bytes(it));
   table.commit_durable(be, op.slot(target_kt, it), last);
 }

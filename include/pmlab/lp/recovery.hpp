@@ -10,7 +10,11 @@ struct RecoveryStats {
   std::uint64_t regions_inconsistent = 0;  // written slots whose data did not match
   std::uint64_t regions_recomputed = 0;    // region executions redone by recovery
   std::uint64_t regions_unwritten = 0;     // slots never written (region not reached/persisted)
+  // Repairs whose data had fully persisted but whose checksum had not (the paper's R3 case):
+  // the recomputed region equals what memory already held.
+  std::uint64_t regions_unnecessary = 0;
   RecoveryStats& operator+=(const RecoveryStats& o) {
+    regions_unnecessary += o.regions_unnecessary;
     regions_validated += o.regions_validated;
     regions_inconsistent += o.regions_inconsistent;
     regions_recomputed += o.regions_recomputed;

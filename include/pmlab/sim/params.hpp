@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "pmlab/core/strong_types.hpp"
 
 namespace pmlab::sim {
@@ -52,6 +54,10 @@ struct SimParams {
   Cycles flush_issue_latency{1};  // cycles a clflush/clflushopt/clwb occupies the issuing core
   Cycles fence_latency{1};        // cycles an sfence costs when nothing is outstanding
   std::uint64_t seed = 1;         // seeds the random replacement policy
+  // Inclusive LLC (gem5 Ruby MESI_Two_Level, the papers' protocol): an LLC eviction
+  // back-invalidates private copies. false = cachegrind's policy (no back-invalidation); the
+  // LLC then cannot serve as the coherence directory, so it is allowed for 1 core only.
+  bool inclusive_llc = true;
   // The per-core "same line as last access" filter; exact, so only tests turn it off.
   bool same_line_filter = true;
 
@@ -60,6 +66,10 @@ struct SimParams {
   [[nodiscard]] int levels() const { return l2 ? 3 : 2; }
   void validate() const;  // throws pmlab::Error(kInvalidArgument) naming the bad field
 };
+
+// The machine as JSON: cores, threads, freq_ghz, inclusive_llc, levels (array, top down: name,
+// shared, size_bytes, ways, sets, hit_latency, replacement), nvm. Include <nlohmann/json.hpp>.
+[[nodiscard]] nlohmann::json to_json(const SimParams& p);
 
 // Upper bound from the LLC directory's sharer bit mask.
 inline constexpr int kMaxCores = 64;

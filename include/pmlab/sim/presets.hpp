@@ -25,12 +25,15 @@ struct CacheGeometry {
   std::uint32_t line_bytes = 64;
 };
 
-// A single-core, single-thread machine with cachegrind's D1 and LL (LRU, write-allocate) for
-// validating miss counts against `valgrind --tool=cachegrind --cache-sim=yes`. Only 64-byte
-// lines are modelled; other line sizes are rejected with kInvalidArgument.
+// A single-core, single-thread machine with cachegrind's D1 and LL (LRU, write-allocate, LL
+// not inclusive: an LL eviction leaves D1 alone, as in cg_sim.c) for validating miss counts
+// against `valgrind --tool=cachegrind --cache-sim=yes`. Set inclusive_llc = true to see the
+// presets' inclusion policy on the same geometry. Only 64-byte lines are modelled; other line
+// sizes are rejected with kInvalidArgument.
 [[nodiscard]] SimParams cachegrind_like(CacheGeometry d1, CacheGeometry ll);
 
-// Preset by name ("lp-isca18", "pact17"); throws kInvalidArgument listing the known names.
+// Preset by name ("lp-isca18", "pact17", "cachegrind" = cachegrind_like with lp-isca18's
+// L1 and L2 geometry: D1 64 KB 8-way, LL 512 KB 8-way); throws kInvalidArgument listing the names.
 [[nodiscard]] SimParams preset(std::string_view name);
 [[nodiscard]] std::vector<std::string_view> preset_names();
 

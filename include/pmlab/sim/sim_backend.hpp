@@ -5,9 +5,11 @@
 #include <cstddef>
 #include <cstring>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "pmlab/core/strong_types.hpp"
@@ -77,6 +79,8 @@ class SimBackend {
   [[nodiscard]] int threads() const { return threads_; }
   // The logical thread running now (0 outside parallel_for).
   [[nodiscard]] int current_thread() const { return thread_; }
+  // Called after every outermost parallel_for (progress reporting); never on the access path.
+  void on_loop_end(std::function<void()> fn) { on_loop_end_ = std::move(fn); }
 
   // --- crash image ---
   // Registers [base, base+len) as persistent; its current bytes are taken as durable.
@@ -139,13 +143,16 @@ class SimBackend {
   std::uint64_t crash_at_ = kDisarmed;
   std::uint64_t region_begins_ = 0;
   std::vector<CommitPoint> commits_;
+  std::function<void()> on_loop_end_;
 };
 
 template <class Fn>
 void SimBackend::parallel_for(std::size_t begin, std::size_t end, Fn&& fn) {
   if (end <= begin) return;
   if (in_parallel_ || threads_ == 1) {
+    const bool outermost = !in_parallel_;
     for (std::size_t i = begin; i < end; ++i) fn(i);
+    if (outermost && on_loop_end_) on_loop_end_();
     return;
   }
   // Static schedule as libgomp computes it: q = n / T, the first n % T threads get q + 1.
@@ -172,6 +179,7 @@ void SimBackend::parallel_for(std::size_t begin, std::size_t end, Fn&& fn) {
     }
   }
   machine_.join_clocks();  // the implicit barrier at the end of an OpenMP loop
+  if (on_loop_end_) on_loop_end_();
 }
 
 static_assert(mem::Backend<SimBackend>);

@@ -1,0 +1,215 @@
+// Right-looking tiled Cholesky (A = L·Lᵀ): base, Lazy Persistency per (step, tile) and versioned-tile recovery.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "pmlab/kernels/inputs.hpp"
+#include "pmlab/kernels/lu_tiled_recovery.hpp"
+#include "pmlab/lp/checksum.hpp"
+#include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/matrix.hpp"
+#include "pmlab/scheme/lines.hpp"
+
+namespace pmlab::kernels::cholesky {
+
+using tiled::Tile;
+
+// Symmetric, strictly diagonally dominant with a positive diagonal, hence SPD (Gershgorin):
+// off-diagonal a_ij = a_ji in [-1, 1), a_ii = n + u with u in [0, 1). O(n²) to generate.
+inline void fill_input(double* a, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const double v = input_value(seed, 0, i * n + j);
+      a[i * n + j] = v;
+      a[j * n + i] = v;
+    }
+    a[i * n + i] = static_cast<double>(n) + 0.5 * (input_value(seed, 1, i) + 1.0);
+  }
+}
+
+// The working matrix starts as the lower triangle of A (upper triangle zero, never touched).
+inline void fill_work(double* l, const double* a, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) l[i * n + j] = j <= i ? a[i * n + j] : 0.0;
+}
+
+// A (read-only input) and L (in place: lower(A) at first, the factor at the end).
+// Tile (i, j), i >= j, undergoes ops 0..j: op q < j is the update at step q
+// (L_ij -= L_iq·L_jqᵀ), op j the factorization at step j (POTRF if i == j, else TRSM).
+struct Operands {
+  mem::MatrixView<const double> a;
+  mem::MatrixView<double> l;
+  tiled::Tiling tiling;
+
+  [[nodiscard]] std::size_t n() const { return tiling.n; }
+  [[nodiscard]] std::size_t tiles() const { return tiling.tiles(); }
+  // Slots are keyed by (step q, tile (i, j)) with q <= j <= i: sum over q of the lower triangle
+  // of the trailing (T-q) x (T-q) tile matrix, i.e. the tetrahedral number T(T+1)(T+2)/6.
+  [[nodiscard]] static std::size_t tetra(std::size_t m) { return m * (m + 1) * (m + 2) / 6; }
+  [[nodiscard]] std::size_t table_slots() const { return tetra(tiles()); }
+  [[nodiscard]] std::size_t slot(std::size_t q, Tile t) const {
+    const std::size_t a_ = t.i - q, b_ = t.j - q;
+    return tetra(tiles()) - tetra(tiles() - q) + a_ * (a_ + 1) / 2 + b_;
+  }
+  // Columns of row r (tile-relative) that belong to tile t: the lower triangle on the diagonal.
+  [[nodiscard]] std::size_t row_cols(Tile t, std::size_t r) const {
+    return t.i == t.j ? r + 1 : tiling.len(t.j);
+  }
+
+  // --- the interface of tiled::recover_tiled ---
+  [[nodiscard]] std::vector<Tile> group(std::size_t m) const {
+    std::vector<Tile> g;
+    for (std::size_t i = m; i < tiles(); ++i) g.push_back({i, m});
+    return g;
+  }
+  template <class Fn>
+  void for_each_element(Tile t, Fn&& fn) const {
+    const std::size_t i0 = tiling.begin(t.i), j0 = tiling.begin(t.j);
+    for (std::size_t r = 0; r < tiling.len(t.i); ++r)
+      for (std::size_t c = 0; c < row_cols(t, r); ++c) fn(i0 + r, j0 + c);
+  }
+  template <lp::ChecksumKind K, mem::Backend B>
+  [[nodiscard]] lp::ChecksumValue checksum(B& be, Tile t) const {
+    lp::Accumulator<K> acc;
+    for_each_element(t, [&](std::size_t i, std::size_t j) { acc.add(be.load(l.at(i, j))); });
+    return acc.value();
+  }
+  template <mem::Backend B>
+  [[nodiscard]] bool equals_input(B& be, Tile t) const {
+    bool same = true;
+    for_each_element(t, [&](std::size_t i, std::size_t j) {
+      same = same && std::bit_cast<std::uint64_t>(be.load(l.at(i, j))) ==
+                         std::bit_cast<std::uint64_t>(be.load(a.at(i, j)));
+    });
+    return same;
+  }
+  template <mem::Backend B>
+  void restore_input(B& be, Tile t) const {
+    for_each_element(t, [&](std::size_t i, std::size_t j) { be.store(l.at(i, j), be.load(a.at(i, j))); });
+  }
+  template <mem::Backend B>
+  void persist_tile(B& be, Tile t) const {
+    scheme::flush_block(be, l.at(tiling.begin(t.i), tiling.begin(t.j)), tiling.len(t.i), tiling.len(t.j), l.ld());
+    be.fence();
+  }
+  template <mem::Backend B, class OnStore>
+  void apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const;
+};
+
+// Unblocked Cholesky of diagonal tile k (row by row, in a scratch copy so that every element is
+// stored exactly once, in canonical order: row-major lower triangle).
+template <mem::Backend B, class OnStore>
+void potrf(B& be, const Operands& op, std::size_t k, OnStore&& on_store) {
+  const std::size_t k0 = op.tiling.begin(k), m = op.tiling.len(k);
+  std::vector<double> s(m * m);
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t c = 0; c <= r; ++c) s[r * m + c] = be.load(op.l.at(k0 + r, k0 + c));
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t c = 0; c <= r; ++c) {
+      double x = s[r * m + c];
+      for (std::size_t p = 0; p < c; ++p) x -= s[r * m + p] * s[c * m + p];
+      s[r * m + c] = r == c ? std::sqrt(x) : x / s[c * m + c];
+    }
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t c = 0; c <= r; ++c) {
+      be.store(op.l.at(k0 + r, k0 + c), s[r * m + c]);
+      on_store(s[r * m + c]);
+    }
+}
+
+// L_ik = A_ik · L_kk^-T (forward substitution per row, reading back the row's earlier results).
+template <mem::Backend B, class OnStore>
+void trsm(B& be, const Operands& op, std::size_t i, std::size_t k, OnStore&& on_store) {
+  const std::size_t i0 = op.tiling.begin(i), k0 = op.tiling.begin(k);
+  const std::size_t mi = op.tiling.len(i), mk = op.tiling.len(k);
+  for (std::size_t r = 0; r < mi; ++r) {
+    double* row = op.l.at(i0 + r, k0);
+    for (std::size_t c = 0; c < mk; ++c) {
+      const double* lkk = op.l.at(k0 + c, k0);
+      double x = be.load(row + c);
+      for (std::size_t p = 0; p < c; ++p) x -= be.load(row + p) * be.load(lkk + p);
+      x /= be.load(lkk + c);
+      be.store(row + c, x);
+      on_store(x);
+    }
+  }
+}
+
+// L_ij -= L_ik · L_jkᵀ (lower triangle only when i == j).
+template <mem::Backend B, class OnStore>
+void update(B& be, const Operands& op, Tile t, std::size_t k, OnStore&& on_store) {
+  const std::size_t i0 = op.tiling.begin(t.i), j0 = op.tiling.begin(t.j), k0 = op.tiling.begin(k);
+  const std::size_t mk = op.tiling.len(k);
+  for (std::size_t r = 0; r < op.tiling.len(t.i); ++r) {
+    const double* lik = op.l.at(i0 + r, k0);
+    for (std::size_t c = 0; c < op.row_cols(t, r); ++c) {
+      const double* ljk = op.l.at(j0 + c, k0);
+      double x = be.load(op.l.at(i0 + r, j0 + c));
+      for (std::size_t p = 0; p < mk; ++p) x -= be.load(lik + p) * be.load(ljk + p);
+      be.store(op.l.at(i0 + r, j0 + c), x);
+      on_store(x);
+    }
+  }
+}
+
+template <mem::Backend B, class OnStore>
+void Operands::apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const {
+  if (q < t.j) update(be, *this, t, q, on_store);
+  else if (t.i == t.j) potrf(be, *this, q, on_store);
+  else trsm(be, *this, t.i, q, on_store);
+}
+
+// Step k: POTRF(k,k); then TRSM of column k in parallel; then the trailing updates in parallel.
+// `exec(tile)` runs op k on the tile (as a plain op or an LP region).
+template <mem::Backend B, class Exec>
+void run_step(B& be, const Operands& op, std::size_t k, Exec&& exec) {
+  const std::size_t nt = op.tiles(), m = nt - k - 1;
+  be.parallel_for(0, 1, [&](std::size_t) { exec(Tile{k, k}); });
+  be.parallel_for(k + 1, nt, [&](std::size_t i) { exec(Tile{i, k}); });
+  be.parallel_for(0, m * (m + 1) / 2, [&](std::size_t x) {
+    const auto [a, b] = tiled::tri_unrank(x);
+    exec(Tile{k + 1 + a, k + 1 + b});
+  });
+}
+
+// Base Cholesky from step first_k on: no persistency.
+template <mem::Backend B>
+void run_base(B& be, const Operands& op, std::size_t first_k = 0) {
+  for (std::size_t k = first_k; k < op.tiles(); ++k)
+    run_step(be, op, k, [&](Tile t) { op.apply(be, t, k, [](double) {}); });
+}
+
+// LP Cholesky: each op on a tile is a region; its checksum goes to slot (k, tile).
+template <lp::ChecksumKind K, mem::Backend B>
+void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first_k = 0) {
+  for (std::size_t k = first_k; k < op.tiles(); ++k)
+    run_step(be, op, k, [&](Tile t) {
+      tiled::lp_region<K>(be, table, op.slot(k, t), k, t.i * op.tiles() + t.j,
+                          [&](auto on_store) { op.apply(be, t, k, on_store); });
+    });
+}
+
+// LP recovery: returns the step where normal execution resumes (see tiled::recover_tiled).
+template <lp::ChecksumKind K, mem::Backend B>
+[[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
+                                     lp::RecoveryStats& stats) {
+  return tiled::recover_tiled<K>(be, op, table, stats);
+}
+
+// base's "recovery": the working matrix back to lower(A), durably; restart from step 0.
+template <mem::Backend B>
+void restart(B& be, const Operands& op) {
+  const std::size_t nt = op.tiles();
+  be.parallel_for(0, nt * (nt + 1) / 2, [&](std::size_t x) {
+    const auto [i, j] = tiled::tri_unrank(x);
+    op.restore_input(be, Tile{i, j});
+    op.persist_tile(be, Tile{i, j});
+  });
+}
+
+}  // namespace pmlab::kernels::cholesky

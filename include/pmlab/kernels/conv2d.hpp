@@ -1,0 +1,123 @@
+// Out-of-place 2D convolution (odd width, zero padding): base, LP per row block, and recovery of independent regions.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "pmlab/kernels/inputs.hpp"
+#include "pmlab/lp/checksum.hpp"
+#include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/lp/recovery.hpp"
+#include "pmlab/lp/region.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/matrix.hpp"
+
+namespace pmlab::kernels::conv2d {
+
+inline constexpr std::size_t kDefaultWidth = 5;
+
+// Width for RunParams.extra: 0 means the default, 5, narrowed to the largest odd width <= n on
+// tiny inputs; anything else is taken as given (the driver rejects even or too wide kernels).
+[[nodiscard]] inline std::size_t width_for(std::uint64_t extra, std::size_t n) {
+  if (extra != 0) return extra;
+  return std::min(kDefaultWidth, n % 2 == 1 ? n : n - 1);
+}
+
+// Input image (n x n) and kernel (w x w), both in [-1, 1).
+inline void fill_input(double* in, std::size_t n, double* ker, std::size_t w, std::uint64_t seed) {
+  for (std::size_t i = 0; i < n * n; ++i) in[i] = input_value(seed, 0, i);
+  for (std::size_t i = 0; i < w * w; ++i) ker[i] = input_value(seed, 1, i);
+}
+
+// out[i][j] = sum over p, q of ker[p][q] · in[i + r - p][j + r - q] (r = w/2: the kernel is
+// flipped, i.e. a true convolution), terms outside the image skipped (zero padding), p then q
+// ascending, starting from 0.0. Region = one block of bs output rows, written once: regions are
+// independent (they read only the read-only inputs), so they are associative.
+struct Operands {
+  mem::MatrixView<const double> in;
+  const double* ker = nullptr;
+  std::size_t width = 1;
+  mem::MatrixView<double> out;
+  std::size_t n = 0, bs = 1;
+
+  [[nodiscard]] std::size_t blocks() const { return (n + bs - 1) / bs; }
+  [[nodiscard]] std::size_t first_row(std::size_t b) const { return b * bs; }
+  [[nodiscard]] std::size_t end_row(std::size_t b) const { return std::min(n, b * bs + bs); }
+  [[nodiscard]] std::size_t table_slots() const { return blocks(); }
+};
+
+// Computes output rows of block b; `on_store(v)` sees every stored value in order.
+template <mem::Backend B, class OnStore>
+[[gnu::noinline]] void conv_block(B& be, const Operands& op, std::size_t b, OnStore&& on_store) {
+  const std::size_t n = op.n, w = op.width, r = w / 2;
+  const double* const ker = op.ker;
+  const double* const in = op.in.data();
+  double* const out = op.out.data();
+  const std::size_t ldi = op.in.ld(), ldo = op.out.ld();
+  for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i) {
+    // p with 0 <= i + r - p < n, q likewise for j.
+    const std::size_t p0 = i + r >= n ? i + r - (n - 1) : 0, p1 = std::min(w, i + r + 1);
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t q0 = j + r >= n ? j + r - (n - 1) : 0, q1 = std::min(w, j + r + 1);
+      double s = 0.0;
+      for (std::size_t p = p0; p < p1; ++p) {
+        const double* irow = in + (i + r - p) * ldi;
+        for (std::size_t q = q0; q < q1; ++q) s += be.load(ker + p * w + q) * be.load(irow + (j + r - q));
+      }
+      be.store(out + i * ldo + j, s);
+      on_store(s);
+    }
+  }
+}
+
+template <lp::ChecksumKind K, mem::Backend B>
+[[nodiscard]] lp::ChecksumValue block_checksum(B& be, const Operands& op, std::size_t b) {
+  lp::Accumulator<K> acc;
+  for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i)
+    for (std::size_t j = 0; j < op.n; ++j) acc.add(be.load(op.out.at(i, j)));
+  return acc.value();
+}
+
+template <mem::Backend B>
+void run_base(B& be, const Operands& op) {
+  be.parallel_for(0, op.blocks(), [&](std::size_t b) { conv_block(be, op, b, [](double) {}); });
+}
+
+// LP: each row block is a region; its checksum goes to slot b with plain stores.
+template <lp::ChecksumKind K, mem::Backend B>
+void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table) {
+  be.parallel_for(0, op.blocks(), [&](std::size_t b) {
+    lp::Region<K, B> region(be, table, b, {0, static_cast<std::uint32_t>(b)});
+    conv_block(be, op, b, [&](double v) { region.add(v); });
+    region.commit();
+  });
+}
+
+// Recovery: every block whose slot does not match its data — written or not — is recomputed
+// from the inputs, persisted, and its slot committed durably, in parallel. The convolution is
+// then complete (normal execution has nothing left to do).
+template <lp::ChecksumKind K, mem::Backend B>
+void recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table, lp::RecoveryStats& stats) {
+  std::vector<lp::RecoveryStats> per(op.blocks());
+  be.parallel_for(0, op.blocks(), [&](std::size_t b) {
+    lp::RecoveryStats& s = per[b];
+    if (table.written(be, b)) {
+      ++s.regions_validated;
+      if (table.check(be, b, block_checksum<K>(be, op, b)) == lp::SlotCheck::kMatch) return;
+      ++s.regions_inconsistent;
+    } else {
+      ++s.regions_unwritten;
+    }
+    lp::Accumulator<K> acc;
+    conv_block(be, op, b, [&](double v) { acc.add(v); });
+    const std::size_t r0 = op.first_row(b);
+    be.persist(op.out.row(r0), (op.end_row(b) - r0) * op.out.ld() * sizeof(double));
+    table.commit_durable(be, b, acc.value());
+    ++s.regions_recomputed;
+  });
+  for (const auto& s : per) stats += s;
+}
+
+}  // namespace pmlab::kernels::conv2d

@@ -1,0 +1,260 @@
+// Gaussian elimination of [A | b] to upper-triangular form: base, LP per (column step, row block), recovery.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "pmlab/kernels/inputs.hpp"
+#include "pmlab/lp/checksum.hpp"
+#include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/lp/recovery.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/matrix.hpp"
+#include "pmlab/scheme/lines.hpp"
+
+namespace pmlab::kernels::gauss {
+
+// [A | b], n x (n+1), row-major. No pivoting, so A is strictly diagonally dominant by rows and
+// columns (off-diagonal in [-1, 1), diagonal n + u, u in [0, 1)); b in [-1, 1).
+inline void fill_input(double* a, std::size_t n, std::uint64_t seed) {
+  const std::size_t ld = n + 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j)
+      a[i * ld + j] = i == j ? static_cast<double>(n) + 0.5 * (input_value(seed, 1, i) + 1.0)
+                             : input_value(seed, 0, i * n + j);
+    a[i * ld + n] = input_value(seed, 2, i);
+  }
+}
+
+// Step k (k = 0 .. n-2) eliminates column k below the diagonal: for every row i > k,
+// m = w[i][k] / w[k][k]; w[i][k] = 0; w[i][j] -= m·w[k][j] for k < j <= n. Row i is final after
+// step i-1. Region (k, b) = step k on the rows of block b below row k. Its stores, except the
+// zero, go into two checksums: slot R(k+1) takes row k+1 (final from now on: columns > k), slot
+// S(k, b) the rows > k+1 of the block (columns > k: exactly what step k+1 reads and rewrites).
+// The zeros below the diagonal are constants; recovery checks them directly.
+struct Operands {
+  mem::MatrixView<const double> a;  // [A | b] input, read-only
+  mem::MatrixView<double> w;        // in place: [A | b] at first, [U | y] at the end
+  std::size_t n = 0, bs = 1;
+
+  [[nodiscard]] std::size_t cols() const { return n + 1; }
+  [[nodiscard]] std::size_t blocks() const { return (n + bs - 1) / bs; }
+  [[nodiscard]] std::size_t first_row(std::size_t b) const { return b * bs; }
+  [[nodiscard]] std::size_t end_row(std::size_t b) const { return std::min(n, b * bs + bs); }
+  // Steps 0 .. end_row-2 touch block b: its number of states after the input.
+  [[nodiscard]] std::size_t max_version(std::size_t b) const { return end_row(b) - 1; }
+  [[nodiscard]] std::size_t steps() const { return n - 1; }
+  [[nodiscard]] std::size_t live_slot(std::size_t k, std::size_t b) const { return k * blocks() + b; }
+  [[nodiscard]] std::size_t row_slot(std::size_t i) const { return steps() * blocks() + (i - 1); }
+  [[nodiscard]] std::size_t table_slots() const { return std::max<std::size_t>(1, steps() * blocks() + steps()); }
+};
+
+// Step k on block b. `on_final(v)` sees row k+1's stored values, `on_live(v)` those of the rows
+// below it (zeros excluded), each in store order.
+template <mem::Backend B, class OnFinal, class OnLive>
+void eliminate_block(B& be, const Operands& op, std::size_t k, std::size_t b, OnFinal&& on_final,
+                     OnLive&& on_live) {
+  const std::size_t ld = op.cols();
+  double* const w = op.w.data();
+  const double* const pivot = w + k * ld;
+  const double d = be.load(pivot + k);
+  for (std::size_t i = std::max(k + 1, op.first_row(b)); i < op.end_row(b); ++i) {
+    double* row = w + i * ld;
+    const double m = be.load(row + k) / d;
+    be.store(row + k, 0.0);
+    for (std::size_t j = k + 1; j < ld; ++j) {
+      const double x = be.load(row + j) - m * be.load(pivot + j);
+      be.store(row + j, x);
+      if (i == k + 1) on_final(x);
+      else on_live(x);
+    }
+  }
+}
+
+// Blocks with rows below row k.
+[[nodiscard]] inline std::size_t first_block_of_step(const Operands& op, std::size_t k) {
+  return (k + 1) / op.bs;
+}
+
+template <mem::Backend B>
+void run_base(B& be, const Operands& op, std::size_t first_k = 0) {
+  for (std::size_t k = first_k; k + 1 < op.n; ++k)
+    be.parallel_for(first_block_of_step(op, k), op.blocks(), [&](std::size_t b) {
+      eliminate_block(be, op, k, b, [](double) {}, [](double) {});
+    });
+}
+
+// One LP region: two thread-private checksums, committed with plain stores (no flush, no fence).
+template <lp::ChecksumKind K, mem::Backend B>
+void lp_region(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t k, std::size_t b) {
+  const mem::RegionId id{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(b)};
+  be.region_begin(id);
+  lp::Accumulator<K> fin, live;
+  eliminate_block(be, op, k, b, [&](double v) { fin.add(v); }, [&](double v) { live.add(v); });
+  if (k + 1 >= op.first_row(b)) table.commit(be, op.row_slot(k + 1), fin.value());
+  if (k + 2 < op.end_row(b)) table.commit(be, op.live_slot(k, b), live.value());
+  be.region_end(id);
+}
+
+template <lp::ChecksumKind K, mem::Backend B>
+void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first_k = 0) {
+  for (std::size_t k = first_k; k + 1 < op.n; ++k)
+    be.parallel_for(first_block_of_step(op, k), op.blocks(),
+                    [&](std::size_t b) { lp_region<K>(be, op, table, k, b); });
+}
+
+// Checksum of rows [r0, r1), columns [c0, n] in row-major order.
+template <lp::ChecksumKind K, mem::Backend B>
+[[nodiscard]] lp::ChecksumValue rows_checksum(B& be, const Operands& op, std::size_t r0, std::size_t r1,
+                                              std::size_t c0) {
+  lp::Accumulator<K> acc;
+  for (std::size_t i = r0; i < r1; ++i)
+    for (std::size_t j = c0; j < op.cols(); ++j) acc.add(be.load(op.w.at(i, j)));
+  return acc.value();
+}
+
+namespace detail {
+
+struct BlockState {
+  std::size_t version = 0;  // steps applied
+  bool lost = false;        // matches no state: restore from the input
+  lp::ChecksumValue live{};
+  lp::RecoveryStats stats;
+};
+
+template <mem::Backend B>
+bool block_equals_input(B& be, const Operands& op, std::size_t b) {
+  for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i)
+    for (std::size_t j = 0; j < op.cols(); ++j)
+      if (std::bit_cast<std::uint64_t>(be.load(op.w.at(i, j))) != std::bit_cast<std::uint64_t>(be.load(op.a.at(i, j))))
+        return false;
+  return true;
+}
+
+// Block b is in state v (v >= 1) when its rows 1..v hold their final values (slots R) and its
+// rows > v hold, in columns >= v, their values after step v-1 (slot S(v-1, b)); the columns left
+// of that are the zeros, checked separately. Newest candidate first; candidates are limited by
+// the first row whose final checksum fails.
+template <lp::ChecksumKind K, mem::Backend B>
+void find_version(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t b, BlockState& s) {
+  const std::size_t r0 = op.first_row(b), r1 = op.end_row(b), vmax = op.max_version(b);
+  std::size_t cap = vmax;
+  for (std::size_t i = std::max<std::size_t>(1, r0); i <= vmax; ++i) {
+    const auto verdict = table.check(be, op.row_slot(i), rows_checksum<K>(be, op, i, i + 1, i));
+    if (verdict == lp::SlotCheck::kMatch) {
+      ++s.stats.regions_validated;
+      continue;
+    }
+    if (verdict == lp::SlotCheck::kUnwritten) {
+      ++s.stats.regions_unwritten;
+    } else {
+      ++s.stats.regions_validated;
+      ++s.stats.regions_inconsistent;
+    }
+    cap = i - 1;
+    break;
+  }
+  for (std::size_t v = cap; v >= 1; --v) {
+    if (v == vmax) {  // every row of the block final, all of them matched
+      s.version = v;
+      return;
+    }
+    const std::size_t slot = op.live_slot(v - 1, b);
+    if (!table.written(be, slot)) {
+      ++s.stats.regions_unwritten;
+      continue;
+    }
+    ++s.stats.regions_validated;
+    if (table.check(be, slot, rows_checksum<K>(be, op, std::max(v + 1, r0), r1, v)) == lp::SlotCheck::kMatch) {
+      s.version = v;
+      return;
+    }
+    ++s.stats.regions_inconsistent;
+  }
+  s.version = 0;
+  s.lost = !block_equals_input(be, op, b);
+}
+
+// Rows of block b must hold exact zeros left of min(row, steps applied).
+template <mem::Backend B>
+void fix_zeros(B& be, const Operands& op, std::size_t b, std::size_t version) {
+  for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i) {
+    double* row = op.w.row(i);
+    const std::size_t z = std::min(i, version);
+    bool fixed = false;
+    for (std::size_t j = 0; j < z; ++j)
+      if (std::bit_cast<std::uint64_t>(be.load(row + j)) != 0) {
+        be.store(row + j, 0.0);
+        fixed = true;
+      }
+    if (fixed) scheme::flush_lines(be, row, z * sizeof(double));
+  }
+  be.fence();
+}
+
+}  // namespace detail
+
+// LP recovery: every block's state is found (detail::find_version), execution resumes at step
+// K = the newest state of any block, and the blocks behind are brought to min(K, their last
+// state) step by step (step q of any block only reads pivot row q, final by then). A row made
+// final by a repair is persisted and its slot R committed durably at once; each repaired block's
+// live rows and slot S at the end; zeros are checked last. Returns K.
+template <lp::ChecksumKind K, mem::Backend B>
+[[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
+                                     lp::RecoveryStats& stats) {
+  const std::size_t nb = op.blocks();
+  std::vector<detail::BlockState> st(nb);
+  be.parallel_for(0, nb, [&](std::size_t b) { detail::find_version<K>(be, op, table, b, st[b]); });
+  std::size_t resume = 0;
+  for (const auto& s : st) resume = std::max(resume, s.version);
+  std::size_t oldest = resume;
+  for (const auto& s : st) oldest = std::min(oldest, s.version);
+  auto target = [&](std::size_t b) { return std::min(resume, op.max_version(b)); };
+  be.parallel_for(0, nb, [&](std::size_t b) {
+    if (!st[b].lost) return;
+    for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i)
+      for (std::size_t j = 0; j < op.cols(); ++j) be.store(op.w.at(i, j), be.load(op.a.at(i, j)));
+  });
+  for (std::size_t q = oldest; q < resume; ++q) {
+    be.parallel_for(first_block_of_step(op, q), nb, [&](std::size_t b) {
+      detail::BlockState& s = st[b];
+      if (q < s.version || q >= target(b)) return;
+      lp::Accumulator<K> fin, live;
+      eliminate_block(be, op, q, b, [&](double v) { fin.add(v); }, [&](double v) { live.add(v); });
+      ++s.stats.regions_recomputed;
+      s.live = live.value();
+      if (q + 1 >= op.first_row(b)) {  // row q+1 is final: durable now, then its slot
+        be.persist(op.w.row(q + 1), op.cols() * sizeof(double));
+        table.commit_durable(be, op.row_slot(q + 1), fin.value());
+      }
+    });
+  }
+  be.parallel_for(0, nb, [&](std::size_t b) {
+    const detail::BlockState& s = st[b];
+    const std::size_t t = target(b);
+    if (s.lost || s.version < t) {
+      const std::size_t r0 = op.first_row(b);
+      be.persist(op.w.row(r0), (op.end_row(b) - r0) * op.cols() * sizeof(double));
+      if (t >= 1 && t + 1 < op.end_row(b)) table.commit_durable(be, op.live_slot(t - 1, b), s.live);
+    }
+    detail::fix_zeros(be, op, b, t);
+  });
+  for (const auto& s : st) stats += s.stats;
+  return resume;
+}
+
+// base's "recovery": W back to [A | b], durably; restart from step 0.
+template <mem::Backend B>
+void restart(B& be, const Operands& op) {
+  be.parallel_for(0, op.blocks(), [&](std::size_t b) {
+    const std::size_t r0 = op.first_row(b), r1 = op.end_row(b);
+    for (std::size_t i = r0; i < r1; ++i)
+      for (std::size_t j = 0; j < op.cols(); ++j) be.store(op.w.at(i, j), be.load(op.a.at(i, j)));
+    be.persist(op.w.row(r0), (r1 - r0) * op.cols() * sizeof(double));
+  });
+}
+
+}  // namespace pmlab::kernels::gauss

@@ -1,0 +1,214 @@
+// Right-looking tiled LU without pivoting (A = L·U, L unit lower): base, LP per (step, tile), versioned-tile recovery.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "pmlab/kernels/inputs.hpp"
+#include "pmlab/kernels/lu_tiled_recovery.hpp"
+#include "pmlab/lp/checksum.hpp"
+#include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/matrix.hpp"
+#include "pmlab/scheme/lines.hpp"
+
+namespace pmlab::kernels::lu {
+
+using tiled::Tile;
+
+// No pivoting, so the input must not need any: strictly diagonally dominant by rows and by
+// columns (off-diagonal in [-1, 1), diagonal n + u, u in [0, 1)), for which LU without
+// pivoting exists and is stable.
+inline void fill_input(double* a, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      a[i * n + j] = i == j ? static_cast<double>(n) + 0.5 * (input_value(seed, 1, i) + 1.0)
+                            : input_value(seed, 0, i * n + j);
+}
+
+// A (read-only input) and W (in place: A at first, L and U packed at the end, L's unit
+// diagonal implicit). Tile (i, j) undergoes ops 0..m, m = min(i, j): op q < m is the update at
+// step q (W_ij -= L_iq·U_qj), op m the factorization at step m (GETRF on the diagonal, the
+// triangular solve for U_mj in block row m, for L_im in block column m).
+struct Operands {
+  mem::MatrixView<const double> a;
+  mem::MatrixView<double> w;
+  tiled::Tiling tiling;
+
+  [[nodiscard]] std::size_t n() const { return tiling.n; }
+  [[nodiscard]] std::size_t tiles() const { return tiling.tiles(); }
+  // Slots keyed by (step q, tile (i, j)) with q <= min(i, j): step q touches the trailing
+  // (T-q)² tiles; sum of squares T(T+1)(2T+1)/6 in all.
+  [[nodiscard]] static std::size_t squares(std::size_t m) { return m * (m + 1) * (2 * m + 1) / 6; }
+  [[nodiscard]] std::size_t table_slots() const { return squares(tiles()); }
+  [[nodiscard]] std::size_t slot(std::size_t q, Tile t) const {
+    const std::size_t rest = tiles() - q;
+    return squares(tiles()) - squares(rest) + (t.i - q) * rest + (t.j - q);
+  }
+
+  // --- the interface of tiled::recover_tiled ---
+  [[nodiscard]] std::vector<Tile> group(std::size_t m) const {
+    std::vector<Tile> g{{m, m}};
+    for (std::size_t j = m + 1; j < tiles(); ++j) g.push_back({m, j});
+    for (std::size_t i = m + 1; i < tiles(); ++i) g.push_back({i, m});
+    return g;
+  }
+  template <class Fn>
+  void for_each_element(Tile t, Fn&& fn) const {
+    const std::size_t i0 = tiling.begin(t.i), j0 = tiling.begin(t.j);
+    for (std::size_t r = 0; r < tiling.len(t.i); ++r)
+      for (std::size_t c = 0; c < tiling.len(t.j); ++c) fn(i0 + r, j0 + c);
+  }
+  template <lp::ChecksumKind K, mem::Backend B>
+  [[nodiscard]] lp::ChecksumValue checksum(B& be, Tile t) const {
+    lp::Accumulator<K> acc;
+    for_each_element(t, [&](std::size_t i, std::size_t j) { acc.add(be.load(w.at(i, j))); });
+    return acc.value();
+  }
+  template <mem::Backend B>
+  [[nodiscard]] bool equals_input(B& be, Tile t) const {
+    bool same = true;
+    for_each_element(t, [&](std::size_t i, std::size_t j) {
+      same = same && std::bit_cast<std::uint64_t>(be.load(w.at(i, j))) ==
+                         std::bit_cast<std::uint64_t>(be.load(a.at(i, j)));
+    });
+    return same;
+  }
+  template <mem::Backend B>
+  void restore_input(B& be, Tile t) const {
+    for_each_element(t, [&](std::size_t i, std::size_t j) { be.store(w.at(i, j), be.load(a.at(i, j))); });
+  }
+  template <mem::Backend B>
+  void persist_tile(B& be, Tile t) const {
+    scheme::flush_block(be, w.at(tiling.begin(t.i), tiling.begin(t.j)), tiling.len(t.i), tiling.len(t.j), w.ld());
+    be.fence();
+  }
+  template <mem::Backend B, class OnStore>
+  void apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const;
+};
+
+// Unblocked Doolittle LU of diagonal tile k, in a scratch copy so that every element is stored
+// exactly once, in canonical (row-major) order.
+template <mem::Backend B, class OnStore>
+void getrf(B& be, const Operands& op, std::size_t k, OnStore&& on_store) {
+  const std::size_t k0 = op.tiling.begin(k), m = op.tiling.len(k);
+  std::vector<double> s(m * m);
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t c = 0; c < m; ++c) s[r * m + c] = be.load(op.w.at(k0 + r, k0 + c));
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t c = 0; c < m; ++c) {
+      double x = s[r * m + c];
+      for (std::size_t p = 0; p < std::min(r, c); ++p) x -= s[r * m + p] * s[p * m + c];
+      s[r * m + c] = c >= r ? x : x / s[c * m + c];
+    }
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t c = 0; c < m; ++c) {
+      be.store(op.w.at(k0 + r, k0 + c), s[r * m + c]);
+      on_store(s[r * m + c]);
+    }
+}
+
+// U_kj = L_kk^-1 · A_kj (unit lower forward substitution, reading back earlier rows of U_kj).
+template <mem::Backend B, class OnStore>
+void trsm_row(B& be, const Operands& op, std::size_t k, std::size_t j, OnStore&& on_store) {
+  const std::size_t k0 = op.tiling.begin(k), j0 = op.tiling.begin(j);
+  const std::size_t mk = op.tiling.len(k), mj = op.tiling.len(j);
+  for (std::size_t r = 0; r < mk; ++r) {
+    const double* lkk = op.w.at(k0 + r, k0);
+    for (std::size_t c = 0; c < mj; ++c) {
+      double x = be.load(op.w.at(k0 + r, j0 + c));
+      for (std::size_t p = 0; p < r; ++p) x -= be.load(lkk + p) * be.load(op.w.at(k0 + p, j0 + c));
+      be.store(op.w.at(k0 + r, j0 + c), x);
+      on_store(x);
+    }
+  }
+}
+
+// L_ik = A_ik · U_kk^-1 (per row, reading back the row's earlier results).
+template <mem::Backend B, class OnStore>
+void trsm_col(B& be, const Operands& op, std::size_t i, std::size_t k, OnStore&& on_store) {
+  const std::size_t i0 = op.tiling.begin(i), k0 = op.tiling.begin(k);
+  const std::size_t mi = op.tiling.len(i), mk = op.tiling.len(k);
+  for (std::size_t r = 0; r < mi; ++r) {
+    double* row = op.w.at(i0 + r, k0);
+    for (std::size_t c = 0; c < mk; ++c) {
+      double x = be.load(row + c);
+      for (std::size_t p = 0; p < c; ++p) x -= be.load(row + p) * be.load(op.w.at(k0 + p, k0 + c));
+      x /= be.load(op.w.at(k0 + c, k0 + c));
+      be.store(row + c, x);
+      on_store(x);
+    }
+  }
+}
+
+// W_ij -= L_ik · U_kj.
+template <mem::Backend B, class OnStore>
+void update(B& be, const Operands& op, Tile t, std::size_t k, OnStore&& on_store) {
+  const std::size_t i0 = op.tiling.begin(t.i), j0 = op.tiling.begin(t.j), k0 = op.tiling.begin(k);
+  const std::size_t mk = op.tiling.len(k), mj = op.tiling.len(t.j);
+  for (std::size_t r = 0; r < op.tiling.len(t.i); ++r) {
+    const double* lik = op.w.at(i0 + r, k0);
+    for (std::size_t c = 0; c < mj; ++c) {
+      double x = be.load(op.w.at(i0 + r, j0 + c));
+      for (std::size_t p = 0; p < mk; ++p) x -= be.load(lik + p) * be.load(op.w.at(k0 + p, j0 + c));
+      be.store(op.w.at(i0 + r, j0 + c), x);
+      on_store(x);
+    }
+  }
+}
+
+template <mem::Backend B, class OnStore>
+void Operands::apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const {
+  if (q < std::min(t.i, t.j)) update(be, *this, t, q, on_store);
+  else if (t.i == t.j) getrf(be, *this, q, on_store);
+  else if (t.i == q) trsm_row(be, *this, q, t.j, on_store);
+  else trsm_col(be, *this, t.i, q, on_store);
+}
+
+// Step k: GETRF(k,k); then block row and block column k in parallel; then the trailing updates.
+template <mem::Backend B, class Exec>
+void run_step(B& be, const Operands& op, std::size_t k, Exec&& exec) {
+  const std::size_t m = op.tiles() - k - 1;
+  be.parallel_for(0, 1, [&](std::size_t) { exec(Tile{k, k}); });
+  be.parallel_for(0, 2 * m, [&](std::size_t x) {
+    exec(x < m ? Tile{k, k + 1 + x} : Tile{k + 1 + (x - m), k});
+  });
+  be.parallel_for(0, m * m, [&](std::size_t x) { exec(Tile{k + 1 + x / m, k + 1 + x % m}); });
+}
+
+template <mem::Backend B>
+void run_base(B& be, const Operands& op, std::size_t first_k = 0) {
+  for (std::size_t k = first_k; k < op.tiles(); ++k)
+    run_step(be, op, k, [&](Tile t) { op.apply(be, t, k, [](double) {}); });
+}
+
+// LP LU: each op on a tile is a region; its checksum goes to slot (k, tile).
+template <lp::ChecksumKind K, mem::Backend B>
+void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first_k = 0) {
+  for (std::size_t k = first_k; k < op.tiles(); ++k)
+    run_step(be, op, k, [&](Tile t) {
+      tiled::lp_region<K>(be, table, op.slot(k, t), k, t.i * op.tiles() + t.j,
+                          [&](auto on_store) { op.apply(be, t, k, on_store); });
+    });
+}
+
+template <lp::ChecksumKind K, mem::Backend B>
+[[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
+                                     lp::RecoveryStats& stats) {
+  return tiled::recover_tiled<K>(be, op, table, stats);
+}
+
+// base's "recovery": W back to A, durably; restart from step 0.
+template <mem::Backend B>
+void restart(B& be, const Operands& op) {
+  const std::size_t nt = op.tiles();
+  be.parallel_for(0, nt * nt, [&](std::size_t x) {
+    op.restore_input(be, Tile{x / nt, x % nt});
+    op.persist_tile(be, Tile{x / nt, x % nt});
+  });
+}
+
+}  // namespace pmlab::kernels::lu

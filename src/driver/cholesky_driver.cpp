@@ -1,0 +1,128 @@
+// Kernel driver for tiled Cholesky: pool arrays, SPD input, resumable base/LP execution, bit-exact verification.
+#include <bit>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+#include "pmlab/driver/kernel_driver.hpp"
+#include "pmlab/driver/native_dispatch.hpp"
+#include "pmlab/kernels/cholesky.hpp"
+
+namespace pmlab::driver {
+namespace {
+
+namespace ch = kernels::cholesky;
+
+constexpr std::uint64_t kMaxN = 1u << 16;
+constexpr std::uint64_t kMaxTableBytes = 1ull << 30;
+
+std::uint64_t tiles_of(const pool::RunParams& p) { return (p.n + p.bs - 1) / p.bs; }
+
+void validate_cholesky(const pool::RunParams& p) {
+  if (p.n < 1 || p.n > kMaxN)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("cholesky: --n must be in [1, {}], got {}", kMaxN, p.n));
+  if (p.bs < 1 || p.bs > kMaxN)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("cholesky: --bs must be in [1, {}], got {}", kMaxN, p.bs));
+  if (p.threads < 1 || p.threads > 1024)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("cholesky: --threads must be in [1, 1024], got {}", p.threads));
+  if (p.scheme != "base" && p.scheme != "lp")
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}' for cholesky (known: base, lp)", p.scheme));
+  // One checksum slot per (step, tile): T(T+1)(T+2)/6 of them.
+  const std::uint64_t bytes = lp::ChecksumTable::bytes_for(ch::Operands::tetra(tiles_of(p)));
+  if (p.scheme == "lp" && bytes > kMaxTableBytes)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("cholesky: --bs {} is too small for --n {}: the LP checksum table (one slot per "
+                            "step and tile) would take {} MiB; use a larger --bs",
+                            p.bs, p.n, bytes >> 20));
+}
+
+std::vector<pool::ArraySpec> cholesky_arrays(const pool::RunParams& p) {
+  const std::uint64_t mat = p.n * p.n * sizeof(double);
+  std::vector<pool::ArraySpec> arrays{{"a", mat}, {"l", mat}};
+  if (p.scheme == "lp") arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(ch::Operands::tetra(tiles_of(p)))});
+  return arrays;
+}
+
+void cholesky_init(pool::Pool& pool) {
+  const auto& p = pool.params();
+  ch::fill_input(pool.array<double>("a"), p.n, p.seed);
+  ch::fill_work(pool.array<double>("l"), pool.array<const double>("a"), p.n);
+}
+
+ch::Operands operands_of(const pool::Pool& pool) {
+  const std::size_t n = pool.params().n;
+  return {{pool.array<const double>("a"), n, n}, {pool.array<double>("l"), n, n}, {n, pool.params().bs}};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+RunReport cholesky_execute(pool::Pool& pool, const ExecOptions& opt) {
+  const auto& p = pool.params();
+  validate_cholesky(p);
+  RunReport report;
+  if (pool.state() == pool::RunState::kDone) {
+    report.recovery_action = "none (run already complete)";
+    return report;
+  }
+  report.resumed = pool.state() == pool::RunState::kRunning;
+  pool.count_start();
+  pool.set_state(pool::RunState::kRunning);
+  const ch::Operands op = operands_of(pool);
+  const bool lazy = p.scheme == "lp";
+  const lp::ChecksumTable table =
+      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots()) : lp::ChecksumTable();
+  with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::size_t first_k = 0;
+    if (report.resumed && lazy) {
+      report.recovery_action = "lp-recovery";
+      first_k = lp::with_checksum_kind(p.checksum, [&](auto kind) {
+        return ch::recover_lp<decltype(kind)::value>(be, op, table, report.recovery);
+      });
+    } else if (report.resumed) {
+      report.recovery_action = "restart";  // base keeps no persistent progress
+      ch::restart(be, op);
+    }
+    report.recovery_seconds = seconds_since(t0);
+    report.resume_point = first_k;
+    auto t1 = std::chrono::steady_clock::now();
+    if (lazy)
+      lp::with_checksum_kind(p.checksum, [&](auto kind) { ch::run_lp<decltype(kind)::value>(be, op, table, first_k); });
+    else
+      ch::run_base(be, op, first_k);
+    report.compute_seconds = seconds_since(t1);
+    pool.persist(op.l.data(), op.l.bytes());  // "done" only once L is durable
+  });
+  pool.set_state(pool::RunState::kDone);
+  return report;
+}
+
+VerifyResult cholesky_verify(const pool::Pool& pool) {
+  const auto& p = pool.params();
+  const std::size_t n = p.n;
+  std::vector<double> a(n * n), l(n * n);
+  ch::fill_input(a.data(), n, p.seed);
+  ch::fill_work(l.data(), a.data(), n);
+  mem::PlainBackend be({}, 1);
+  ch::run_base(be, ch::Operands{{a.data(), n, n}, {l.data(), n, n}, {n, p.bs}});
+  VerifyResult v;
+  v.elements = n * n;
+  const double* got = pool.array<const double>("l");
+  for (std::size_t i = 0; i < n * n; ++i)
+    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(l[i]) && v.mismatches++ == 0)
+      v.first_mismatch = fmt::format("L[{}][{}] = {:a}, expected {:a}", i / n, i % n, got[i], l[i]);
+  return v;
+}
+
+}  // namespace
+
+KernelDriver make_cholesky_driver() {
+  return KernelDriver{"cholesky", {"base", "lp"}, 400, validate_cholesky, cholesky_arrays,
+                      cholesky_init, cholesky_execute, cholesky_verify};
+}
+
+}  // namespace pmlab::driver

@@ -1,0 +1,130 @@
+// Kernel driver for Gaussian elimination of [A | b]: pool arrays, diagonally dominant input, resumable base/LP execution, bit-exact verification.
+#include <bit>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+#include "pmlab/driver/kernel_driver.hpp"
+#include "pmlab/driver/native_dispatch.hpp"
+#include "pmlab/kernels/gauss.hpp"
+
+namespace pmlab::driver {
+namespace {
+
+namespace ch = kernels::gauss;
+
+constexpr std::uint64_t kMaxN = 1u << 16;
+constexpr std::uint64_t kMaxTableBytes = 1ull << 30;
+
+// One slot per (column step, row block) plus one per final row.
+std::uint64_t table_slots(const pool::RunParams& p) {
+  return ch::Operands{{}, {}, p.n, p.bs}.table_slots();
+}
+
+void validate_gauss(const pool::RunParams& p) {
+  if (p.n < 1 || p.n > kMaxN)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("gauss: --n must be in [1, {}], got {}", kMaxN, p.n));
+  if (p.bs < 1 || p.bs > kMaxN)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("gauss: --bs must be in [1, {}], got {}", kMaxN, p.bs));
+  if (p.threads < 1 || p.threads > 1024)
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("gauss: --threads must be in [1, 1024], got {}", p.threads));
+  if (p.scheme != "base" && p.scheme != "lp")
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}' for gauss (known: base, lp)", p.scheme));
+  const std::uint64_t bytes = lp::ChecksumTable::bytes_for(table_slots(p));
+  if (p.scheme == "lp" && bytes > kMaxTableBytes)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("gauss: --bs {} is too small for --n {}: the LP checksum table (one slot per "
+                            "column step and row block) would take {} MiB; use a larger --bs",
+                            p.bs, p.n, bytes >> 20));
+}
+
+std::vector<pool::ArraySpec> gauss_arrays(const pool::RunParams& p) {
+  const std::uint64_t mat = p.n * (p.n + 1) * sizeof(double);
+  std::vector<pool::ArraySpec> arrays{{"a", mat}, {"w", mat}};
+  if (p.scheme == "lp") arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(table_slots(p))});
+  return arrays;
+}
+
+void gauss_init(pool::Pool& pool) {
+  const auto& p = pool.params();
+  ch::fill_input(pool.array<double>("a"), p.n, p.seed);
+  std::memcpy(pool.array<double>("w"), pool.array<const double>("a"), p.n * (p.n + 1) * sizeof(double));
+}
+
+ch::Operands operands_of(const pool::Pool& pool) {
+  const std::size_t n = pool.params().n;
+  return {{pool.array<const double>("a"), n, n + 1}, {pool.array<double>("w"), n, n + 1}, n, pool.params().bs};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+RunReport gauss_execute(pool::Pool& pool, const ExecOptions& opt) {
+  const auto& p = pool.params();
+  validate_gauss(p);
+  RunReport report;
+  if (pool.state() == pool::RunState::kDone) {
+    report.recovery_action = "none (run already complete)";
+    return report;
+  }
+  report.resumed = pool.state() == pool::RunState::kRunning;
+  pool.count_start();
+  pool.set_state(pool::RunState::kRunning);
+  const ch::Operands op = operands_of(pool);
+  const bool lazy = p.scheme == "lp";
+  const lp::ChecksumTable table =
+      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots()) : lp::ChecksumTable();
+  with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::size_t first_k = 0;
+    if (report.resumed && lazy) {
+      report.recovery_action = "lp-recovery";
+      first_k = lp::with_checksum_kind(p.checksum, [&](auto kind) {
+        return ch::recover_lp<decltype(kind)::value>(be, op, table, report.recovery);
+      });
+    } else if (report.resumed) {
+      report.recovery_action = "restart";  // base keeps no persistent progress
+      ch::restart(be, op);
+    }
+    report.recovery_seconds = seconds_since(t0);
+    report.resume_point = first_k;
+    auto t1 = std::chrono::steady_clock::now();
+    if (lazy)
+      lp::with_checksum_kind(p.checksum, [&](auto kind) { ch::run_lp<decltype(kind)::value>(be, op, table, first_k); });
+    else
+      ch::run_base(be, op, first_k);
+    report.compute_seconds = seconds_since(t1);
+    pool.persist(op.w.data(), op.w.bytes());  // "done" only once [U | y] is durable
+  });
+  pool.set_state(pool::RunState::kDone);
+  return report;
+}
+
+VerifyResult gauss_verify(const pool::Pool& pool) {
+  const auto& p = pool.params();
+  const std::size_t n = p.n;
+  std::vector<double> a(n * (n + 1));
+  ch::fill_input(a.data(), n, p.seed);
+  std::vector<double> l = a;
+  mem::PlainBackend be({}, 1);
+  ch::run_base(be, ch::Operands{{a.data(), n, n + 1}, {l.data(), n, n + 1}, n, p.bs});
+  VerifyResult v;
+  v.elements = n * (n + 1);
+  const double* got = pool.array<const double>("w");
+  for (std::size_t i = 0; i < n * (n + 1); ++i)
+    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(l[i]) && v.mismatches++ == 0)
+      v.first_mismatch = fmt::format("W[{}][{}] = {:a}, expected {:a}", i / (n + 1), i % (n + 1), got[i], l[i]);
+  return v;
+}
+
+}  // namespace
+
+KernelDriver make_gauss_driver() {
+  return KernelDriver{"gauss", {"base", "lp"}, 300, validate_gauss, gauss_arrays,
+                      gauss_init, gauss_execute, gauss_verify};
+}
+
+}  // namespace pmlab::driver

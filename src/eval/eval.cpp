@@ -1,0 +1,292 @@
+// Plans and runs the evaluation sections, with a time-weighted progress estimate and Ctrl-C support.
+#include "pmlab/eval/eval.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+#include "pmlab/driver/bench.hpp"
+#include "pmlab/driver/crash_campaign.hpp"
+#include "pmlab/driver/kernel_driver.hpp"
+#include "pmlab/driver/sim_run.hpp"
+#include "pmlab/eval/checksum_study.hpp"
+#include "pmlab/sim/stats.hpp"
+
+namespace pmlab::eval {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// One unit of work: an estimate of its cost (relative seconds) and the function producing its
+// result, appended to results[section].
+struct Step {
+  std::string section, label;
+  double weight = 1;
+  std::function<json()> run;
+};
+
+struct Sizes {
+  std::uint64_t bench_n, sim_n, crash_n;
+};
+
+// Per-kernel sizes. quick: minutes on 2 cores; full: the papers' sizes where the simulator can
+// afford them (LP paper Table V / thesis Table 3.3).
+Sizes sizes_for(const std::string& kernel, bool full) {
+  static const std::map<std::string, std::pair<Sizes, Sizes>> table = {
+      {"tmm", {{384, 128, 40}, {1024, 1024, 64}}},
+      {"cholesky", {{384, 128, 40}, {1024, 512, 64}}},
+      {"lu", {{384, 128, 40}, {1024, 512, 64}}},
+      {"gauss", {{384, 128, 40}, {4096, 512, 64}}},
+      {"conv2d", {{512, 128, 40}, {1024, 1024, 64}}},
+      {"fft", {{1u << 16, 1u << 12, 64}, {1u << 17, 1u << 17, 256}}},
+  };
+  auto it = table.find(kernel);
+  if (it == table.end()) return full ? Sizes{512, 256, 48} : Sizes{256, 96, 32};
+  return full ? it->second.second : it->second.first;
+}
+
+bool simulable(const driver::SimRunSpec& spec) {
+  try {
+    driver::validate(spec);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+driver::SimRunSpec sim_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n,
+                            const std::string& preset, const driver::MachineOverrides& o) {
+  driver::SimRunSpec spec;
+  spec.run.kernel = kernel;
+  spec.run.scheme = scheme;
+  spec.run.n = n;
+  spec.run.bs = 16;
+  spec.machine = driver::machine_from(preset, o);
+  spec.run.threads = static_cast<std::uint32_t>(spec.machine.threads);
+  // Count the final write-back of every dirty line too: quick-mode sizes fit in the LLC, and
+  // without it base would write (almost) nothing and every ratio would divide by ~0.
+  spec.drain = true;
+  return spec;
+}
+
+json sim_figures(const sim::SimStats& s) {
+  return {{"cycles", s.cycles.value()},
+          {"nvm_writes", s.nvm.writes},
+          {"nvm_reads", s.nvm.reads},
+          {"flushes", s.flushes},
+          {"fences", s.fences},
+          {"llc_misses", s.llc().misses}};
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : (a > 0 ? -1 : 1); }
+
+// Simulates `schemes` and base with the same spec; one row per scheme, normalized to base.
+json sim_rows(driver::SimRunSpec spec, const std::vector<std::string>& schemes) {
+  spec.run.scheme = "base";
+  const auto base = driver::simulate(spec).stats;
+  json rows = json::array();
+  for (const auto& s : schemes) {
+    spec.run.scheme = s;
+    if (!simulable(spec)) continue;
+    auto r = s == "base" ? base : driver::simulate(spec).stats;
+    rows.push_back({{"scheme", s},
+                    {"stats", sim_figures(r)},
+                    {"cycles_vs_base", ratio(static_cast<double>(r.cycles.value()),
+                                             static_cast<double>(base.cycles.value()))},
+                    {"writes_vs_base", ratio(static_cast<double>(r.nvm.writes),
+                                             static_cast<double>(base.nvm.writes))}});
+  }
+  return rows;
+}
+
+std::vector<Step> plan(const EvalOptions& opt) {
+  std::vector<Step> steps;
+  const bool full = opt.full;
+  // 1. Native execution time, every scheme vs base, side by side.
+  for (const auto& k : driver::kernel_drivers()) {
+    const Sizes sz = sizes_for(k.name, full);
+    steps.push_back({"native", "native " + k.name, full ? 600.0 : 25.0, [=, name = k.name] {
+                       driver::BenchOptions b;
+                       b.kernel = name;
+                       b.n = sz.bench_n;
+                       b.reps = full ? 11 : 5;
+                       b.threads = 2;
+                       b.seed = opt.seed;
+                       return driver::to_json(driver::run_bench(b));
+                     }});
+  }
+  // 2. Simulated cycles and NVM writes vs base under both papers' machines.
+  for (const std::string preset : {"lp-isca18", "pact17"}) {
+    for (const auto& k : driver::kernel_drivers()) {
+      const Sizes sz = sizes_for(k.name, full);
+      steps.push_back({"sim", fmt::format("sim {} {}", preset, k.name), full ? 900.0 : 6.0,
+                       [=, name = k.name, schemes = k.schemes] {
+                         auto spec = sim_spec(name, "base", sz.sim_n, preset, {});
+                         if (!simulable(spec)) return json{{"kernel", name}, {"preset", preset}, {"skipped", "no simulator entry point"}};
+                         return json{{"kernel", name}, {"preset", preset}, {"n", sz.sim_n},
+                                     {"bs", spec.run.bs}, {"threads", spec.run.threads},
+                                     {"rows", sim_rows(spec, schemes)}};
+                       }});
+    }
+  }
+  // 3. Crash campaigns: every kernel x simulable scheme.
+  for (const auto& k : driver::kernel_drivers()) {
+    for (const auto& s : k.schemes) {
+      const Sizes sz = sizes_for(k.name, full);
+      steps.push_back({"crash", fmt::format("crash {} {}", k.name, s), full ? 120.0 : 1.5,
+                       [=, name = k.name] {
+                         driver::MachineOverrides o;
+                         o.cores = 2;
+                         o.l1_size = 1024;
+                         o.llc_size = 4096;
+                         o.l1_ways = 4;
+                         o.l2_size = 0;
+                         auto spec = sim_spec(name, s, sz.crash_n, "lp-isca18", o);
+                         spec.run.bs = 8;
+                         spec.run.threads = 2;
+                         if (!simulable(spec)) return json{{"kernel", name}, {"scheme", s}, {"skipped", "native only"}};
+                         driver::CampaignOptions c;
+                         c.spec = spec;
+                         c.trials = full ? 2000 : 100;
+                         c.seed = opt.seed;
+                         auto j = driver::to_json(driver::run_campaign(c), false);
+                         j["n"] = spec.run.n;
+                         return j;
+                       }});
+    }
+  }
+  // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
+  steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {
+                     ChecksumStudyOptions c;
+                     c.trials_per_cell = full ? 2'000'000 : 20'000;
+                     c.seed = opt.seed;
+                     ChecksumStudy st;
+                     st.accuracy = run_accuracy_study(c);
+                     return st.to_json();
+                   }});
+  steps.push_back({"checksum", "checksum overhead", full ? 300.0 : 8.0, [=] {
+                     ChecksumStudyOptions c;
+                     c.overhead_n = full ? 1024 : 384;
+                     c.overhead_reps = full ? 11 : 5;
+                     c.threads = 2;
+                     ChecksumStudy st;
+                     st.overhead = run_overhead_study(c);
+                     return st.to_json();
+                   }});
+  // 5. Sensitivity (LP paper §VI-C) for tmm: LLC size, NVM latency, threads.
+  const std::uint64_t sens_n = full ? 1024 : 192;
+  for (const std::string llc : {"256K", "512K", "1M"}) {
+    steps.push_back({"sensitivity", "LLC " + llc, full ? 200.0 : 3.0, [=] {
+                       driver::MachineOverrides o;
+                       o.llc_size = llc == "256K" ? 256u << 10 : llc == "512K" ? 512u << 10 : 1u << 20;
+                       auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
+                       return json{{"study", "llc"}, {"value", llc}, {"n", sens_n}, {"rows", rows}};
+                     }});
+  }
+  for (auto [r, w] : {std::pair{60.0, 150.0}, {150.0, 300.0}, {300.0, 600.0}}) {
+    steps.push_back({"sensitivity", fmt::format("NVM {}/{} ns", r, w), full ? 200.0 : 3.0, [=] {
+                       driver::MachineOverrides o;
+                       o.nvm_read_ns = r;
+                       o.nvm_write_ns = w;
+                       auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
+                       return json{{"study", "nvm"}, {"value", fmt::format("{:.0f}/{:.0f}", r, w)}, {"n", sens_n}, {"rows", rows}};
+                     }});
+  }
+  for (int t : {1, 2, 4, 8, 16}) {
+    steps.push_back({"sensitivity", fmt::format("{} threads", t), full ? 200.0 : 3.0, [=] {
+                       driver::MachineOverrides o;
+                       o.cores = t;
+                       auto spec = sim_spec("tmm", "base", sens_n, "lp-isca18", o);
+                       spec.run.threads = static_cast<std::uint32_t>(t);
+                       auto rows = sim_rows(spec, {"lp", "ep-ii", "ep-jj"});
+                       return json{{"study", "threads"}, {"value", t}, {"n", sens_n}, {"rows", rows}};
+                     }});
+  }
+  return steps;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write '{}'", p.string()));
+}
+
+// matplotlib comes from the project's setup (Debian python3-matplotlib); prefer the system
+// Python that has it over another python3 earlier on PATH.
+std::string python_with_matplotlib() {
+  for (const char* py : {"/usr/bin/python3", "python3"}) {
+    std::string cmd = fmt::format("{} -c 'import matplotlib' >/dev/null 2>&1", py);
+    if (std::system(cmd.c_str()) == 0) return py;
+  }
+  return {};
+}
+
+fs::path tools_dir() {
+  // The plot script lives in the source tree; PMLAB_SOURCE_DIR is set by CMake.
+  return fs::path(PMLAB_SOURCE_DIR) / "tools";
+}
+
+}  // namespace
+
+json run_eval(const EvalOptions& opt) {
+  const auto steps = plan(opt);
+  double total = 0;
+  for (const auto& s : steps) total += s.weight;
+  json results{{"pmlab_version", PMLAB_VERSION},
+               {"mode", opt.full ? "full" : "quick"},
+               {"seed", opt.seed},
+               {"complete", false}};
+  for (const char* section : {"native", "sim", "crash", "checksum", "sensitivity"})
+    results[section] = json::array();
+  const auto t0 = std::chrono::steady_clock::now();
+  double done = 0;
+  bool interrupted = false;
+  for (const auto& step : steps) {
+    if (opt.stop && opt.stop->load()) {
+      interrupted = true;
+      break;
+    }
+    if (opt.progress) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double left = done > 0 ? elapsed / done * (total - done) : 0;
+      opt.progress(done / total, left, step.label);
+    }
+    json r;
+    try {
+      r = step.run();
+    } catch (const std::exception& e) {
+      r = {{"label", step.label}, {"error", e.what()}};
+    }
+    r["label"] = step.label;
+    results[step.section].push_back(std::move(r));
+    done += step.weight;
+  }
+  results["complete"] = !interrupted;
+  results["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (opt.progress) opt.progress(1.0, 0, interrupted ? "interrupted" : "done");
+
+  fs::create_directories(opt.out_dir);
+  const fs::path dir(opt.out_dir);
+  write_file(dir / "results.json", results.dump(2));
+  std::string py = python_with_matplotlib();
+  results["figures"] = json::array();
+  if (!py.empty()) {
+    std::string cmd = fmt::format("{} '{}' '{}' '{}' >/dev/null 2>&1", py,
+                                  (tools_dir() / "plot_results.py").string(),
+                                  (dir / "results.json").string(), dir.string());
+    if (std::system(cmd.c_str()) == 0)
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".png") results["figures"].push_back(e.path().filename().string());
+  }
+  write_file(dir / "results.json", results.dump(2));
+  write_file(dir / "report.md", render_report(results));
+  return results;
+}
+
+}  // namespace pmlab::eval

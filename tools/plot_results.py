@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Figures for pmlab eval: reads results.json, writes PNGs next to it (matplotlib, Agg backend)."""
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def native_overhead(res, out):
+    kernels = [k for k in res.get("native", []) if "schemes" in k]
+    if not kernels:
+        return
+    fig, axes = plt.subplots(1, len(kernels), figsize=(4.2 * len(kernels), 3.6), squeeze=False)
+    for ax, k in zip(axes[0], kernels):
+        rows = [s for s in k["schemes"] if s["scheme"] != "base"]
+        names = [s["scheme"] for s in rows]
+        med = [s["ratio_to_base"] for s in rows]
+        lo = [s["ratio_to_base"] - s["ratio_min"] for s in rows]
+        hi = [s["ratio_max"] - s["ratio_to_base"] for s in rows]
+        colors = ["tab:green" if n == "lp" else "tab:gray" for n in names]
+        ax.bar(names, med, yerr=[lo, hi], color=colors, capsize=2)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_title(f"{k['kernel']} (n={k['n']}) native")
+        ax.set_ylabel("time / base")
+        ax.tick_params(axis="x", rotation=70, labelsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "native_overhead.png", dpi=110)
+    plt.close(fig)
+
+
+def sim_writes(res, out):
+    blocks = [b for b in res.get("sim", []) if "rows" in b and b["kernel"] == "tmm"]
+    if not blocks:
+        return
+    fig, axes = plt.subplots(1, len(blocks), figsize=(5 * len(blocks), 3.6), squeeze=False)
+    for ax, b in zip(axes[0], blocks):
+        rows = [r for r in b["rows"] if r["scheme"] != "base"]
+        names = [r["scheme"] for r in rows]
+        x = range(len(rows))
+        ax.bar([i - 0.2 for i in x], [r["writes_vs_base"] for r in rows], 0.4, label="NVM writes")
+        ax.bar([i + 0.2 for i in x], [r["cycles_vs_base"] for r in rows], 0.4, label="cycles")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(names, rotation=70, fontsize=7)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_title(f"tmm on {b['preset']} (n={b['n']}), vs base")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "sim_tmm.png", dpi=110)
+    plt.close(fig)
+
+
+def checksum_overhead(res, out):
+    cells = [c for part in res.get("checksum", []) for c in part.get("overhead", [])]
+    if not cells:
+        return
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    names = [c["checksum"] for c in cells]
+    med = [100 * c["overhead_median"] for c in cells]
+    err = [[100 * (c["overhead_median"] - c["overhead_min"]) for c in cells],
+           [100 * (c["overhead_max"] - c["overhead_median"]) for c in cells]]
+    ax.bar(names, med, yerr=err, capsize=3, color="tab:blue")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_ylabel("LP tmm time overhead (%)")
+    ax.set_title("checksum kinds (cf. LP paper Fig. 15b)")
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(out / "checksum_overhead.png", dpi=110)
+    plt.close(fig)
+
+
+def sensitivity(res, out):
+    studies = {}
+    for s in res.get("sensitivity", []):
+        if "rows" in s:
+            studies.setdefault(s["study"], []).append(s)
+    if not studies:
+        return
+    fig, axes = plt.subplots(1, len(studies), figsize=(4.2 * len(studies), 3.4), squeeze=False)
+    for ax, (study, pts) in zip(axes[0], studies.items()):
+        labels = [str(p["value"]) for p in pts]
+        for scheme, color in (("lp", "tab:green"), ("ep-ii", "tab:red")):
+            ys = []
+            for p in pts:
+                row = next((r for r in p["rows"] if r["scheme"] == scheme), None)
+                ys.append(100 * (row["cycles_vs_base"] - 1) if row else float("nan"))
+            ax.plot(labels, ys, marker="o", color=color, label=scheme)
+        ax.set_title(f"sensitivity: {study}")
+        ax.set_ylabel("cycles overhead vs base (%)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "sensitivity.png", dpi=110)
+    plt.close(fig)
+
+
+def crash_recovery(res, out):
+    rows = [c for c in res.get("crash", []) if "recovery_ops" in c]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(max(5, 0.45 * len(rows)), 3.4))
+    names = [f"{c['kernel']} {c['scheme']}" for c in rows]
+    ax.bar(names, [max(1, c["recovery_ops"]["max"]) for c in rows], color="tab:orange", label="max")
+    ax.bar(names, [max(1, c["recovery_ops"]["median"]) for c in rows], color="tab:blue", label="median")
+    ax.set_yscale("log")
+    ax.set_ylabel("recovery work (simulated ops)")
+    ax.set_title("crash campaigns: recovery work per trial")
+    ax.tick_params(axis="x", rotation=80, labelsize=7)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "crash_recovery.png", dpi=110)
+    plt.close(fig)
+
+
+def main():
+    res = json.loads(Path(sys.argv[1]).read_text())
+    out = Path(sys.argv[2])
+    for fn in (native_overhead, sim_writes, checksum_overhead, sensitivity, crash_recovery):
+        fn(res, out)
+
+
+if __name__ == "__main__":
+    main()
