@@ -3,7 +3,7 @@ PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 JOBS ?= 2
 
-.PHONY: all deps build run test test-sanitize bench format clean
+.PHONY: all deps build run run-full demo test test-sanitize bench format clean
 
 all: build
 
@@ -14,8 +14,16 @@ build: deps
 	@cmake --preset $(PRESET) >/dev/null
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
-# Until `pmlab eval` exists: a small LP tmm that is killed with SIGKILL, resumed, and verified.
+# The main job: the papers' evaluation, quick sizes (a few minutes), report in results/.
 run: build
+	@$(BUILD_DIR)/pmlab eval --quick --out results
+
+# The same at the papers' sizes (hours).
+run-full: build
+	@$(BUILD_DIR)/pmlab eval --full --out results-full
+
+# An LP tmm killed with SIGKILL mid-run, resumed from its pool, and verified bit for bit.
+demo: build
 	@scripts/demo-kill-resume $(BUILD_DIR)/pmlab
 
 test: build

@@ -69,7 +69,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "every scheme once on a fresh pool (creation untimed, order rotated per repetition); "
       "reports median, spread and the per-repetition ratio to base, and checks every result "
       "is bit-identical to base's. Pools go to a temporary directory that is removed after.");
-  cmd->add_option("kernel", args->kernel, "Kernel to benchmark: tmm")->required()->check(CLI::IsMember({"tmm"}));
+  std::string kernels;
+  for (const auto& d : driver::kernel_drivers()) kernels += (kernels.empty() ? "" : ", ") + d.name;
+  cmd->add_option("kernel", args->kernel, "Kernel to benchmark: " + kernels)->required();
   cmd->add_option("--schemes", args->schemes,
                   "Comma-separated schemes (default: all; base is always included): " +
                       fmt::format("{}", fmt::join(driver::tmm_scheme_names(), ",")))

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -158,10 +159,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
   std::string kernels;
   for (const auto& d : driver::kernel_drivers()) kernels += (kernels.empty() ? "" : ", ") + d.name;
   cmd->add_option("kernel", args->kernel, "Kernel to run: " + kernels);
-  auto* o_scheme = cmd->add_option("--scheme", args->scheme,
-                                   "Persistency scheme: base (none), lp (Lazy Persistency), or a "
-                                   "rival; `pmlab run KERNEL --scheme list` is refused with the "
-                                   "list of the kernel's schemes")
+  std::string scheme_help = "Persistency scheme, per kernel:";
+  for (const auto& d : driver::kernel_drivers())
+    scheme_help += " " + d.name + ": " + fmt::format("{}", fmt::join(d.schemes, ", ")) + ";";
+  auto* o_scheme = cmd->add_option("--scheme", args->scheme, scheme_help)
                        ->capture_default_str();
   auto* o_n = cmd->add_option("--n", args->n, "Problem size n (matrix dimension; any n >= 1)")
                   ->capture_default_str();

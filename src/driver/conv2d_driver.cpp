@@ -1,4 +1,4 @@
-// Kernel driver for 2D convolution: pool arrays, input image and kernel, resumable base/LP execution, verification.
+// Kernel driver for conv2d: arrays, image and kernel, resumable base/LP runs, verification.
 #include <bit>
 #include <chrono>
 
@@ -18,28 +18,38 @@ constexpr std::uint64_t kMaxN = 1u << 16;
 
 void validate_conv2d(const pool::RunParams& p) {
   if (p.n < 1 || p.n > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("conv2d: --n must be in [1, {}], got {}", kMaxN, p.n));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("conv2d: --n must be in [1, {}], got {}", kMaxN, p.n));
   if (p.bs < 1 || p.bs > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("conv2d: --bs must be in [1, {}], got {}", kMaxN, p.bs));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("conv2d: --bs must be in [1, {}], got {}", kMaxN, p.bs));
   if (p.threads < 1 || p.threads > 1024)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("conv2d: --threads must be in [1, 1024], got {}", p.threads));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("conv2d: --threads must be in [1, 1024], got {}", p.threads));
   if (p.scheme != "base" && p.scheme != "lp")
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}' for conv2d (known: base, lp)", p.scheme));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("unknown scheme '{}' for conv2d (known: base, lp)", p.scheme));
   const std::uint64_t w = cv::width_for(p.extra, p.n);
   if (w % 2 == 0)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("conv2d: the kernel width (run parameter extra) must be odd, got {}", w));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("conv2d: the kernel width (run parameter extra) must be odd, got {}", w));
   if (w > p.n)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("conv2d: the kernel width (run parameter extra) must be <= n = {}, got {}", p.n, w));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("conv2d: the kernel width (run parameter extra) must be <= n = {}, got {}", p.n,
+                    w));
 }
 
-std::size_t width_of(const pool::RunParams& p) { return cv::width_for(p.extra, p.n); }
+std::size_t width_of(const pool::RunParams& p) {
+  return cv::width_for(p.extra, p.n);
+}
 
 std::vector<pool::ArraySpec> conv2d_arrays(const pool::RunParams& p) {
   const std::uint64_t img = p.n * p.n * sizeof(double), w = width_of(p);
   std::vector<pool::ArraySpec> arrays{{"in", img}, {"ker", w * w * sizeof(double)}, {"out", img}};
-  if (p.scheme == "lp") arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for((p.n + p.bs - 1) / p.bs)});
+  if (p.scheme == "lp")
+    arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for((p.n + p.bs - 1) / p.bs)});
   return arrays;
 }
 
@@ -52,8 +62,12 @@ void conv2d_init(pool::Pool& pool) {
 cv::Operands operands_of(const pool::Pool& pool) {
   const auto& p = pool.params();
   const std::size_t n = p.n;
-  return {{pool.array<const double>("in"), n, n}, pool.array<const double>("ker"), width_of(p),
-          {pool.array<double>("out"), n, n}, n, p.bs};
+  return {{pool.array<const double>("in"), n, n},
+          pool.array<const double>("ker"),
+          width_of(p),
+          {pool.array<double>("out"), n, n},
+          n,
+          p.bs};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -74,7 +88,8 @@ RunReport conv2d_execute(pool::Pool& pool, const ExecOptions& opt) {
   const cv::Operands op = operands_of(pool);
   const bool lazy = p.scheme == "lp";
   const lp::ChecksumTable table =
-      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots()) : lp::ChecksumTable();
+      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
+           : lp::ChecksumTable();
   with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
     auto t0 = std::chrono::steady_clock::now();
     bool complete = false;
@@ -93,7 +108,8 @@ RunReport conv2d_execute(pool::Pool& pool, const ExecOptions& opt) {
     report.resume_point = complete ? op.blocks() : 0;
     auto t1 = std::chrono::steady_clock::now();
     if (!complete && lazy)
-      lp::with_checksum_kind(p.checksum, [&](auto kind) { cv::run_lp<decltype(kind)::value>(be, op, table); });
+      lp::with_checksum_kind(p.checksum,
+                             [&](auto kind) { cv::run_lp<decltype(kind)::value>(be, op, table); });
     else if (!complete)
       cv::run_base(be, op);
     report.compute_seconds = seconds_since(t1);
@@ -114,16 +130,18 @@ VerifyResult conv2d_verify(const pool::Pool& pool) {
   v.elements = n * n;
   const double* got = pool.array<const double>("out");
   for (std::size_t i = 0; i < n * n; ++i)
-    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(out[i]) && v.mismatches++ == 0)
-      v.first_mismatch = fmt::format("out[{}][{}] = {:a}, expected {:a}", i / n, i % n, got[i], out[i]);
+    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(out[i]) &&
+        v.mismatches++ == 0)
+      v.first_mismatch =
+          fmt::format("out[{}][{}] = {:a}, expected {:a}", i / n, i % n, got[i], out[i]);
   return v;
 }
 
 }  // namespace
 
 KernelDriver make_conv2d_driver() {
-  return KernelDriver{"conv2d", {"base", "lp"}, 1000, validate_conv2d, conv2d_arrays,
-                      conv2d_init, conv2d_execute, conv2d_verify};
+  return KernelDriver{"conv2d",      {"base", "lp"}, 1000,           validate_conv2d,
+                      conv2d_arrays, conv2d_init,    conv2d_execute, conv2d_verify};
 }
 
 }  // namespace pmlab::driver

@@ -1,4 +1,4 @@
-// Kernel driver for the complex FFT: pool arrays, input and twiddles, resumable base/LP execution, verification.
+// Kernel driver for the FFT: arrays, input and twiddles, resumable base/LP runs, verification.
 #include <bit>
 #include <chrono>
 
@@ -18,26 +18,33 @@ constexpr std::uint64_t kMaxN = 1u << 28;  // 4 GiB per complex array
 
 void validate_fft(const pool::RunParams& p) {
   if (p.n < 1 || p.n > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("fft: --n (points) must be in [1, {}], got {}", kMaxN, p.n));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("fft: --n (points) must be in [1, {}], got {}", kMaxN, p.n));
   if (!std::has_single_bit(p.n))
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("fft: --n (number of points) must be a power of two for the radix-2 FFT, got {} "
-                            "(nearest: {} or {})",
-                            p.n, std::bit_floor(p.n), std::bit_ceil(p.n)));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format(
+            "fft: --n (number of points) must be a power of two for the radix-2 FFT, got {} "
+            "(nearest: {} or {})",
+            p.n, std::bit_floor(p.n), std::bit_ceil(p.n)));
   if (p.bs < 1 || p.bs > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("fft: --bs (sub-FFTs per LP region) must be in [1, {}], got {}", kMaxN, p.bs));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("fft: --bs (sub-FFTs per LP region) must be in [1, {}], got {}", kMaxN, p.bs));
   if (p.threads < 1 || p.threads > 1024)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("fft: --threads must be in [1, 1024], got {}", p.threads));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("fft: --threads must be in [1, 1024], got {}", p.threads));
   if (p.scheme != "base" && p.scheme != "lp")
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}' for fft (known: base, lp)", p.scheme));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("unknown scheme '{}' for fft (known: base, lp)", p.scheme));
 }
 
 std::vector<pool::ArraySpec> fft_arrays(const pool::RunParams& p) {
   const std::uint64_t vec = 2 * p.n * sizeof(double);
   std::vector<pool::ArraySpec> arrays{{"x", vec}, {"tw", vec}, {"y", vec}, {"z", vec}};
   const ff::Operands shape{nullptr, nullptr, nullptr, nullptr, p.n, p.bs};
-  if (p.scheme == "lp") arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(shape.table_slots())});
+  if (p.scheme == "lp")
+    arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(shape.table_slots())});
   return arrays;
 }
 
@@ -49,8 +56,12 @@ void fft_init(pool::Pool& pool) {
 
 ff::Operands operands_of(const pool::Pool& pool) {
   const auto& p = pool.params();
-  return {pool.array<const double>("x"), pool.array<const double>("tw"), pool.array<double>("y"),
-          pool.array<double>("z"), p.n, p.bs};
+  return {pool.array<const double>("x"),
+          pool.array<const double>("tw"),
+          pool.array<double>("y"),
+          pool.array<double>("z"),
+          p.n,
+          p.bs};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -71,7 +82,8 @@ RunReport fft_execute(pool::Pool& pool, const ExecOptions& opt) {
   const ff::Operands op = operands_of(pool);
   const bool lazy = p.scheme == "lp";
   const lp::ChecksumTable table =
-      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots()) : lp::ChecksumTable();
+      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
+           : lp::ChecksumTable();
   with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
     auto t0 = std::chrono::steady_clock::now();
     int first_pass = 0;
@@ -87,7 +99,9 @@ RunReport fft_execute(pool::Pool& pool, const ExecOptions& opt) {
     report.resume_point = static_cast<std::uint64_t>(first_pass);
     auto t1 = std::chrono::steady_clock::now();
     if (lazy)
-      lp::with_checksum_kind(p.checksum, [&](auto kind) { ff::run_lp<decltype(kind)::value>(be, op, table, first_pass); });
+      lp::with_checksum_kind(p.checksum, [&](auto kind) {
+        ff::run_lp<decltype(kind)::value>(be, op, table, first_pass);
+      });
     else
       ff::run_base(be, op, first_pass);
     report.compute_seconds = seconds_since(t1);
@@ -109,15 +123,17 @@ VerifyResult fft_verify(const pool::Pool& pool) {
   v.elements = 2 * n;
   const double* got = pool.array<const double>("z");
   for (std::size_t i = 0; i < 2 * n; ++i)
-    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(z[i]) && v.mismatches++ == 0)
-      v.first_mismatch = fmt::format("X[{}].{} = {:a}, expected {:a}", i / 2, i % 2 ? "im" : "re", got[i], z[i]);
+    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(z[i]) &&
+        v.mismatches++ == 0)
+      v.first_mismatch =
+          fmt::format("X[{}].{} = {:a}, expected {:a}", i / 2, i % 2 ? "im" : "re", got[i], z[i]);
   return v;
 }
 
 }  // namespace
 
 KernelDriver make_fft_driver() {
-  return KernelDriver{"fft",    {"base", "lp"}, 1u << 20,   validate_fft, fft_arrays,
+  return KernelDriver{"fft",    {"base", "lp"}, 1u << 20,   validate_fft,           fft_arrays,
                       fft_init, fft_execute,    fft_verify, /*n_power_of_two=*/true};
 }
 

@@ -1,4 +1,4 @@
-// Kernel driver for Gaussian elimination of [A | b]: pool arrays, diagonally dominant input, resumable base/LP execution, bit-exact verification.
+// Kernel driver for Gauss: arrays, [A | b] input, resumable base/LP runs, verification.
 #include <bit>
 #include <chrono>
 #include <cstring>
@@ -25,37 +25,47 @@ std::uint64_t table_slots(const pool::RunParams& p) {
 
 void validate_gauss(const pool::RunParams& p) {
   if (p.n < 1 || p.n > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("gauss: --n must be in [1, {}], got {}", kMaxN, p.n));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("gauss: --n must be in [1, {}], got {}", kMaxN, p.n));
   if (p.bs < 1 || p.bs > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("gauss: --bs must be in [1, {}], got {}", kMaxN, p.bs));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("gauss: --bs must be in [1, {}], got {}", kMaxN, p.bs));
   if (p.threads < 1 || p.threads > 1024)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("gauss: --threads must be in [1, 1024], got {}", p.threads));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("gauss: --threads must be in [1, 1024], got {}", p.threads));
   if (p.scheme != "base" && p.scheme != "lp")
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}' for gauss (known: base, lp)", p.scheme));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("unknown scheme '{}' for gauss (known: base, lp)", p.scheme));
   const std::uint64_t bytes = lp::ChecksumTable::bytes_for(table_slots(p));
   if (p.scheme == "lp" && bytes > kMaxTableBytes)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("gauss: --bs {} is too small for --n {}: the LP checksum table (one slot per "
-                            "column step and row block) would take {} MiB; use a larger --bs",
-                            p.bs, p.n, bytes >> 20));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("gauss: --bs {} is too small for --n {}: the LP checksum table (one slot per "
+                    "column step and row block) would take {} MiB; use a larger --bs",
+                    p.bs, p.n, bytes >> 20));
 }
 
 std::vector<pool::ArraySpec> gauss_arrays(const pool::RunParams& p) {
   const std::uint64_t mat = p.n * (p.n + 1) * sizeof(double);
   std::vector<pool::ArraySpec> arrays{{"a", mat}, {"w", mat}};
-  if (p.scheme == "lp") arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(table_slots(p))});
+  if (p.scheme == "lp")
+    arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(table_slots(p))});
   return arrays;
 }
 
 void gauss_init(pool::Pool& pool) {
   const auto& p = pool.params();
   ch::fill_input(pool.array<double>("a"), p.n, p.seed);
-  std::memcpy(pool.array<double>("w"), pool.array<const double>("a"), p.n * (p.n + 1) * sizeof(double));
+  std::memcpy(pool.array<double>("w"), pool.array<const double>("a"),
+              p.n * (p.n + 1) * sizeof(double));
 }
 
 ch::Operands operands_of(const pool::Pool& pool) {
   const std::size_t n = pool.params().n;
-  return {{pool.array<const double>("a"), n, n + 1}, {pool.array<double>("w"), n, n + 1}, n, pool.params().bs};
+  return {{pool.array<const double>("a"), n, n + 1},
+          {pool.array<double>("w"), n, n + 1},
+          n,
+          pool.params().bs};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -76,7 +86,8 @@ RunReport gauss_execute(pool::Pool& pool, const ExecOptions& opt) {
   const ch::Operands op = operands_of(pool);
   const bool lazy = p.scheme == "lp";
   const lp::ChecksumTable table =
-      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots()) : lp::ChecksumTable();
+      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
+           : lp::ChecksumTable();
   with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
     auto t0 = std::chrono::steady_clock::now();
     std::size_t first_k = 0;
@@ -93,7 +104,9 @@ RunReport gauss_execute(pool::Pool& pool, const ExecOptions& opt) {
     report.resume_point = first_k;
     auto t1 = std::chrono::steady_clock::now();
     if (lazy)
-      lp::with_checksum_kind(p.checksum, [&](auto kind) { ch::run_lp<decltype(kind)::value>(be, op, table, first_k); });
+      lp::with_checksum_kind(p.checksum, [&](auto kind) {
+        ch::run_lp<decltype(kind)::value>(be, op, table, first_k);
+      });
     else
       ch::run_base(be, op, first_k);
     report.compute_seconds = seconds_since(t1);
@@ -115,16 +128,18 @@ VerifyResult gauss_verify(const pool::Pool& pool) {
   v.elements = n * (n + 1);
   const double* got = pool.array<const double>("w");
   for (std::size_t i = 0; i < n * (n + 1); ++i)
-    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(l[i]) && v.mismatches++ == 0)
-      v.first_mismatch = fmt::format("W[{}][{}] = {:a}, expected {:a}", i / (n + 1), i % (n + 1), got[i], l[i]);
+    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(l[i]) &&
+        v.mismatches++ == 0)
+      v.first_mismatch =
+          fmt::format("W[{}][{}] = {:a}, expected {:a}", i / (n + 1), i % (n + 1), got[i], l[i]);
   return v;
 }
 
 }  // namespace
 
 KernelDriver make_gauss_driver() {
-  return KernelDriver{"gauss", {"base", "lp"}, 300, validate_gauss, gauss_arrays,
-                      gauss_init, gauss_execute, gauss_verify};
+  return KernelDriver{"gauss",      {"base", "lp"}, 300,           validate_gauss,
+                      gauss_arrays, gauss_init,     gauss_execute, gauss_verify};
 }
 
 }  // namespace pmlab::driver

@@ -1,4 +1,4 @@
-// Kernel driver for tiled LU without pivoting: pool arrays, diagonally dominant input, resumable base/LP execution, bit-exact verification.
+// Kernel driver for tiled LU: arrays, input, resumable base/LP runs, bit-exact verification.
 #include <bit>
 #include <chrono>
 #include <cstring>
@@ -18,30 +18,39 @@ namespace ch = kernels::lu;
 constexpr std::uint64_t kMaxN = 1u << 16;
 constexpr std::uint64_t kMaxTableBytes = 1ull << 30;
 
-std::uint64_t tiles_of(const pool::RunParams& p) { return (p.n + p.bs - 1) / p.bs; }
+std::uint64_t tiles_of(const pool::RunParams& p) {
+  return (p.n + p.bs - 1) / p.bs;
+}
 
 void validate_lu(const pool::RunParams& p) {
   if (p.n < 1 || p.n > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("lu: --n must be in [1, {}], got {}", kMaxN, p.n));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("lu: --n must be in [1, {}], got {}", kMaxN, p.n));
   if (p.bs < 1 || p.bs > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("lu: --bs must be in [1, {}], got {}", kMaxN, p.bs));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("lu: --bs must be in [1, {}], got {}", kMaxN, p.bs));
   if (p.threads < 1 || p.threads > 1024)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("lu: --threads must be in [1, 1024], got {}", p.threads));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("lu: --threads must be in [1, 1024], got {}", p.threads));
   if (p.scheme != "base" && p.scheme != "lp")
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}' for lu (known: base, lp)", p.scheme));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("unknown scheme '{}' for lu (known: base, lp)", p.scheme));
   // One checksum slot per (step, tile): T(T+1)(2T+1)/6 of them.
   const std::uint64_t bytes = lp::ChecksumTable::bytes_for(ch::Operands::squares(tiles_of(p)));
   if (p.scheme == "lp" && bytes > kMaxTableBytes)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("lu: --bs {} is too small for --n {}: the LP checksum table (one slot per "
-                            "step and tile) would take {} MiB; use a larger --bs",
-                            p.bs, p.n, bytes >> 20));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("lu: --bs {} is too small for --n {}: the LP checksum table (one slot per "
+                    "step and tile) would take {} MiB; use a larger --bs",
+                    p.bs, p.n, bytes >> 20));
 }
 
 std::vector<pool::ArraySpec> lu_arrays(const pool::RunParams& p) {
   const std::uint64_t mat = p.n * p.n * sizeof(double);
   std::vector<pool::ArraySpec> arrays{{"a", mat}, {"w", mat}};
-  if (p.scheme == "lp") arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(ch::Operands::squares(tiles_of(p)))});
+  if (p.scheme == "lp")
+    arrays.push_back(
+        {"lp_table", lp::ChecksumTable::bytes_for(ch::Operands::squares(tiles_of(p)))});
   return arrays;
 }
 
@@ -53,7 +62,9 @@ void lu_init(pool::Pool& pool) {
 
 ch::Operands operands_of(const pool::Pool& pool) {
   const std::size_t n = pool.params().n;
-  return {{pool.array<const double>("a"), n, n}, {pool.array<double>("w"), n, n}, {n, pool.params().bs}};
+  return {{pool.array<const double>("a"), n, n},
+          {pool.array<double>("w"), n, n},
+          {n, pool.params().bs}};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -74,7 +85,8 @@ RunReport lu_execute(pool::Pool& pool, const ExecOptions& opt) {
   const ch::Operands op = operands_of(pool);
   const bool lazy = p.scheme == "lp";
   const lp::ChecksumTable table =
-      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots()) : lp::ChecksumTable();
+      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
+           : lp::ChecksumTable();
   with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
     auto t0 = std::chrono::steady_clock::now();
     std::size_t first_k = 0;
@@ -91,7 +103,9 @@ RunReport lu_execute(pool::Pool& pool, const ExecOptions& opt) {
     report.resume_point = first_k;
     auto t1 = std::chrono::steady_clock::now();
     if (lazy)
-      lp::with_checksum_kind(p.checksum, [&](auto kind) { ch::run_lp<decltype(kind)::value>(be, op, table, first_k); });
+      lp::with_checksum_kind(p.checksum, [&](auto kind) {
+        ch::run_lp<decltype(kind)::value>(be, op, table, first_k);
+      });
     else
       ch::run_base(be, op, first_k);
     report.compute_seconds = seconds_since(t1);
@@ -113,7 +127,8 @@ VerifyResult lu_verify(const pool::Pool& pool) {
   v.elements = n * n;
   const double* got = pool.array<const double>("w");
   for (std::size_t i = 0; i < n * n; ++i)
-    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(l[i]) && v.mismatches++ == 0)
+    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(l[i]) &&
+        v.mismatches++ == 0)
       v.first_mismatch = fmt::format("W[{}][{}] = {:a}, expected {:a}", i / n, i % n, got[i], l[i]);
   return v;
 }
@@ -121,8 +136,8 @@ VerifyResult lu_verify(const pool::Pool& pool) {
 }  // namespace
 
 KernelDriver make_lu_driver() {
-  return KernelDriver{"lu", {"base", "lp"}, 400, validate_lu, lu_arrays,
-                      lu_init, lu_execute, lu_verify};
+  return KernelDriver{"lu",      {"base", "lp"}, 400,        validate_lu,
+                      lu_arrays, lu_init,        lu_execute, lu_verify};
 }
 
 }  // namespace pmlab::driver

@@ -192,7 +192,9 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
   Cache& c = priv(core, level);
   const std::uint64_t v = c.tag(slot);
   bool dirty = (c.state(slot) & kDirty) != 0;
-  forget_filter(core, v);
+  // An L1 victim shares its L1 set, hence its filter entry, with the line access() installs
+  // and then records there; only victims of lower levels must clear theirs.
+  if (level > 0) forget_filter(core, v);
   ++c.counters().evictions;
   if (level == npriv_ - 1) {
     for (int up = 0; up < level; ++up) {
@@ -217,7 +219,7 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
     below.add_state(bs, kDirty);
   }
   if (dirty) ++c.counters().dirty_evictions;
-  c.invalidate(slot);
+  // No invalidate: fill_private overwrites the slot's tag, state and policy state next.
 }
 
 // LLC victim: back-invalidate every private copy; dirty anywhere = one NVM write. A

@@ -59,7 +59,7 @@ class Hierarchy {
   std::uint8_t fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat, std::size_t& llc_slot);
   std::uint64_t upgrade(int core, std::uint64_t line);
   std::size_t fill_private(int core, int level, std::uint64_t line, std::uint8_t state);
-  void evict_private(int core, int level, std::size_t slot);
+  void evict_private(int core, int level, std::size_t slot);  // only for fill_private: the slot is refilled
   void evict_llc(std::size_t slot, int core);
   void write_back_victim(std::uint64_t line, int core);
   std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t);

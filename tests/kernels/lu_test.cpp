@@ -1,4 +1,4 @@
-// LU (no pivoting): L·U ≈ A; LP equals base bit for bit; LP recovery is exact from random crash points under any eviction order.
+// LU: L·U ≈ A, LP == base bit for bit, exact LP recovery from any crash point.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +8,8 @@
 #include "../support/eviction_model_backend.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/lu.hpp"
+#include "pmlab/scheme/index_record.hpp"
+#include "pmlab/sim/sim_backend.hpp"
 
 namespace pmlab::testing {
 namespace {
@@ -68,10 +70,12 @@ TEST(KernelLu, LpEqualsBaseBitForBitForEveryChecksumAndThreadCount) {
     for (int threads : {1, 2}) {
       LuFixture f(45, 6);
       mem::PlainBackend be({}, threads);
-      lp::with_checksum_kind(k, [&](auto kind) { ch::run_lp<decltype(kind)::value>(be, f.op, f.table); });
+      lp::with_checksum_kind(
+          k, [&](auto kind) { ch::run_lp<decltype(kind)::value>(be, f.op, f.table); });
       EXPECT_TRUE(bit_equal(f.result(), f.reference())) << lp::to_string(k) << " " << threads;
       for (std::size_t s = 0; s < f.op.table_slots(); ++s)
-        ASSERT_EQ(f.slots[s].tag, lp::ChecksumTable::tag_for(s)) << "slot " << s << " never written";
+        ASSERT_EQ(f.slots[s].tag, lp::ChecksumTable::tag_for(s))
+            << "slot " << s << " never written";
     }
   }
 }
@@ -107,6 +111,18 @@ TEST(KernelLu, RecoveryRepairsALostFinalTileFromTheInput) {
   EXPECT_TRUE(bit_equal(f.result(), f.reference()));
 }
 
+// One kernel source, two worlds: the same templates through the simulator's backend
+// (round-robin interleaving of 3 logical threads) give the native result bit for bit.
+TEST(KernelLu, LpThroughTheSimulatorEqualsNativeBitForBit) {
+  LuFixture f(37, 5);
+  auto be = sim::SimBackend::from_preset("lp-isca18", sim::FlushMode::kClflushopt, 3);
+  ch::run_lp<lp::ChecksumKind::kAdler32>(be, f.op, f.table);
+  EXPECT_TRUE(bit_equal(f.result(), f.reference()));
+  lp::RecoveryStats st;
+  EXPECT_EQ(ch::recover_lp<lp::ChecksumKind::kAdler32>(be, f.op, f.table, st), f.op.tiles());
+  EXPECT_EQ(st.regions_recomputed, 0u);
+}
+
 // Property: random sizes (tiny, prime, non-multiples of bs), checksum kinds and crash points,
 // including crashes during recovery; LP recovery + resumed execution reproduce the fault-free
 // factor bit for bit under any legal eviction order.
@@ -121,7 +137,8 @@ TEST(KernelLu, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
   for (std::uint64_t t = 0; t < trials; ++t) {
     const std::size_t n = rng() % 3 == 0 ? primes[rng() % 9] : 1 + rng() % 40, bs = 1 + rng() % 9;
     const auto kind = lp::kAllChecksumKinds[rng() % 5];
-    SCOPED_TRACE(::testing::Message() << "trial " << t << " n=" << n << " bs=" << bs << " " << lp::to_string(kind));
+    SCOPED_TRACE(::testing::Message()
+                 << "trial " << t << " n=" << n << " bs=" << bs << " " << lp::to_string(kind));
     LuFixture f(n, bs, rng());
     const auto expected = f.reference();
     lp::with_checksum_kind(kind, [&](auto k) {
@@ -164,13 +181,90 @@ TEST(KernelLu, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
     });
     ASSERT_TRUE(bit_equal(f.result(), expected));
   }
-  std::printf("[ crashes  ] lu: %llu trials, %llu power cuts, %llu recoveries recomputed work, %llu resumed mid-run\n",
-              static_cast<unsigned long long>(trials), static_cast<unsigned long long>(crashes),
-              static_cast<unsigned long long>(recoveries_with_work), static_cast<unsigned long long>(resumed_mid_run));
+  std::printf(
+      "[ crashes  ] lu: %llu trials, %llu power cuts, %llu recoveries recomputed work, %llu "
+      "resumed mid-run\n",
+      static_cast<unsigned long long>(trials), static_cast<unsigned long long>(crashes),
+      static_cast<unsigned long long>(recoveries_with_work),
+      static_cast<unsigned long long>(resumed_mid_run));
   // Not vacuous: many crashes really required recomputation.
   EXPECT_GE(crashes, trials);
   EXPECT_GT(recoveries_with_work, trials / 4);
   EXPECT_GT(resumed_mid_run, trials / 10);
+}
+
+// EagerRecompute: each region flushed and recorded, in-place ones marked in flight first.
+TEST(KernelLu, EpEqualsBaseBitForBitAndRecordsEveryRegion) {
+  for (int threads : {1, 2}) {
+    LuFixture f(37, 5);
+    auto records = aligned_zeroed<scheme::IndexRecordLayout<1>>(ch::ep_records(f.op));
+    const scheme::IndexRecordTable<1> rec(records.get(), ch::ep_records(f.op));
+    mem::PlainBackend be({}, threads);
+    ch::run_ep(be, f.op, rec);
+    EXPECT_TRUE(bit_equal(f.result(), f.reference())) << threads;
+    lp::RecoveryStats st;
+    (void)ch::recover_ep(be, f.op, rec, st);
+    EXPECT_EQ(st.regions_recomputed, 0u);
+    EXPECT_EQ(st.regions_inconsistent, 0u);
+  }
+}
+
+TEST(KernelLu, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
+  std::random_device rd;
+  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  [[maybe_unused]] const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
+  constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
+  std::uint64_t trials = 600, crashes = 0, recoveries_with_work = 0, resumed_mid_run = 0;
+  for (std::uint64_t t = 0; t < trials; ++t) {
+    const std::size_t n = rng() % 3 == 0 ? primes[rng() % 9] : 1 + rng() % 40, bs = 1 + rng() % 9;
+    SCOPED_TRACE(::testing::Message() << "trial " << t << " n=" << n << " bs=" << bs);
+    LuFixture f(n, bs, rng());
+    const auto expected = f.reference();
+    auto records = aligned_zeroed<scheme::IndexRecordLayout<1>>(ch::ep_records(f.op));
+    const scheme::IndexRecordTable<1> rec(records.get(), ch::ep_records(f.op));
+    std::uint64_t total_stores;
+    {
+      LuFixture probe(n, bs);
+      auto probe_records = aligned_zeroed<scheme::IndexRecordLayout<1>>(ch::ep_records(probe.op));
+      EvictionModelBackend counter(1);
+      ch::run_ep(counter, probe.op, scheme::IndexRecordTable<1>(probe_records.get(), ch::ep_records(probe.op)));
+      total_stores = std::max<std::uint64_t>(1, counter.stores());
+    }
+    EvictionModelBackend be(rng());
+    be.arm(1 + rng() % total_stores);
+    bool done = false;
+    for (int attempt = 0; attempt < 12 && !done; ++attempt) {
+      try {
+        std::size_t resume = 0;
+        if (attempt > 0) {
+          lp::RecoveryStats st;
+          resume = ch::recover_ep(be, f.op, rec, st);
+          if (st.regions_recomputed > 0) ++recoveries_with_work;
+          if (resume > 0) ++resumed_mid_run;
+        }
+        ch::run_ep(be, f.op, rec, resume);
+        done = true;
+      } catch (const PowerCut&) {
+        ++crashes;
+        be.apply_crash_image(kBiases[rng() % 4]);
+        if (rng() % 2) be.arm(1 + rng() % (rng() % 2 ? 64 : total_stores));
+      }
+    }
+    if (!done) {
+      be.arm(0);
+      lp::RecoveryStats st;
+      ch::run_ep(be, f.op, rec, ch::recover_ep(be, f.op, rec, st));
+    }
+    ASSERT_TRUE(bit_equal(f.result(), expected));
+  }
+  std::printf("[ crashes  ] lu ep: %llu trials, %llu power cuts, %llu recoveries recomputed work, %llu resumed mid-run\n",
+              static_cast<unsigned long long>(trials), static_cast<unsigned long long>(crashes),
+              static_cast<unsigned long long>(recoveries_with_work), static_cast<unsigned long long>(resumed_mid_run));
+  EXPECT_GE(crashes, trials);
+  EXPECT_GT(recoveries_with_work, trials / 4);
+  EXPECT_GT(resumed_mid_run, trials / 4);
 }
 
 }  // namespace

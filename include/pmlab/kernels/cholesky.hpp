@@ -1,4 +1,4 @@
-// Right-looking tiled Cholesky (A = L·Lᵀ): base, Lazy Persistency per (step, tile) and versioned-tile recovery.
+// Right-looking tiled Cholesky: base, LP per (step, tile), versioned-tile recovery.
 #pragma once
 
 #include <bit>
@@ -90,11 +90,13 @@ struct Operands {
   }
   template <mem::Backend B>
   void restore_input(B& be, Tile t) const {
-    for_each_element(t, [&](std::size_t i, std::size_t j) { be.store(l.at(i, j), be.load(a.at(i, j))); });
+    for_each_element(
+        t, [&](std::size_t i, std::size_t j) { be.store(l.at(i, j), be.load(a.at(i, j))); });
   }
   template <mem::Backend B>
   void persist_tile(B& be, Tile t) const {
-    scheme::flush_block(be, l.at(tiling.begin(t.i), tiling.begin(t.j)), tiling.len(t.i), tiling.len(t.j), l.ld());
+    scheme::flush_block(be, l.at(tiling.begin(t.i), tiling.begin(t.j)), tiling.len(t.i),
+                        tiling.len(t.j), l.ld());
     be.fence();
   }
   template <mem::Backend B, class OnStore>
@@ -159,9 +161,12 @@ void update(B& be, const Operands& op, Tile t, std::size_t k, OnStore&& on_store
 
 template <mem::Backend B, class OnStore>
 void Operands::apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const {
-  if (q < t.j) update(be, *this, t, q, on_store);
-  else if (t.i == t.j) potrf(be, *this, q, on_store);
-  else trsm(be, *this, t.i, q, on_store);
+  if (q < t.j)
+    update(be, *this, t, q, on_store);
+  else if (t.i == t.j)
+    potrf(be, *this, q, on_store);
+  else
+    trsm(be, *this, t.i, q, on_store);
 }
 
 // Step k: POTRF(k,k); then TRSM of column k in parallel; then the trailing updates in parallel.
@@ -199,6 +204,24 @@ template <lp::ChecksumKind K, mem::Backend B>
 [[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
                                      lp::RecoveryStats& stats) {
   return tiled::recover_tiled<K>(be, op, table, stats);
+}
+
+// EagerRecompute: each op on a tile flushes the tile and records its progress durably, with an
+// in-flight mark before it starts (tiled::ep_op); one record per tile, (i, j) at i·T + j.
+[[nodiscard]] inline std::size_t ep_records(const Operands& op) { return op.tiles() * op.tiles(); }
+
+template <mem::Backend B>
+void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
+            std::size_t first_k = 0) {
+  for (std::size_t k = first_k; k < op.tiles(); ++k)
+    run_step(be, op, k, [&](Tile t) { tiled::ep_op(be, op, rec, t, k); });
+}
+
+template <mem::Backend B>
+[[nodiscard]] std::size_t recover_ep(B& be, const Operands& op,
+                                     const scheme::IndexRecordTable<1>& rec,
+                                     lp::RecoveryStats& stats) {
+  return tiled::recover_tiled_ep(be, op, rec, stats);
 }
 
 // base's "recovery": the working matrix back to lower(A), durably; restart from step 0.

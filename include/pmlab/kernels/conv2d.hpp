@@ -1,4 +1,4 @@
-// Out-of-place 2D convolution (odd width, zero padding): base, LP per row block, and recovery of independent regions.
+// Out-of-place 2D convolution: base, LP per row block, recovery of independent regions.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "pmlab/lp/region.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
+#include "pmlab/scheme/index_record.hpp"
 
 namespace pmlab::kernels::conv2d {
 
@@ -64,7 +65,8 @@ template <mem::Backend B, class OnStore>
       double s = 0.0;
       for (std::size_t p = p0; p < p1; ++p) {
         const double* irow = in + (i + r - p) * ldi;
-        for (std::size_t q = q0; q < q1; ++q) s += be.load(ker + p * w + q) * be.load(irow + (j + r - q));
+        for (std::size_t q = q0; q < q1; ++q)
+          s += be.load(ker + p * w + q) * be.load(irow + (j + r - q));
       }
       be.store(out + i * ldo + j, s);
       on_store(s);
@@ -99,7 +101,8 @@ void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table) {
 // from the inputs, persisted, and its slot committed durably, in parallel. The convolution is
 // then complete (normal execution has nothing left to do).
 template <lp::ChecksumKind K, mem::Backend B>
-void recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table, lp::RecoveryStats& stats) {
+void recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
+                lp::RecoveryStats& stats) {
   std::vector<lp::RecoveryStats> per(op.blocks());
   be.parallel_for(0, op.blocks(), [&](std::size_t b) {
     lp::RecoveryStats& s = per[b];
@@ -116,6 +119,43 @@ void recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table, lp::R
     be.persist(op.out.row(r0), (op.end_row(b) - r0) * op.out.ld() * sizeof(double));
     table.commit_durable(be, b, acc.value());
     ++s.regions_recomputed;
+  });
+  for (const auto& s : per) stats += s;
+}
+
+// EagerRecompute: a block's rows are flushed, then its record set to 1 durably (one 64-byte
+// record per block). Blocks are written once from read-only inputs, so recomputing one is
+// idempotent: no in-flight mark is needed.
+template <mem::Backend B>
+void persist_block(B& be, const Operands& op, std::size_t b) {
+  const std::size_t r0 = op.first_row(b);
+  be.persist(op.out.row(r0), (op.end_row(b) - r0) * op.out.ld() * sizeof(double));
+}
+
+template <mem::Backend B>
+void ep_block(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, std::size_t b) {
+  be.region_begin({0, static_cast<std::uint32_t>(b)});
+  conv_block(be, op, b, [](double) {});
+  persist_block(be, op, b);
+  rec[b].set(be, 0, 1);
+  be.region_end({0, static_cast<std::uint32_t>(b)});
+}
+
+template <mem::Backend B>
+void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec) {
+  be.parallel_for(0, op.blocks(), [&](std::size_t b) { ep_block(be, op, rec, b); });
+}
+
+// Recomputes the blocks not recorded as done; the convolution is then complete.
+template <mem::Backend B>
+void recover_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
+                lp::RecoveryStats& stats) {
+  std::vector<lp::RecoveryStats> per(op.blocks());
+  be.parallel_for(0, op.blocks(), [&](std::size_t b) {
+    ++per[b].regions_validated;
+    if (rec[b].get(be, 0) != 0) return;
+    ep_block(be, op, rec, b);
+    ++per[b].regions_recomputed;
   });
   for (const auto& s : per) stats += s;
 }

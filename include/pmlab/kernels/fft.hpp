@@ -1,4 +1,4 @@
-// Complex FFT (four-step, radix-2 sub-FFTs, out of place in two passes): base, LP per sub-FFT group, recovery.
+// Complex four-step FFT (radix-2 sub-FFTs, two out-of-place passes): base, LP, recovery.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/lp/region.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/lines.hpp"
 
 namespace pmlab::kernels::fft {
@@ -58,8 +59,12 @@ struct Operands {
   [[nodiscard]] std::size_t length(int pass) const { return pass == 0 ? n1() : n2(); }
   [[nodiscard]] std::size_t regions(int pass) const { return (count(pass) + bs - 1) / bs; }
   [[nodiscard]] std::size_t first(std::size_t r) const { return r * bs; }
-  [[nodiscard]] std::size_t end(int pass, std::size_t r) const { return std::min(count(pass), r * bs + bs); }
-  [[nodiscard]] std::size_t slot(int pass, std::size_t r) const { return pass == 0 ? r : regions(0) + r; }
+  [[nodiscard]] std::size_t end(int pass, std::size_t r) const {
+    return std::min(count(pass), r * bs + bs);
+  }
+  [[nodiscard]] std::size_t slot(int pass, std::size_t r) const {
+    return pass == 0 ? r : regions(0) + r;
+  }
   [[nodiscard]] std::size_t table_slots() const { return regions(0) + regions(1); }
 };
 
@@ -71,7 +76,8 @@ inline constexpr int kPasses = 2;
   return r;
 }
 
-// In-place iterative radix-2 FFT of a[0, len) (complex, interleaved); twiddles ω_len^t = tw[t·n/len].
+// In-place iterative radix-2 FFT of a[0, len) (complex, interleaved); twiddles ω_len^t =
+// tw[t·n/len].
 template <mem::Backend B>
 void radix2(B& be, const Operands& op, double* a, std::size_t len) {
   const int bits = std::countr_zero(len);
@@ -103,7 +109,8 @@ void radix2(B& be, const Operands& op, double* a, std::size_t len) {
 // Region r of a pass; `on_store(v)` sees every stored double in store order: pass 0 stores
 // y row by row (j2, then k1), pass 1 stores z in chunks of the group's k1 for each k2.
 template <mem::Backend B, class OnStore>
-[[gnu::noinline]] void pass_region(B& be, const Operands& op, int pass, std::size_t r, OnStore&& on_store) {
+[[gnu::noinline]] void pass_region(B& be, const Operands& op, int pass, std::size_t r,
+                                   OnStore&& on_store) {
   const std::size_t n1 = op.n1(), n2 = op.n2(), len = op.length(pass);
   const std::size_t s0 = op.first(r), g = op.end(pass, r) - s0;
   std::vector<double> a(2 * g * len);  // sub-FFT s of the group at a[2·s·len]
@@ -121,7 +128,8 @@ template <mem::Backend B, class OnStore>
       for (std::size_t k1 = 0; k1 < n1; ++k1) {
         const double* w = op.tw + 2 * (j2 * k1);
         const double wr = be.load(w), wi = be.load(w + 1);
-        const double re = sub[2 * k1] * wr - sub[2 * k1 + 1] * wi, im = sub[2 * k1] * wi + sub[2 * k1 + 1] * wr;
+        const double re = sub[2 * k1] * wr - sub[2 * k1 + 1] * wi,
+                     im = sub[2 * k1] * wi + sub[2 * k1 + 1] * wr;
         double* dst = op.y + 2 * (j2 * n1 + k1);
         be.store(dst, re);
         on_store(re);
@@ -151,14 +159,16 @@ template <mem::Backend B, class OnStore>
 
 // The values region r of a pass stored, read back in the same order.
 template <lp::ChecksumKind K, mem::Backend B>
-[[nodiscard]] lp::ChecksumValue region_checksum(B& be, const Operands& op, int pass, std::size_t r) {
+[[nodiscard]] lp::ChecksumValue region_checksum(B& be, const Operands& op, int pass,
+                                                std::size_t r) {
   lp::Accumulator<K> acc;
   const std::size_t s0 = op.first(r), s1 = op.end(pass, r), n1 = op.n1();
   if (pass == 0) {
     for (std::size_t i = 2 * s0 * n1; i < 2 * s1 * n1; ++i) acc.add(be.load(op.y + i));
   } else {
     for (std::size_t k2 = 0; k2 < op.n2(); ++k2)
-      for (std::size_t i = 2 * (s0 + n1 * k2); i < 2 * (s1 + n1 * k2); ++i) acc.add(be.load(op.z + i));
+      for (std::size_t i = 2 * (s0 + n1 * k2); i < 2 * (s1 + n1 * k2); ++i)
+        acc.add(be.load(op.z + i));
   }
   return acc.value();
 }
@@ -166,15 +176,18 @@ template <lp::ChecksumKind K, mem::Backend B>
 template <mem::Backend B>
 void persist_region(B& be, const Operands& op, int pass, std::size_t r) {
   const std::size_t s0 = op.first(r), g = op.end(pass, r) - s0, n1 = op.n1();
-  if (pass == 0) scheme::flush_lines(be, op.y + 2 * s0 * n1, 2 * g * n1 * sizeof(double));
-  else scheme::flush_block(be, op.z + 2 * s0, op.n2(), 2 * g, 2 * n1);
+  if (pass == 0)
+    scheme::flush_lines(be, op.y + 2 * s0 * n1, 2 * g * n1 * sizeof(double));
+  else
+    scheme::flush_block(be, op.z + 2 * s0, op.n2(), 2 * g, 2 * n1);
   be.fence();
 }
 
 template <mem::Backend B>
 void run_base(B& be, const Operands& op, int first_pass = 0) {
   for (int pass = first_pass; pass < kPasses; ++pass)
-    be.parallel_for(0, op.regions(pass), [&](std::size_t r) { pass_region(be, op, pass, r, [](double) {}); });
+    be.parallel_for(0, op.regions(pass),
+                    [&](std::size_t r) { pass_region(be, op, pass, r, [](double) {}); });
 }
 
 // LP: each group of sub-FFTs is a region; its checksum goes to slot (pass, group).
@@ -194,7 +207,8 @@ namespace detail {
 // Makes every region of `pass` match its slot; the ones that don't are recomputed — after the
 // previous pass has been made consistent the same way, since they read its output.
 template <lp::ChecksumKind K, mem::Backend B>
-void settle_pass(B& be, const Operands& op, const lp::ChecksumTable& table, int pass, lp::RecoveryStats& stats) {
+void settle_pass(B& be, const Operands& op, const lp::ChecksumTable& table, int pass,
+                 lp::RecoveryStats& stats) {
   const std::size_t nr = op.regions(pass);
   std::vector<char> bad(nr, 0);
   std::vector<lp::RecoveryStats> per(nr);
@@ -231,12 +245,58 @@ void settle_pass(B& be, const Operands& op, const lp::ChecksumTable& table, int 
 // or missing ones recomputed, pulling in the previous pass if needed); execution resumes at the
 // next pass. With no slot written at all, it restarts at pass 0 (which rewrites everything).
 template <lp::ChecksumKind K, mem::Backend B>
-[[nodiscard]] int recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table, lp::RecoveryStats& stats) {
+[[nodiscard]] int recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
+                             lp::RecoveryStats& stats) {
   for (int pass = kPasses; pass-- > 0;) {
     bool any = false;
-    for (std::size_t r = 0; r < op.regions(pass) && !any; ++r) any = table.written(be, op.slot(pass, r));
+    for (std::size_t r = 0; r < op.regions(pass) && !any; ++r)
+      any = table.written(be, op.slot(pass, r));
     if (!any) continue;
     detail::settle_pass<K>(be, op, table, pass, stats);
+    return pass + 1;
+  }
+  return 0;
+}
+
+// EagerRecompute: a region's output is flushed, then its record (index slot(pass, r)) set to 1
+// durably. Regions write fresh arrays from data that is never overwritten, so recomputing one is
+// idempotent: no in-flight mark is needed.
+template <mem::Backend B>
+void ep_region(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, int pass,
+               std::size_t r) {
+  const mem::RegionId id{static_cast<std::uint32_t>(pass), static_cast<std::uint32_t>(r)};
+  be.region_begin(id);
+  pass_region(be, op, pass, r, [](double) {});
+  persist_region(be, op, pass, r);
+  rec[op.slot(pass, r)].set(be, 0, 1);
+  be.region_end(id);
+}
+
+template <mem::Backend B>
+void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, int first_pass = 0) {
+  for (int pass = first_pass; pass < kPasses; ++pass)
+    be.parallel_for(0, op.regions(pass), [&](std::size_t r) { ep_region(be, op, rec, pass, r); });
+}
+
+// A pass starts only once every region of the previous one is recorded, so the newest pass with
+// any record is the one in flight: its unrecorded regions are recomputed, and execution resumes
+// at the next pass (or at pass 0 when nothing is recorded).
+template <mem::Backend B>
+[[nodiscard]] int recover_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
+                             lp::RecoveryStats& stats) {
+  for (int pass = kPasses; pass-- > 0;) {
+    bool any = false;
+    for (std::size_t r = 0; r < op.regions(pass) && !any; ++r)
+      any = rec[op.slot(pass, r)].get(be, 0) != 0;
+    if (!any) continue;
+    std::vector<lp::RecoveryStats> per(op.regions(pass));
+    be.parallel_for(0, op.regions(pass), [&](std::size_t r) {
+      ++per[r].regions_validated;
+      if (rec[op.slot(pass, r)].get(be, 0) != 0) return;
+      ep_region(be, op, rec, pass, r);
+      ++per[r].regions_recomputed;
+    });
+    for (const auto& s : per) stats += s;
     return pass + 1;
   }
   return 0;

@@ -1,4 +1,4 @@
-// Gaussian elimination of [A | b] to upper-triangular form: base, LP per (column step, row block), recovery.
+// Gaussian elimination of [A | b] to upper-triangular form: base, LP, recovery.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
+#include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/lines.hpp"
 
 namespace pmlab::kernels::gauss {
@@ -47,9 +48,13 @@ struct Operands {
   // Steps 0 .. end_row-2 touch block b: its number of states after the input.
   [[nodiscard]] std::size_t max_version(std::size_t b) const { return end_row(b) - 1; }
   [[nodiscard]] std::size_t steps() const { return n - 1; }
-  [[nodiscard]] std::size_t live_slot(std::size_t k, std::size_t b) const { return k * blocks() + b; }
+  [[nodiscard]] std::size_t live_slot(std::size_t k, std::size_t b) const {
+    return k * blocks() + b;
+  }
   [[nodiscard]] std::size_t row_slot(std::size_t i) const { return steps() * blocks() + (i - 1); }
-  [[nodiscard]] std::size_t table_slots() const { return std::max<std::size_t>(1, steps() * blocks() + steps()); }
+  [[nodiscard]] std::size_t table_slots() const {
+    return std::max<std::size_t>(1, steps() * blocks() + steps());
+  }
 };
 
 // Step k on block b. `on_final(v)` sees row k+1's stored values, `on_live(v)` those of the rows
@@ -68,8 +73,10 @@ void eliminate_block(B& be, const Operands& op, std::size_t k, std::size_t b, On
     for (std::size_t j = k + 1; j < ld; ++j) {
       const double x = be.load(row + j) - m * be.load(pivot + j);
       be.store(row + j, x);
-      if (i == k + 1) on_final(x);
-      else on_live(x);
+      if (i == k + 1)
+        on_final(x);
+      else
+        on_live(x);
     }
   }
 }
@@ -83,17 +90,20 @@ template <mem::Backend B>
 void run_base(B& be, const Operands& op, std::size_t first_k = 0) {
   for (std::size_t k = first_k; k + 1 < op.n; ++k)
     be.parallel_for(first_block_of_step(op, k), op.blocks(), [&](std::size_t b) {
-      eliminate_block(be, op, k, b, [](double) {}, [](double) {});
+      eliminate_block(
+          be, op, k, b, [](double) {}, [](double) {});
     });
 }
 
 // One LP region: two thread-private checksums, committed with plain stores (no flush, no fence).
 template <lp::ChecksumKind K, mem::Backend B>
-void lp_region(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t k, std::size_t b) {
+void lp_region(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t k,
+               std::size_t b) {
   const mem::RegionId id{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(b)};
   be.region_begin(id);
   lp::Accumulator<K> fin, live;
-  eliminate_block(be, op, k, b, [&](double v) { fin.add(v); }, [&](double v) { live.add(v); });
+  eliminate_block(
+      be, op, k, b, [&](double v) { fin.add(v); }, [&](double v) { live.add(v); });
   if (k + 1 >= op.first_row(b)) table.commit(be, op.row_slot(k + 1), fin.value());
   if (k + 2 < op.end_row(b)) table.commit(be, op.live_slot(k, b), live.value());
   be.region_end(id);
@@ -108,8 +118,8 @@ void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size
 
 // Checksum of rows [r0, r1), columns [c0, n] in row-major order.
 template <lp::ChecksumKind K, mem::Backend B>
-[[nodiscard]] lp::ChecksumValue rows_checksum(B& be, const Operands& op, std::size_t r0, std::size_t r1,
-                                              std::size_t c0) {
+[[nodiscard]] lp::ChecksumValue rows_checksum(B& be, const Operands& op, std::size_t r0,
+                                              std::size_t r1, std::size_t c0) {
   lp::Accumulator<K> acc;
   for (std::size_t i = r0; i < r1; ++i)
     for (std::size_t j = c0; j < op.cols(); ++j) acc.add(be.load(op.w.at(i, j)));
@@ -129,7 +139,8 @@ template <mem::Backend B>
 bool block_equals_input(B& be, const Operands& op, std::size_t b) {
   for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i)
     for (std::size_t j = 0; j < op.cols(); ++j)
-      if (std::bit_cast<std::uint64_t>(be.load(op.w.at(i, j))) != std::bit_cast<std::uint64_t>(be.load(op.a.at(i, j))))
+      if (std::bit_cast<std::uint64_t>(be.load(op.w.at(i, j))) !=
+          std::bit_cast<std::uint64_t>(be.load(op.a.at(i, j))))
         return false;
   return true;
 }
@@ -139,7 +150,8 @@ bool block_equals_input(B& be, const Operands& op, std::size_t b) {
 // of that are the zeros, checked separately. Newest candidate first; candidates are limited by
 // the first row whose final checksum fails.
 template <lp::ChecksumKind K, mem::Backend B>
-void find_version(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t b, BlockState& s) {
+void find_version(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t b,
+                  BlockState& s) {
   const std::size_t r0 = op.first_row(b), r1 = op.end_row(b), vmax = op.max_version(b);
   std::size_t cap = vmax;
   for (std::size_t i = std::max<std::size_t>(1, r0); i <= vmax; ++i) {
@@ -168,7 +180,8 @@ void find_version(B& be, const Operands& op, const lp::ChecksumTable& table, std
       continue;
     }
     ++s.stats.regions_validated;
-    if (table.check(be, slot, rows_checksum<K>(be, op, std::max(v + 1, r0), r1, v)) == lp::SlotCheck::kMatch) {
+    if (table.check(be, slot, rows_checksum<K>(be, op, std::max(v + 1, r0), r1, v)) ==
+        lp::SlotCheck::kMatch) {
       s.version = v;
       return;
     }
@@ -197,63 +210,160 @@ void fix_zeros(B& be, const Operands& op, std::size_t b, std::size_t version) {
 
 }  // namespace detail
 
-// LP recovery: every block's state is found (detail::find_version), execution resumes at step
-// K = the newest state of any block, and the blocks behind are brought to min(K, their last
-// state) step by step (step q of any block only reads pivot row q, final by then). A row made
-// final by a repair is persisted and its slot R committed durably at once; each repaired block's
-// live rows and slot S at the end; zeros are checked last. Returns K.
-template <lp::ChecksumKind K, mem::Backend B>
-[[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
-                                     lp::RecoveryStats& stats) {
+// Recovery skeleton: Tracker::find names every block's state (steps applied, or lost),
+// execution resumes at step K = the newest state of any block, and the blocks behind are brought
+// to min(K, their last state) step by step, in parallel over blocks (step q of any block reads
+// only pivot row q, final by then: its block was brought past q at an earlier q, or was already).
+// Tracker hooks: find, begin (before a block's repair), step (apply step q with bookkeeping),
+// finish (after a block's repair), settle (every block, at the end). Returns K.
+template <mem::Backend B, class Tracker>
+[[nodiscard]] std::size_t recover_blocks(B& be, const Operands& op, const Tracker& tracker,
+                                         lp::RecoveryStats& stats) {
   const std::size_t nb = op.blocks();
   std::vector<detail::BlockState> st(nb);
-  be.parallel_for(0, nb, [&](std::size_t b) { detail::find_version<K>(be, op, table, b, st[b]); });
+  be.parallel_for(0, nb, [&](std::size_t b) { tracker.find(be, b, st[b]); });
   std::size_t resume = 0;
   for (const auto& s : st) resume = std::max(resume, s.version);
   std::size_t oldest = resume;
   for (const auto& s : st) oldest = std::min(oldest, s.version);
   auto target = [&](std::size_t b) { return std::min(resume, op.max_version(b)); };
+  auto behind = [&](std::size_t b) { return st[b].lost || st[b].version < target(b); };
   be.parallel_for(0, nb, [&](std::size_t b) {
+    if (!behind(b)) return;
+    tracker.begin(be, b, st[b]);
     if (!st[b].lost) return;
     for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i)
       for (std::size_t j = 0; j < op.cols(); ++j) be.store(op.w.at(i, j), be.load(op.a.at(i, j)));
   });
   for (std::size_t q = oldest; q < resume; ++q) {
     be.parallel_for(first_block_of_step(op, q), nb, [&](std::size_t b) {
-      detail::BlockState& s = st[b];
-      if (q < s.version || q >= target(b)) return;
-      lp::Accumulator<K> fin, live;
-      eliminate_block(be, op, q, b, [&](double v) { fin.add(v); }, [&](double v) { live.add(v); });
-      ++s.stats.regions_recomputed;
-      s.live = live.value();
-      if (q + 1 >= op.first_row(b)) {  // row q+1 is final: durable now, then its slot
-        be.persist(op.w.row(q + 1), op.cols() * sizeof(double));
-        table.commit_durable(be, op.row_slot(q + 1), fin.value());
-      }
+      if (q < st[b].version || q >= target(b)) return;
+      tracker.step(be, q, b, st[b]);
+      ++st[b].stats.regions_recomputed;
     });
   }
   be.parallel_for(0, nb, [&](std::size_t b) {
-    const detail::BlockState& s = st[b];
-    const std::size_t t = target(b);
-    if (s.lost || s.version < t) {
-      const std::size_t r0 = op.first_row(b);
-      be.persist(op.w.row(r0), (op.end_row(b) - r0) * op.cols() * sizeof(double));
-      if (t >= 1 && t + 1 < op.end_row(b)) table.commit_durable(be, op.live_slot(t - 1, b), s.live);
-    }
-    detail::fix_zeros(be, op, b, t);
+    if (behind(b)) tracker.finish(be, b, st[b], target(b));
+    tracker.settle(be, b, target(b));
   });
   for (const auto& s : st) stats += s.stats;
   return resume;
+}
+
+// LP bookkeeping (detail::find_version). A row made final by a repair is persisted and its slot
+// R committed durably at once; a repaired block's rows and slot S at the end; zeros last.
+template <lp::ChecksumKind K>
+struct LpBlockTracker {
+  const Operands& op;
+  const lp::ChecksumTable& table;
+
+  template <mem::Backend B>
+  void find(B& be, std::size_t b, detail::BlockState& s) const {
+    detail::find_version<K>(be, op, table, b, s);
+  }
+  template <mem::Backend B>
+  void begin(B&, std::size_t, detail::BlockState&) const {}
+  template <mem::Backend B>
+  void step(B& be, std::size_t q, std::size_t b, detail::BlockState& s) const {
+    lp::Accumulator<K> fin, live;
+    eliminate_block(
+        be, op, q, b, [&](double v) { fin.add(v); }, [&](double v) { live.add(v); });
+    s.live = live.value();
+    if (q + 1 >= op.first_row(b)) {  // row q+1 is final: durable now, then its slot
+      be.persist(op.w.row(q + 1), op.cols() * sizeof(double));
+      table.commit_durable(be, op.row_slot(q + 1), fin.value());
+    }
+  }
+  template <mem::Backend B>
+  void finish(B& be, std::size_t b, const detail::BlockState& s, std::size_t t) const {
+    const std::size_t r0 = op.first_row(b);
+    be.persist(op.w.row(r0), (op.end_row(b) - r0) * op.cols() * sizeof(double));
+    if (t >= 1 && t + 1 < op.end_row(b)) table.commit_durable(be, op.live_slot(t - 1, b), s.live);
+  }
+  template <mem::Backend B>
+  void settle(B& be, std::size_t b, std::size_t t) const {
+    detail::fix_zeros(be, op, b, t);
+  }
+};
+
+// LP recovery (recover_blocks with LpBlockTracker); returns the step where execution resumes.
+template <lp::ChecksumKind K, mem::Backend B>
+[[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
+                                     lp::RecoveryStats& stats) {
+  return recover_blocks(be, op, LpBlockTracker<K>{op, table}, stats);
+}
+
+// EagerRecompute: region (k, b) marks block b's record "in flight" durably, eliminates, flushes
+// the block's rows, then records k+1 steps durably. Elimination is in place and not idempotent,
+// so a block found in flight may be torn and is recomputed from the input.
+[[nodiscard]] constexpr std::uint64_t ep_word(std::size_t steps, bool in_flight) {
+  return (static_cast<std::uint64_t>(steps) << 1) | (in_flight ? 1u : 0u);
+}
+
+template <mem::Backend B>
+void persist_block(B& be, const Operands& op, std::size_t b) {
+  const std::size_t r0 = op.first_row(b);
+  be.persist(op.w.row(r0), (op.end_row(b) - r0) * op.cols() * sizeof(double));
+}
+
+template <mem::Backend B>
+void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
+            std::size_t first_k = 0) {
+  for (std::size_t k = first_k; k + 1 < op.n; ++k)
+    be.parallel_for(first_block_of_step(op, k), op.blocks(), [&](std::size_t b) {
+      const mem::RegionId id{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(b)};
+      be.region_begin(id);
+      rec[b].set(be, 0, ep_word(k, true));
+      eliminate_block(be, op, k, b, [](double) {}, [](double) {});
+      persist_block(be, op, b);
+      rec[b].set(be, 0, ep_word(k + 1, false));
+      be.region_end(id);
+    });
+}
+
+struct EpBlockTracker {
+  const Operands& op;
+  const scheme::IndexRecordTable<1>& rec;
+
+  template <mem::Backend B>
+  void find(B& be, std::size_t b, detail::BlockState& s) const {
+    const std::uint64_t w = rec[b].get(be, 0);
+    ++s.stats.regions_validated;
+    s.lost = (w & 1u) != 0;
+    s.version = s.lost ? 0 : static_cast<std::size_t>(w >> 1);
+    if (s.lost) ++s.stats.regions_inconsistent;
+  }
+  template <mem::Backend B>
+  void begin(B& be, std::size_t b, const detail::BlockState& s) const {
+    rec[b].set(be, 0, ep_word(s.version, true));
+  }
+  template <mem::Backend B>
+  void step(B& be, std::size_t q, std::size_t b, detail::BlockState&) const {
+    eliminate_block(be, op, q, b, [](double) {}, [](double) {});
+  }
+  template <mem::Backend B>
+  void finish(B& be, std::size_t b, const detail::BlockState&, std::size_t t) const {
+    persist_block(be, op, b);
+    rec[b].set(be, 0, ep_word(t, false));
+  }
+  template <mem::Backend B>
+  void settle(B&, std::size_t, std::size_t) const {}  // zeros were flushed with their rows
+};
+
+template <mem::Backend B>
+[[nodiscard]] std::size_t recover_ep(B& be, const Operands& op,
+                                     const scheme::IndexRecordTable<1>& rec,
+                                     lp::RecoveryStats& stats) {
+  return recover_blocks(be, op, EpBlockTracker{op, rec}, stats);
 }
 
 // base's "recovery": W back to [A | b], durably; restart from step 0.
 template <mem::Backend B>
 void restart(B& be, const Operands& op) {
   be.parallel_for(0, op.blocks(), [&](std::size_t b) {
-    const std::size_t r0 = op.first_row(b), r1 = op.end_row(b);
-    for (std::size_t i = r0; i < r1; ++i)
+    for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i)
       for (std::size_t j = 0; j < op.cols(); ++j) be.store(op.w.at(i, j), be.load(op.a.at(i, j)));
-    be.persist(op.w.row(r0), (r1 - r0) * op.cols() * sizeof(double));
+    persist_block(be, op, b);
   });
 }
 

@@ -1,4 +1,4 @@
-// Versioned-tile LP recovery for right-looking tiled factorizations (LU, Cholesky): per (step, tile) checksums.
+// Versioned-tile LP recovery shared by the tiled factorizations (LU, Cholesky).
 #pragma once
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/lp/region.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/scheme/index_record.hpp"
 
 namespace pmlab::kernels::tiled {
 
@@ -42,30 +43,34 @@ struct Tiling {
 template <lp::ChecksumKind K, mem::Backend B, class Op>
 void lp_region(B& be, const lp::ChecksumTable& table, std::size_t slot, std::size_t step,
                std::size_t tile_id, Op&& op) {
-  lp::Region<K, B> region(be, table, slot, {static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(tile_id)});
+  lp::Region<K, B> region(be, table, slot,
+                          {static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(tile_id)});
   op([&](double v) { region.add(v); });
   region.commit();
 }
 
-// Recovery for a tiled factorization F in which every tile (i, j) undergoes ops 0..m, m being
-// its group: ops q < m are trailing updates at step q, op m factors the tile at step m. The
-// state of a tile after op q is a deterministic function of the (read-only) input, and every
-// op stores the tile's whole canonical content once, so slot F.slot(q, t) — written when op q
-// on t completed — identifies that state. Recovery:
-//  1. finds each tile's version v (number of ops applied): the newest q whose slot matches the
-//     tile's current checksum gives v = q + 1; none matching, the tile is at v = 0 if it still
-//     equals the input, else it is "lost" and restored from the input;
-//  2. resumes at step K = max v (no tile is ahead of K, so none has to be rolled back);
-//  3. brings every tile of group m to target min(K, m + 1), groups in ascending order and the
-//     diagonal tile first: op q of a tile only reads tiles of groups <= q, already final then.
-// Repairs are persisted, then their slot committed durably, so a crash during recovery leaves a
-// state that the next recovery handles the same way.
+// A tile's state as recovery finds it: ops 0..version-1 applied, or lost (matches no state:
+// restore from the input).
+struct TileVersion {
+  std::size_t version = 0;
+  bool lost = false;
+};
+
+// Recovery skeleton for a tiled factorization F in which every tile (i, j) undergoes ops 0..m,
+// m being its group: ops q < m are trailing updates at step q, op m factors the tile at step m.
+// The state of a tile after op q is a deterministic function of the (read-only) input.
+//  1. Tracker::find names each tile's version (LP: from checksums, EP: from index records);
+//  2. execution resumes at step K = max version (no tile is ahead of K: none is rolled back);
+//  3. every tile of group m is brought to target min(K, m + 1) by Tracker::repair, groups in
+//     ascending order and the diagonal tile first: op q of a tile only reads tiles of groups
+//     <= q, which are final by then.
+// Repairs are durable before their bookkeeping is, so a crash during recovery leaves a state
+// that the next recovery handles the same way.
 //
-// F provides: tiles(); group(m) -> std::vector<Tile> (diagonal first); slot(q, t);
-// checksum<K>(be, t); equals_input(be, t); restore_input(be, t); apply(be, t, q, on_store);
-// persist_tile(be, t).
-template <lp::ChecksumKind K, mem::Backend B, class F>
-[[nodiscard]] std::size_t recover_tiled(B& be, const F& f, const lp::ChecksumTable& table,
+// F provides: tiles(); group(m) -> std::vector<Tile> (diagonal first); checksum<K>(be, t);
+// equals_input(be, t); restore_input(be, t); apply(be, t, q, on_store); persist_tile(be, t).
+template <mem::Backend B, class F, class Tracker>
+[[nodiscard]] std::size_t recover_tiles(B& be, const F& f, const Tracker& tracker,
                                         lp::RecoveryStats& stats) {
   const std::size_t nt = f.tiles();
   std::vector<Tile> all;
@@ -79,58 +84,129 @@ template <lp::ChecksumKind K, mem::Backend B, class F>
   }
   group_begin.push_back(all.size());
 
-  struct TileState {
-    std::size_t version = 0;
-    bool lost = false;
-    lp::RecoveryStats stats;
-  };
-  std::vector<TileState> st(all.size());
-  // 1. Versions. Memory does not change while slots are compared: one checksum per tile.
-  be.parallel_for(0, all.size(), [&](std::size_t x) {
-    const Tile t = all[x];
-    TileState& s = st[x];
-    const lp::ChecksumValue current = f.template checksum<K>(be, t);
-    for (std::size_t q = group_of[x] + 1; q-- > 0;) {
-      const auto verdict = table.check(be, f.slot(q, t), current);
-      if (verdict == lp::SlotCheck::kUnwritten) {
-        ++s.stats.regions_unwritten;
-        continue;
-      }
-      ++s.stats.regions_validated;
-      if (verdict == lp::SlotCheck::kMatch) {
-        s.version = q + 1;
-        return;
-      }
-      ++s.stats.regions_inconsistent;
-    }
-    s.lost = !f.equals_input(be, t);
-  });
-  // 2. Resume step.
+  std::vector<TileVersion> ver(all.size());
+  std::vector<lp::RecoveryStats> st(all.size());
+  be.parallel_for(0, all.size(),
+                  [&](std::size_t x) { ver[x] = tracker.find(be, all[x], group_of[x], st[x]); });
   std::size_t resume = 0;
-  for (const auto& s : st) resume = std::max(resume, s.version);
-  // 3. Repairs in dependency order.
+  for (const auto& v : ver) resume = std::max(resume, v.version);
   for (std::size_t m = 0; m < nt; ++m) {
     const std::size_t target = std::min(resume, m + 1);
     auto repair = [&](std::size_t x) {
-      TileState& s = st[x];
-      if (!s.lost && s.version == target) return;
-      const Tile t = all[x];
-      if (s.lost) f.restore_input(be, t);
-      lp::ChecksumValue last{};
-      for (std::size_t q = s.lost ? 0 : s.version; q < target; ++q) {
-        lp::Accumulator<K> acc;
-        f.apply(be, t, q, [&](double v) { acc.add(v); });
-        last = acc.value();
-        ++s.stats.regions_recomputed;
-      }
-      f.persist_tile(be, t);
-      if (target > 0) table.commit_durable(be, f.slot(target - 1, t), last);
+      if (!ver[x].lost && ver[x].version == target) return;
+      tracker.repair(be, all[x], ver[x], target, st[x]);
     };
     repair(group_begin[m]);  // the diagonal tile: the rest of the group reads it
     be.parallel_for(group_begin[m] + 1, group_begin[m + 1], repair);
   }
-  for (const auto& s : st) stats += s.stats;
+  for (const auto& s : st) stats += s;
   return resume;
+}
+
+// LP bookkeeping: slot F.slot(q, t), written when op q on t completed, is the checksum of the
+// tile's state after op q (every op stores the tile's whole canonical content once). The newest
+// matching slot names the version; none matching, the tile is at 0 if it still equals the
+// input, else lost. A repair is persisted, then its newest slot committed durably.
+template <lp::ChecksumKind K, class F>
+struct LpTracker {
+  const F& f;
+  const lp::ChecksumTable& table;
+
+  template <mem::Backend B>
+  TileVersion find(B& be, Tile t, std::size_t group, lp::RecoveryStats& s) const {
+    // Memory does not change while slots are compared: one checksum per tile.
+    const lp::ChecksumValue current = f.template checksum<K>(be, t);
+    for (std::size_t q = group + 1; q-- > 0;) {
+      const auto verdict = table.check(be, f.slot(q, t), current);
+      if (verdict == lp::SlotCheck::kUnwritten) {
+        ++s.regions_unwritten;
+        continue;
+      }
+      ++s.regions_validated;
+      if (verdict == lp::SlotCheck::kMatch) return {q + 1, false};
+      ++s.regions_inconsistent;
+    }
+    return {0, !f.equals_input(be, t)};
+  }
+  template <mem::Backend B>
+  void repair(B& be, Tile t, TileVersion from, std::size_t target, lp::RecoveryStats& s) const {
+    if (from.lost) f.restore_input(be, t);
+    lp::ChecksumValue last{};
+    for (std::size_t q = from.lost ? 0 : from.version; q < target; ++q) {
+      lp::Accumulator<K> acc;
+      f.apply(be, t, q, [&](double v) { acc.add(v); });
+      last = acc.value();
+      ++s.regions_recomputed;
+    }
+    f.persist_tile(be, t);
+    if (target > 0) table.commit_durable(be, f.slot(target - 1, t), last);
+  }
+};
+
+// LP recovery of a tiled factorization; returns the step where normal execution resumes.
+template <lp::ChecksumKind K, mem::Backend B, class F>
+[[nodiscard]] std::size_t recover_tiled(B& be, const F& f, const lp::ChecksumTable& table,
+                                        lp::RecoveryStats& stats) {
+  return recover_tiles(be, f, LpTracker<K, F>{f, table}, stats);
+}
+
+// ---------------------------------------------------------------------------------------------
+// EagerRecompute (LP paper §VI's rival; thesis Fig. 3.1): the same regions, but each op's tile
+// is flushed and its progress recorded durably. Ops update tiles in place and are not
+// idempotent, so a record is also marked "in flight" (durably) before the op starts: a tile
+// whose record is in flight may be torn and is recomputed from the input. Record (i, j) holds
+// version << 1 | in_flight, one 64-byte record per tile (scheme::IndexRecordTable<1>).
+
+[[nodiscard]] constexpr std::uint64_t ep_word(std::size_t version, bool in_flight) {
+  return (static_cast<std::uint64_t>(version) << 1) | (in_flight ? 1u : 0u);
+}
+
+template <mem::Backend B, class F>
+void ep_op(B& be, const F& f, const scheme::IndexRecordTable<1>& rec, Tile t, std::size_t q) {
+  const auto r = rec[t.i * f.tiles() + t.j];
+  const mem::RegionId id{static_cast<std::uint32_t>(q), static_cast<std::uint32_t>(t.i * f.tiles() + t.j)};
+  be.region_begin(id);
+  r.set(be, 0, ep_word(q, true));
+  f.apply(be, t, q, [](double) {});
+  f.persist_tile(be, t);
+  r.set(be, 0, ep_word(q + 1, false));
+  be.region_end(id);
+}
+
+template <class F>
+struct EpTracker {
+  const F& f;
+  const scheme::IndexRecordTable<1>& rec;
+
+  template <mem::Backend B>
+  TileVersion find(B& be, Tile t, std::size_t, lp::RecoveryStats& s) const {
+    const std::uint64_t w = rec[t.i * f.tiles() + t.j].get(be, 0);
+    ++s.regions_validated;
+    if (w & 1u) {
+      ++s.regions_inconsistent;
+      return {0, true};
+    }
+    return {static_cast<std::size_t>(w >> 1), false};
+  }
+  template <mem::Backend B>
+  void repair(B& be, Tile t, TileVersion from, std::size_t target, lp::RecoveryStats& s) const {
+    const auto r = rec[t.i * f.tiles() + t.j];
+    r.set(be, 0, ep_word(from.version, true));
+    if (from.lost) f.restore_input(be, t);
+    for (std::size_t q = from.lost ? 0 : from.version; q < target; ++q) {
+      f.apply(be, t, q, [](double) {});
+      ++s.regions_recomputed;
+    }
+    f.persist_tile(be, t);
+    r.set(be, 0, ep_word(target, false));
+  }
+};
+
+// EagerRecompute recovery of a tiled factorization; returns the step where execution resumes.
+template <mem::Backend B, class F>
+[[nodiscard]] std::size_t recover_tiled_ep(B& be, const F& f, const scheme::IndexRecordTable<1>& rec,
+                                           lp::RecoveryStats& stats) {
+  return recover_tiles(be, f, EpTracker<F>{f, rec}, stats);
 }
 
 }  // namespace pmlab::kernels::tiled
