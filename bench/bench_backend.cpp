@@ -1,4 +1,5 @@
-// Proves the backend abstraction is free: base tmm through NativeBackend vs the same loop on raw pointers.
+// Proves the backend abstraction is free: base tmm through NativeBackend vs the same loop on raw
+// pointers.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -22,7 +23,8 @@ struct Data {
 };
 
 // Fig. 4 of the LP paper written directly on raw pointers: the reference for "no abstraction".
-__attribute__((noinline)) void tmm_raw(const double* a, const double* b, double* c, std::size_t n, std::size_t bs) {
+__attribute__((noinline)) void tmm_raw(const double* a, const double* b, double* c, std::size_t n,
+                                       std::size_t bs) {
   for (std::size_t kk = 0; kk < n; kk += bs) {
     const std::size_t k_end = std::min(kk + bs, n);
     for (std::size_t ii = 0; ii < n; ii += bs) {
@@ -57,8 +59,8 @@ void BM_TmmRawPointers(benchmark::State& st) {
 
 void BM_TmmNativeBackend(benchmark::State& st) {
   Data d(static_cast<std::size_t>(st.range(0)), 16);
-  pmlab::kernels::tmm::Operands op{{d.a.data(), d.n, d.n}, {d.b.data(), d.n, d.n},
-                                   {d.c.data(), d.n, d.n}, d.n, d.bs};
+  pmlab::kernels::tmm::Operands op{
+      {d.a.data(), d.n, d.n}, {d.b.data(), d.n, d.n}, {d.c.data(), d.n, d.n}, d.n, d.bs};
   // The persister used for measurements (cpu mode, clwb); base issues no flush.
   pmlab::mem::NativeBackend<pmlab::persist::CpuPersist<pmlab::persist::FlushKind::kClwb>> be;
   for (auto _ : st) {

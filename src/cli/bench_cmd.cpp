@@ -32,8 +32,8 @@ struct BenchArgs {
 void draw_progress(std::size_t done, std::size_t total, const std::string& what) {
   constexpr std::size_t kWidth = 30;
   const std::size_t filled = total == 0 ? kWidth : done * kWidth / total;
-  fmt::print(stderr, "\r[{}{}] {:>3}/{} {:<28}", std::string(filled, '#'), std::string(kWidth - filled, '.'), done,
-             total, what);
+  fmt::print(stderr, "\r[{}{}] {:>3}/{} {:<28}", std::string(filled, '#'),
+             std::string(kWidth - filled, '.'), done, total, what);
   if (done == total) fmt::print(stderr, "\n");
   std::fflush(stderr);
 }
@@ -52,8 +52,10 @@ int do_bench(const BenchArgs& a) {
   o.dir = a.dir;
   if (!a.quiet) o.progress = draw_progress;
   const auto r = driver::run_bench(o);
-  if (a.json) fmt::print("{}\n", driver::to_json(r).dump(2));
-  else fmt::print("{}", driver::to_markdown(r));
+  if (a.json)
+    fmt::print("{}\n", driver::to_json(r).dump(2));
+  else
+    fmt::print("{}", driver::to_markdown(r));
   for (const auto& s : r.schemes)
     if (!s.bit_exact) return kExitVerifyFailed;
   return kExitOk;
@@ -87,7 +89,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--flush", args->flush, "Flush instruction in cpu mode: clwb, clflushopt")
       ->capture_default_str()
       ->check(CLI::IsMember({"clwb", "clflushopt"}));
-  cmd->add_option("--dir", args->dir, "Directory for the temporary pools (default: $TMPDIR or /tmp)");
+  cmd->add_option("--dir", args->dir,
+                  "Directory for the temporary pools (default: $TMPDIR or /tmp)");
   cmd->add_flag("--json", args->json, "Print JSON instead of a Markdown table");
   cmd->add_flag("--quiet", args->quiet, "No progress bar on stderr");
   cmd->callback([args, &exit_code] { exit_code = do_bench(*args); });

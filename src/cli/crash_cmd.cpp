@@ -103,18 +103,23 @@ int do_crash(const CrashArgs& a) {
   auto j = driver::to_json(r, a.per_trial);
   j["seed"] = opt.seed;
   if (a.json) {
-    for (auto& f : j["failures"]) f["replay"] = replay_command(a, r.results[f["trial"].get<std::size_t>()]);
+    for (auto& f : j["failures"])
+      f["replay"] = replay_command(a, r.results[f["trial"].get<std::size_t>()]);
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("crash campaign {} --scheme {} n={} bs={} threads={} seed={}: {} / {} trials bit-exact "
-               "({:.0f} trials/s)\n",
-               a.kernel, a.scheme, a.n, a.bs, a.threads, opt.seed, r.passed, r.trials,
-               r.trials_per_second());
+    fmt::print(
+        "crash campaign {} --scheme {} n={} bs={} threads={} seed={}: {} / {} trials bit-exact "
+        "({:.0f} trials/s)\n",
+        a.kernel, a.scheme, a.n, a.bs, a.threads, opt.seed, r.passed, r.trials,
+        r.trials_per_second());
     fmt::print("  fault-free run: {} ops, {} region commits; crashes inside recovery: {}\n",
                r.fault_free_ops, r.commits, j["crashes_during_recovery"].get<std::uint64_t>());
-    fmt::print("  recovery work (ops): median {}, p90 {}, max {}; unnecessary recomputations (R3): {}\n",
-               j["recovery_ops"]["median"].get<std::uint64_t>(), j["recovery_ops"]["p90"].get<std::uint64_t>(),
-               j["recovery_ops"]["max"].get<std::uint64_t>(), j["unnecessary_recomputations"].get<std::uint64_t>());
+    fmt::print(
+        "  recovery work (ops): median {}, p90 {}, max {}; unnecessary recomputations (R3): {}\n",
+        j["recovery_ops"]["median"].get<std::uint64_t>(),
+        j["recovery_ops"]["p90"].get<std::uint64_t>(),
+        j["recovery_ops"]["max"].get<std::uint64_t>(),
+        j["unnecessary_recomputations"].get<std::uint64_t>());
     for (const auto& t : r.results)
       if (!t.passed)
         fmt::print("  FAILED trial {} ({} crash at op {}): {}\n    replay: {}\n", t.index,
@@ -141,22 +146,27 @@ void add_crash_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--bs", a->bs, "Block size")->capture_default_str();
   cmd->add_option("--threads", a->threads, "Logical threads")->capture_default_str();
   cmd->add_option("--checksum", a->checksum, "LP checksum kind")->capture_default_str();
-  cmd->add_option("--trials", a->trials, "Number of crash trials")->capture_default_str()->check(CLI::Range(1u, 10'000'000u));
+  cmd->add_option("--trials", a->trials, "Number of crash trials")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 10'000'000u));
   cmd->add_option("--seed", a->seed, "Campaign seed (default: random, printed for replay)");
-  cmd->add_option("--config", a->config, "Machine preset (lp-isca18, pact17, ...)")->capture_default_str();
+  cmd->add_option("--config", a->config, "Machine preset (lp-isca18, pact17, ...)")
+      ->capture_default_str();
   cmd->add_option("--cores", a->cores, "Simulated cores")->capture_default_str();
   cmd->add_option("--l1-size", a->l1_size,
                   "L1 bytes; small by default so CI-sized runs evict (the interesting crashes)")
       ->capture_default_str();
   cmd->add_option("--llc-size", a->llc_size, "Shared LLC bytes (small by default, see --l1-size)")
       ->capture_default_str();
-  cmd->add_option("--flush", a->flush, "Flush instruction of the eager schemes")->capture_default_str();
+  cmd->add_option("--flush", a->flush, "Flush instruction of the eager schemes")
+      ->capture_default_str();
   cmd->add_option("--recovery-crash-rate", a->recovery_crash_rate,
                   "Chance that a restart is cut again (up to 3 times per trial)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--replay", a->replay, "Replay one trial: crash before this op");
-  cmd->add_option("--replay-recovery", a->replay_recovery, "With --replay: crash again before this op (repeatable)");
+  cmd->add_option("--replay-recovery", a->replay_recovery,
+                  "With --replay: crash again before this op (repeatable)");
   cmd->add_flag("--per-trial", a->per_trial, "With --json: list every trial, not only failures");
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a, &exit_code] { exit_code = do_crash(*a); });

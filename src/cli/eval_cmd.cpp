@@ -1,4 +1,5 @@
-// `pmlab eval`: the whole evaluation with a progress bar; Ctrl-C stops it and keeps a partial report.
+// `pmlab eval`: the whole evaluation with a progress bar; Ctrl-C stops it and keeps a partial
+// report.
 #include <csignal>
 #include <cstdio>
 
@@ -38,7 +39,8 @@ int do_eval(const EvalArgs& a) {
   ProgressBar bar(a.full ? "eval --full" : "eval --quick", 1000);
   std::string current;
   opt.progress = [&](double frac, double, const std::string& what) {
-    if (what != current && !isatty(STDERR_FILENO) && !a.json) fmt::print(stderr, "eval: {}\n", what);
+    if (what != current && !isatty(STDERR_FILENO) && !a.json)
+      fmt::print(stderr, "eval: {}\n", what);
     current = what;
     bar.update(static_cast<std::uint64_t>(frac * 1000));
   };
@@ -50,7 +52,8 @@ int do_eval(const EvalArgs& a) {
   } else {
     fmt::print("\n{}\n", eval::render_headline(results));
     fmt::print("{} in {:.0f} s. Report: {}/report.md, data: {}/results.json, figures: {}\n",
-               results["complete"].get<bool>() ? "Evaluation complete" : "Evaluation INTERRUPTED (partial report)",
+               results["complete"].get<bool>() ? "Evaluation complete"
+                                               : "Evaluation INTERRUPTED (partial report)",
                results["wall_seconds"].get<double>(), a.out, a.out, results["figures"].size());
   }
   return kExitOk;

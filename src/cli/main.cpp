@@ -30,8 +30,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "pmlab: error: {}\n", e.what());
     switch (e.code()) {
       case pmlab::ErrorCode::kInvalidArgument:
-      case pmlab::ErrorCode::kUnsupported: return kExitUsage;
-      default: return kExitPool;
+      case pmlab::ErrorCode::kUnsupported:
+        return kExitUsage;
+      default:
+        return kExitPool;
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "pmlab: internal error: {}\n", e.what());

@@ -37,7 +37,9 @@ bool file_exists(const std::string& p) {
 
 struct Given {
   bool kernel, scheme, n, bs, threads, checksum, seed;
-  [[nodiscard]] bool any() const { return kernel || scheme || n || bs || threads || checksum || seed; }
+  [[nodiscard]] bool any() const {
+    return kernel || scheme || n || bs || threads || checksum || seed;
+  }
 };
 
 // Parameters for this invocation: stored ones overridden by what the user typed explicitly.
@@ -125,15 +127,17 @@ int do_run(const RunArgs& a, const Given& g) {
     if (report.resumed) {
       fmt::print("  resumed an interrupted run (start #{}): {}\n", pool->starts(),
                  report.recovery_action);
-      fmt::print("  regions validated {}, found inconsistent {}, recomputed {}, unwritten {}; "
-                 "normal execution resumed at outer tile {} ({:.3f} s)\n",
-                 report.recovery.regions_validated, report.recovery.regions_inconsistent,
-                 report.recovery.regions_recomputed, report.recovery.regions_unwritten,
-                 report.resume_point, report.recovery_seconds);
+      fmt::print(
+          "  regions validated {}, found inconsistent {}, recomputed {}, unwritten {}; "
+          "normal execution resumed at outer tile {} ({:.3f} s)\n",
+          report.recovery.regions_validated, report.recovery.regions_inconsistent,
+          report.recovery.regions_recomputed, report.recovery.regions_unwritten,
+          report.resume_point, report.recovery_seconds);
     } else if (state_before == "done") {
       fmt::print("  pool already holds a completed run\n");
     }
-    fmt::print("  compute {:.3f} s, state {}\n", report.compute_seconds, pool::to_string(pool->state()));
+    fmt::print("  compute {:.3f} s, state {}\n", report.compute_seconds,
+               pool::to_string(pool->state()));
     if (verdict) {
       if (verdict->ok())
         fmt::print("  verify: OK, {} elements bit-identical to the fault-free reference\n",
@@ -162,13 +166,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
   std::string scheme_help = "Persistency scheme, per kernel:";
   for (const auto& d : driver::kernel_drivers())
     scheme_help += " " + d.name + ": " + fmt::format("{}", fmt::join(d.schemes, ", ")) + ";";
-  auto* o_scheme = cmd->add_option("--scheme", args->scheme, scheme_help)
-                       ->capture_default_str();
+  auto* o_scheme = cmd->add_option("--scheme", args->scheme, scheme_help)->capture_default_str();
   auto* o_n = cmd->add_option("--n", args->n, "Problem size n (matrix dimension; any n >= 1)")
                   ->capture_default_str();
-  auto* o_bs = cmd->add_option("--bs", args->bs, "Block/tile size bs (any bs >= 1; n need not be a multiple)")
+  auto* o_bs = cmd->add_option("--bs", args->bs,
+                               "Block/tile size bs (any bs >= 1; n need not be a multiple)")
                    ->capture_default_str();
-  auto* o_thr = cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
+  auto* o_thr =
+      cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
   auto* o_ck = cmd->add_option("--checksum", args->checksum,
                                "LP checksum: modular, parity, adler32, modular-parity, crc32c")
                    ->capture_default_str();
@@ -180,15 +185,21 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "(libpmem2's choice for the mapping), none")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "auto", "none"}));
-  cmd->add_option("--flush", args->flush, "Flush instruction in cpu mode: clwb, clflushopt, clflush")
+  cmd->add_option("--flush", args->flush,
+                  "Flush instruction in cpu mode: clwb, clflushopt, clflush")
       ->capture_default_str()
       ->check(CLI::IsMember({"clwb", "clflushopt", "clflush"}));
   cmd->add_flag("--verify", args->verify,
                 "Compare the result with a fault-free reference, bit for bit (exit 1 on mismatch)");
   cmd->add_flag("--json", args->json, "Print a JSON report instead of text");
   cmd->callback([args, &exit_code, cmd, o_scheme, o_n, o_bs, o_thr, o_ck, o_seed] {
-    Given g{cmd->get_option("kernel")->count() > 0, o_scheme->count() > 0, o_n->count() > 0,
-            o_bs->count() > 0, o_thr->count() > 0, o_ck->count() > 0, o_seed->count() > 0};
+    Given g{cmd->get_option("kernel")->count() > 0,
+            o_scheme->count() > 0,
+            o_n->count() > 0,
+            o_bs->count() > 0,
+            o_thr->count() > 0,
+            o_ck->count() > 0,
+            o_seed->count() > 0};
     exit_code = do_run(*args, g);
   });
 }

@@ -51,7 +51,8 @@ struct Measurement {
 // Kernels other than tmm go through their driver's execute(), which times the normal
 // execution only (RunReport::compute_seconds), and verify(), which compares the outputs with a
 // fault-free reference bit for bit.
-Measurement measure_with_driver(const BenchOptions& opt, const std::string& scheme, const fs::path& dir) {
+Measurement measure_with_driver(const BenchOptions& opt, const std::string& scheme,
+                                const fs::path& dir) {
   pool::RunParams p;
   p.kernel = opt.kernel;
   p.scheme = scheme;
@@ -127,11 +128,13 @@ double quantile(std::vector<double> v, double q) {
 void validate(const BenchOptions& opt, const std::vector<std::string>& schemes) {
   const auto& k = find_kernel(opt.kernel);  // throws for unknown kernels, naming the known ones
   if (opt.reps < 1 || opt.reps > 1000)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("--reps must be in [1, 1000], got {}", opt.reps));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--reps must be in [1, 1000], got {}", opt.reps));
   for (const auto& s : schemes)
     if (std::find(k.schemes.begin(), k.schemes.end(), s) == k.schemes.end())
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}' for {} (known: {})", s,
-                                                           opt.kernel, fmt::join(k.schemes, ", ")));
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("unknown scheme '{}' for {} (known: {})", s, opt.kernel,
+                              fmt::join(k.schemes, ", ")));
   pool::RunParams p;
   p.kernel = opt.kernel;
   p.n = opt.n;
@@ -139,7 +142,8 @@ void validate(const BenchOptions& opt, const std::vector<std::string>& schemes) 
   p.threads = opt.threads;
   k.validate(p);
   if (opt.mode == persist::PersistMode::kCpu && !persist::cpu_supports(opt.flush))
-    throw Error(ErrorCode::kUnsupported, fmt::format("this CPU does not support {}", persist::to_string(opt.flush)));
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("this CPU does not support {}", persist::to_string(opt.flush)));
 }
 
 template <persist::FlushKind K>
@@ -147,8 +151,10 @@ PersistUnitCosts unit_costs_with() {
   using clock = std::chrono::steady_clock;
   constexpr std::size_t kLines = 1u << 16;  // 4 MiB: cache-resident, like a few C panels
   std::vector<double> buf(kLines * 8 + 8), dst(kLines * 8 + 8);
-  double* a = reinterpret_cast<double*>(round_up(reinterpret_cast<std::uintptr_t>(buf.data()), kCacheLineBytes));
-  double* d = reinterpret_cast<double*>(round_up(reinterpret_cast<std::uintptr_t>(dst.data()), kCacheLineBytes));
+  double* a = reinterpret_cast<double*>(
+      round_up(reinterpret_cast<std::uintptr_t>(buf.data()), kCacheLineBytes));
+  double* d = reinterpret_cast<double*>(
+      round_up(reinterpret_cast<std::uintptr_t>(dst.data()), kCacheLineBytes));
   PersistUnitCosts best{1e300, 1e300, 0};
   for (int rep = 0; rep < 3; ++rep) {  // best of 3: the least disturbed measurement
     auto t0 = clock::now();
@@ -166,19 +172,26 @@ PersistUnitCosts unit_costs_with() {
     scheme::nt_copy(d, a, kLines * 8);
     persist::sfence();
     auto t4 = clock::now();
-    auto ns = [](auto x, auto y) { return std::chrono::duration<double, std::nano>(y - x).count(); };
-    best.flush_fence_ns = std::min(best.flush_fence_ns, ns(t0, t1) / static_cast<double>(kLines / 16));
+    auto ns = [](auto x, auto y) {
+      return std::chrono::duration<double, std::nano>(y - x).count();
+    };
+    best.flush_fence_ns =
+        std::min(best.flush_fence_ns, ns(t0, t1) / static_cast<double>(kLines / 16));
     best.flush_stream_ns = std::min(best.flush_stream_ns, ns(t2, t3) / static_cast<double>(kLines));
-    best.nt_copy_gbs = std::max(best.nt_copy_gbs, static_cast<double>(kLines * kCacheLineBytes) / ns(t3, t4));
+    best.nt_copy_gbs =
+        std::max(best.nt_copy_gbs, static_cast<double>(kLines * kCacheLineBytes) / ns(t3, t4));
   }
   return best;
 }
 
 PersistUnitCosts unit_costs(persist::FlushKind k) {
   switch (k) {
-    case persist::FlushKind::kClflush: return unit_costs_with<persist::FlushKind::kClflush>();
-    case persist::FlushKind::kClflushopt: return unit_costs_with<persist::FlushKind::kClflushopt>();
-    case persist::FlushKind::kClwb: break;
+    case persist::FlushKind::kClflush:
+      return unit_costs_with<persist::FlushKind::kClflush>();
+    case persist::FlushKind::kClflushopt:
+      return unit_costs_with<persist::FlushKind::kClflushopt>();
+    case persist::FlushKind::kClwb:
+      break;
   }
   return unit_costs_with<persist::FlushKind::kClwb>();
 }
@@ -192,8 +205,9 @@ BenchResult run_bench(const BenchOptions& opt) {
   validate(opt, schemes);
 
   const fs::path parent = opt.dir.empty() ? fs::temp_directory_path() : fs::path(opt.dir);
-  const fs::path dir = parent / fmt::format("pmlab-bench-{}-{}", ::getpid(),
-                                            std::chrono::steady_clock::now().time_since_epoch().count());
+  const fs::path dir =
+      parent / fmt::format("pmlab-bench-{}-{}", ::getpid(),
+                           std::chrono::steady_clock::now().time_since_epoch().count());
   fs::create_directories(dir);
   struct Cleanup {
     fs::path d;
@@ -213,12 +227,15 @@ BenchResult run_bench(const BenchOptions& opt) {
     // Rotate the order each repetition so no scheme always runs first (cold) or last.
     for (std::size_t j = 0; j < ns; ++j) {
       const std::size_t s = (j + static_cast<std::size_t>(rep)) % ns;
-      if (opt.progress) opt.progress(done, total, fmt::format("rep {}/{} {}", rep + 1, opt.reps, schemes[s]));
+      if (opt.progress)
+        opt.progress(done, total, fmt::format("rep {}/{} {}", rep + 1, opt.reps, schemes[s]));
       auto m = measure(opt, schemes[s], dir);
       secs[s].push_back(m.seconds);
       if (!m.verified) exact[s] = false;
-      if (reference.empty() && s == 0) reference = std::move(m.c);
-      else if (s != 0 && !reference.empty() && std::memcmp(m.c.data(), reference.data(), reference.size() * sizeof(double)) != 0)
+      if (reference.empty() && s == 0)
+        reference = std::move(m.c);
+      else if (s != 0 && !reference.empty() &&
+               std::memcmp(m.c.data(), reference.data(), reference.size() * sizeof(double)) != 0)
         exact[s] = false;
       ++done;
     }
@@ -272,9 +289,15 @@ nlohmann::json to_json(const BenchResult& r) {
                        {"ratio_max", s.ratio_max},
                        {"ratio_of_minima", s.best_ratio},
                        {"bit_exact_vs_base", s.bit_exact}});
-  return {{"kernel", r.kernel}, {"n", r.n},           {"bs", r.bs},
-          {"threads", r.threads}, {"reps", r.reps},   {"persist", r.persist},
-          {"flush", r.flush},   {"nt_store_isa", r.nt_store_isa}, {"wall_seconds", r.wall_seconds},
+  return {{"kernel", r.kernel},
+          {"n", r.n},
+          {"bs", r.bs},
+          {"threads", r.threads},
+          {"reps", r.reps},
+          {"persist", r.persist},
+          {"flush", r.flush},
+          {"nt_store_isa", r.nt_store_isa},
+          {"wall_seconds", r.wall_seconds},
           {"unit_costs",
            {{"flush_fence_ns", r.unit_costs.flush_fence_ns},
             {"flush_stream_ns_per_line", r.unit_costs.flush_stream_ns},
@@ -284,18 +307,23 @@ nlohmann::json to_json(const BenchResult& r) {
 
 std::string to_markdown(const BenchResult& r) {
   std::string out = fmt::format(
-      "{} n={} bs={} threads={} reps={} persist={} flush={} (NT stores: {}), {:.0f} s wall\n\n", r.kernel, r.n,
-      r.bs, r.threads, r.reps, r.persist, r.flush, r.nt_store_isa, r.wall_seconds);
-  out += "| scheme | median s | IQR s | min-max s | ratio to base | ratio range | ratio of minima | bit-exact |\n";
+      "{} n={} bs={} threads={} reps={} persist={} flush={} (NT stores: {}), {:.0f} s wall\n\n",
+      r.kernel, r.n, r.bs, r.threads, r.reps, r.persist, r.flush, r.nt_store_isa, r.wall_seconds);
+  out +=
+      "| scheme | median s | IQR s | min-max s | ratio to base | ratio range | ratio of minima | "
+      "bit-exact |\n";
   out += "|---|---:|---:|---:|---:|---:|---:|:---:|\n";
   for (const auto& s : r.schemes)
-    out += fmt::format("| {} | {:.3f} | {:.3f}-{:.3f} | {:.3f}-{:.3f} | {:.2f} | {:.2f}-{:.2f} | {:.2f} | {} |\n",
-                       s.scheme, s.median, s.q1, s.q3, s.min, s.max, s.ratio, s.ratio_min, s.ratio_max,
-                       s.best_ratio, s.bit_exact ? "yes" : "NO");
+    out += fmt::format(
+        "| {} | {:.3f} | {:.3f}-{:.3f} | {:.3f}-{:.3f} | {:.2f} | {:.2f}-{:.2f} | {:.2f} | {} |\n",
+        s.scheme, s.median, s.q1, s.q3, s.min, s.max, s.ratio, s.ratio_min, s.ratio_max,
+        s.best_ratio, s.bit_exact ? "yes" : "NO");
   if (r.unit_costs.flush_fence_ns > 0)
-    out += fmt::format("\nUnit costs ({}): store + flush + sfence of one line {:.0f} ns; flushing many dirty "
-                       "lines before one sfence {:.1f} ns/line; non-temporal copy {:.1f} GB/s\n",
-                       r.flush, r.unit_costs.flush_fence_ns, r.unit_costs.flush_stream_ns, r.unit_costs.nt_copy_gbs);
+    out += fmt::format(
+        "\nUnit costs ({}): store + flush + sfence of one line {:.0f} ns; flushing many dirty "
+        "lines before one sfence {:.1f} ns/line; non-temporal copy {:.1f} GB/s\n",
+        r.flush, r.unit_costs.flush_fence_ns, r.unit_costs.flush_stream_ns,
+        r.unit_costs.nt_copy_gbs);
   return out;
 }
 

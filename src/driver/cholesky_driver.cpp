@@ -9,6 +9,7 @@
 #include "pmlab/driver/kernel_driver.hpp"
 #include "pmlab/driver/native_dispatch.hpp"
 #include "pmlab/kernels/cholesky.hpp"
+#include "pmlab/scheme/index_record.hpp"
 
 namespace pmlab::driver {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 namespace ch = kernels::cholesky;
 
 constexpr std::uint64_t kMaxN = 1u << 16;
-constexpr std::uint64_t kMaxTableBytes = 1ull << 30;
+constexpr std::uint64_t kMaxTableBytes = 2ull << 30;  // 2 GiB
 
 std::uint64_t tiles_of(const pool::RunParams& p) {
   return (p.n + p.bs - 1) / p.bs;
@@ -32,9 +33,9 @@ void validate_cholesky(const pool::RunParams& p) {
   if (p.threads < 1 || p.threads > 1024)
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("cholesky: --threads must be in [1, 1024], got {}", p.threads));
-  if (p.scheme != "base" && p.scheme != "lp")
+  if (p.scheme != "base" && p.scheme != "lp" && p.scheme != "ep")
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("unknown scheme '{}' for cholesky (known: base, lp)", p.scheme));
+                fmt::format("unknown scheme '{}' for cholesky (known: base, lp, ep)", p.scheme));
   // One checksum slot per (step, tile): T(T+1)(T+2)/6 of them.
   const std::uint64_t bytes = lp::ChecksumTable::bytes_for(ch::Operands::tetra(tiles_of(p)));
   if (p.scheme == "lp" && bytes > kMaxTableBytes)
@@ -51,6 +52,9 @@ std::vector<pool::ArraySpec> cholesky_arrays(const pool::RunParams& p) {
   std::vector<pool::ArraySpec> arrays{{"a", mat}, {"l", mat}};
   if (p.scheme == "lp")
     arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(ch::Operands::tetra(tiles_of(p)))});
+  if (p.scheme == "ep")
+    arrays.push_back(
+        {"ep_index", scheme::IndexRecordTable<1>::bytes_for(tiles_of(p) * tiles_of(p))});
   return arrays;
 }
 
@@ -87,6 +91,11 @@ RunReport cholesky_execute(pool::Pool& pool, const ExecOptions& opt) {
   const lp::ChecksumTable table =
       lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
            : lp::ChecksumTable();
+  const bool eager = p.scheme == "ep";
+  const scheme::IndexRecordTable<1> records =
+      eager ? scheme::IndexRecordTable<1>(pool.array<scheme::IndexRecordLayout<1>>("ep_index"),
+                                          ch::ep_records(op))
+            : scheme::IndexRecordTable<1>();
   with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
     auto t0 = std::chrono::steady_clock::now();
     std::size_t first_k = 0;
@@ -95,6 +104,9 @@ RunReport cholesky_execute(pool::Pool& pool, const ExecOptions& opt) {
       first_k = lp::with_checksum_kind(p.checksum, [&](auto kind) {
         return ch::recover_lp<decltype(kind)::value>(be, op, table, report.recovery);
       });
+    } else if (report.resumed && eager) {
+      report.recovery_action = "ep-recovery";
+      first_k = ch::recover_ep(be, op, records, report.recovery);
     } else if (report.resumed) {
       report.recovery_action = "restart";  // base keeps no persistent progress
       ch::restart(be, op);
@@ -106,6 +118,8 @@ RunReport cholesky_execute(pool::Pool& pool, const ExecOptions& opt) {
       lp::with_checksum_kind(p.checksum, [&](auto kind) {
         ch::run_lp<decltype(kind)::value>(be, op, table, first_k);
       });
+    else if (eager)
+      ch::run_ep(be, op, records, first_k);
     else
       ch::run_base(be, op, first_k);
     report.compute_seconds = seconds_since(t1);
@@ -136,8 +150,8 @@ VerifyResult cholesky_verify(const pool::Pool& pool) {
 }  // namespace
 
 KernelDriver make_cholesky_driver() {
-  return KernelDriver{"cholesky",        {"base", "lp"},  400,
-                      validate_cholesky, cholesky_arrays, cholesky_init,
+  return KernelDriver{"cholesky",        {"base", "lp", "ep"}, 600,
+                      validate_cholesky, cholesky_arrays,      cholesky_init,
                       cholesky_execute,  cholesky_verify};
 }
 

@@ -8,6 +8,7 @@
 #include "pmlab/driver/kernel_driver.hpp"
 #include "pmlab/driver/native_dispatch.hpp"
 #include "pmlab/kernels/conv2d.hpp"
+#include "pmlab/scheme/index_record.hpp"
 
 namespace pmlab::driver {
 namespace {
@@ -26,9 +27,9 @@ void validate_conv2d(const pool::RunParams& p) {
   if (p.threads < 1 || p.threads > 1024)
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("conv2d: --threads must be in [1, 1024], got {}", p.threads));
-  if (p.scheme != "base" && p.scheme != "lp")
+  if (p.scheme != "base" && p.scheme != "lp" && p.scheme != "ep")
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("unknown scheme '{}' for conv2d (known: base, lp)", p.scheme));
+                fmt::format("unknown scheme '{}' for conv2d (known: base, lp, ep)", p.scheme));
   const std::uint64_t w = cv::width_for(p.extra, p.n);
   if (w % 2 == 0)
     throw Error(
@@ -50,6 +51,8 @@ std::vector<pool::ArraySpec> conv2d_arrays(const pool::RunParams& p) {
   std::vector<pool::ArraySpec> arrays{{"in", img}, {"ker", w * w * sizeof(double)}, {"out", img}};
   if (p.scheme == "lp")
     arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for((p.n + p.bs - 1) / p.bs)});
+  if (p.scheme == "ep")
+    arrays.push_back({"ep_index", scheme::IndexRecordTable<1>::bytes_for((p.n + p.bs - 1) / p.bs)});
   return arrays;
 }
 
@@ -90,6 +93,11 @@ RunReport conv2d_execute(pool::Pool& pool, const ExecOptions& opt) {
   const lp::ChecksumTable table =
       lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
            : lp::ChecksumTable();
+  const bool eager = p.scheme == "ep";
+  const scheme::IndexRecordTable<1> records =
+      eager ? scheme::IndexRecordTable<1>(pool.array<scheme::IndexRecordLayout<1>>("ep_index"),
+                                          op.blocks())
+            : scheme::IndexRecordTable<1>();
   with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
     auto t0 = std::chrono::steady_clock::now();
     bool complete = false;
@@ -101,6 +109,10 @@ RunReport conv2d_execute(pool::Pool& pool, const ExecOptions& opt) {
         cv::recover_lp<decltype(kind)::value>(be, op, table, report.recovery);
       });
       complete = true;
+    } else if (report.resumed && eager) {
+      report.recovery_action = "ep-recovery";
+      cv::recover_ep(be, op, records, report.recovery);
+      complete = true;
     } else if (report.resumed) {
       report.recovery_action = "restart";  // out of place: the inputs are intact, just run again
     }
@@ -110,6 +122,8 @@ RunReport conv2d_execute(pool::Pool& pool, const ExecOptions& opt) {
     if (!complete && lazy)
       lp::with_checksum_kind(p.checksum,
                              [&](auto kind) { cv::run_lp<decltype(kind)::value>(be, op, table); });
+    else if (!complete && eager)
+      cv::run_ep(be, op, records);
     else if (!complete)
       cv::run_base(be, op);
     report.compute_seconds = seconds_since(t1);
@@ -140,8 +154,8 @@ VerifyResult conv2d_verify(const pool::Pool& pool) {
 }  // namespace
 
 KernelDriver make_conv2d_driver() {
-  return KernelDriver{"conv2d",      {"base", "lp"}, 1000,           validate_conv2d,
-                      conv2d_arrays, conv2d_init,    conv2d_execute, conv2d_verify};
+  return KernelDriver{"conv2d",      {"base", "lp", "ep"}, 1500,           validate_conv2d,
+                      conv2d_arrays, conv2d_init,          conv2d_execute, conv2d_verify};
 }
 
 }  // namespace pmlab::driver

@@ -1,4 +1,5 @@
-// Crash campaigns: deterministic trials over uniform and corner crash points, with crashes in recovery.
+// Crash campaigns: deterministic trials over uniform and corner crash points, with crashes in
+// recovery.
 #include "pmlab/driver/crash_campaign.hpp"
 
 #include <algorithm>
@@ -25,7 +26,8 @@ FaultFree fault_free_run(const SimRunSpec& spec) {
 // Runs (crash at crash_op) → image → {recover → finish} with optional crashes inside recovery.
 // `next_recovery_crash(ops_now)` returns 0 for "no more crashes" or an absolute op.
 template <class NextCrash>
-TrialResult execute_trial(const SimRunSpec& spec, std::uint64_t crash_op, NextCrash&& next_recovery_crash) {
+TrialResult execute_trial(const SimRunSpec& spec, std::uint64_t crash_op,
+                          NextCrash&& next_recovery_crash) {
   TrialResult t;
   t.crash_op = crash_op;
   try {
@@ -76,12 +78,18 @@ TrialResult execute_trial(const SimRunSpec& spec, std::uint64_t crash_op, NextCr
 
 const char* to_string(CrashPointKind k) {
   switch (k) {
-    case CrashPointKind::kUniform: return "uniform";
-    case CrashPointKind::kFirstOp: return "first-op";
-    case CrashPointKind::kLastOp: return "last-op";
-    case CrashPointKind::kBeforeCommit: return "before-commit";
-    case CrashPointKind::kAfterCommit: return "after-commit";
-    case CrashPointKind::kInsideCommit: return "inside-commit";
+    case CrashPointKind::kUniform:
+      return "uniform";
+    case CrashPointKind::kFirstOp:
+      return "first-op";
+    case CrashPointKind::kLastOp:
+      return "last-op";
+    case CrashPointKind::kBeforeCommit:
+      return "before-commit";
+    case CrashPointKind::kAfterCommit:
+      return "after-commit";
+    case CrashPointKind::kInsideCommit:
+      return "inside-commit";
   }
   return "?";
 }
@@ -110,20 +118,34 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
     std::mt19937_64 rng(kernels::mix64(opt.seed ^ kernels::mix64(i)));
     // The first trials hit the corners, the rest are uniform (corners keep recurring at 1/4).
     CrashPointKind kind = CrashPointKind::kUniform;
-    if (i == 0) kind = CrashPointKind::kFirstOp;
-    else if (i == 1) kind = CrashPointKind::kLastOp;
+    if (i == 0)
+      kind = CrashPointKind::kFirstOp;
+    else if (i == 1)
+      kind = CrashPointKind::kLastOp;
     else if (!ff.commits.empty() && (i < 8 || rng() % 4 == 0))
       kind = static_cast<CrashPointKind>(3 + rng() % 3);
     std::uint64_t k = 1;
     const auto pick_commit = [&] { return ff.commits[rng() % ff.commits.size()].ops; };
     switch (kind) {
-      case CrashPointKind::kUniform: k = 1 + rng() % ff.ops; break;
-      case CrashPointKind::kFirstOp: k = 1; break;
-      case CrashPointKind::kLastOp: k = ff.ops; break;
+      case CrashPointKind::kUniform:
+        k = 1 + rng() % ff.ops;
+        break;
+      case CrashPointKind::kFirstOp:
+        k = 1;
+        break;
+      case CrashPointKind::kLastOp:
+        k = ff.ops;
+        break;
       // commit.ops = ops done when the region ended, i.e. after its last (tag) store.
-      case CrashPointKind::kBeforeCommit: k = pick_commit(); break;
-      case CrashPointKind::kAfterCommit: k = pick_commit() + 1; break;
-      case CrashPointKind::kInsideCommit: k = pick_commit() - 1; break;
+      case CrashPointKind::kBeforeCommit:
+        k = pick_commit();
+        break;
+      case CrashPointKind::kAfterCommit:
+        k = pick_commit() + 1;
+        break;
+      case CrashPointKind::kInsideCommit:
+        k = pick_commit() - 1;
+        break;
     }
     k = std::clamp<std::uint64_t>(k, 1, ff.ops);
     int crashes_left = opt.max_recovery_crashes;
@@ -165,9 +187,12 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
   }
   std::sort(work.begin(), work.end());
   auto pct = [&](double p) {
-    return work.empty() ? 0 : work[std::min(work.size() - 1, static_cast<std::size_t>(p * work.size()))];
+    return work.empty()
+               ? 0
+               : work[std::min(work.size() - 1, static_cast<std::size_t>(p * work.size()))];
   };
-  j["recovery_ops"] = {{"median", pct(0.5)}, {"p90", pct(0.9)}, {"max", work.empty() ? 0 : work.back()}};
+  j["recovery_ops"] = {
+      {"median", pct(0.5)}, {"p90", pct(0.9)}, {"max", work.empty() ? 0 : work.back()}};
   j["unnecessary_recomputations"] = unnecessary;
   j["crashes_during_recovery"] = recovery_crashes;
   for (const auto& t : r.results) {

@@ -8,6 +8,7 @@
 #include "pmlab/driver/kernel_driver.hpp"
 #include "pmlab/driver/native_dispatch.hpp"
 #include "pmlab/kernels/fft.hpp"
+#include "pmlab/scheme/index_record.hpp"
 
 namespace pmlab::driver {
 namespace {
@@ -34,9 +35,9 @@ void validate_fft(const pool::RunParams& p) {
   if (p.threads < 1 || p.threads > 1024)
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("fft: --threads must be in [1, 1024], got {}", p.threads));
-  if (p.scheme != "base" && p.scheme != "lp")
+  if (p.scheme != "base" && p.scheme != "lp" && p.scheme != "ep")
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("unknown scheme '{}' for fft (known: base, lp)", p.scheme));
+                fmt::format("unknown scheme '{}' for fft (known: base, lp, ep)", p.scheme));
 }
 
 std::vector<pool::ArraySpec> fft_arrays(const pool::RunParams& p) {
@@ -45,6 +46,8 @@ std::vector<pool::ArraySpec> fft_arrays(const pool::RunParams& p) {
   const ff::Operands shape{nullptr, nullptr, nullptr, nullptr, p.n, p.bs};
   if (p.scheme == "lp")
     arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(shape.table_slots())});
+  if (p.scheme == "ep")
+    arrays.push_back({"ep_index", scheme::IndexRecordTable<1>::bytes_for(shape.table_slots())});
   return arrays;
 }
 
@@ -84,6 +87,11 @@ RunReport fft_execute(pool::Pool& pool, const ExecOptions& opt) {
   const lp::ChecksumTable table =
       lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
            : lp::ChecksumTable();
+  const bool eager = p.scheme == "ep";
+  const scheme::IndexRecordTable<1> records =
+      eager ? scheme::IndexRecordTable<1>(pool.array<scheme::IndexRecordLayout<1>>("ep_index"),
+                                          op.table_slots())
+            : scheme::IndexRecordTable<1>();
   with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
     auto t0 = std::chrono::steady_clock::now();
     int first_pass = 0;
@@ -92,6 +100,9 @@ RunReport fft_execute(pool::Pool& pool, const ExecOptions& opt) {
       first_pass = lp::with_checksum_kind(p.checksum, [&](auto kind) {
         return ff::recover_lp<decltype(kind)::value>(be, op, table, report.recovery);
       });
+    } else if (report.resumed && eager) {
+      report.recovery_action = "ep-recovery";
+      first_pass = ff::recover_ep(be, op, records, report.recovery);
     } else if (report.resumed) {
       report.recovery_action = "restart";  // out of place: the inputs are intact, just run again
     }
@@ -102,6 +113,8 @@ RunReport fft_execute(pool::Pool& pool, const ExecOptions& opt) {
       lp::with_checksum_kind(p.checksum, [&](auto kind) {
         ff::run_lp<decltype(kind)::value>(be, op, table, first_pass);
       });
+    else if (eager)
+      ff::run_ep(be, op, records, first_pass);
     else
       ff::run_base(be, op, first_pass);
     report.compute_seconds = seconds_since(t1);
@@ -133,8 +146,9 @@ VerifyResult fft_verify(const pool::Pool& pool) {
 }  // namespace
 
 KernelDriver make_fft_driver() {
-  return KernelDriver{"fft",    {"base", "lp"}, 1u << 20,   validate_fft,           fft_arrays,
-                      fft_init, fft_execute,    fft_verify, /*n_power_of_two=*/true};
+  return KernelDriver{"fft",        {"base", "lp", "ep"}, 1u << 20,
+                      validate_fft, fft_arrays,           fft_init,
+                      fft_execute,  fft_verify,           /*n_power_of_two=*/true};
 }
 
 }  // namespace pmlab::driver

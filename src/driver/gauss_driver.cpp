@@ -9,6 +9,7 @@
 #include "pmlab/driver/kernel_driver.hpp"
 #include "pmlab/driver/native_dispatch.hpp"
 #include "pmlab/kernels/gauss.hpp"
+#include "pmlab/scheme/index_record.hpp"
 
 namespace pmlab::driver {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 namespace ch = kernels::gauss;
 
 constexpr std::uint64_t kMaxN = 1u << 16;
-constexpr std::uint64_t kMaxTableBytes = 1ull << 30;
+constexpr std::uint64_t kMaxTableBytes = 2ull << 30;  // 2 GiB
 
 // One slot per (column step, row block) plus one per final row.
 std::uint64_t table_slots(const pool::RunParams& p) {
@@ -33,9 +34,9 @@ void validate_gauss(const pool::RunParams& p) {
   if (p.threads < 1 || p.threads > 1024)
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("gauss: --threads must be in [1, 1024], got {}", p.threads));
-  if (p.scheme != "base" && p.scheme != "lp")
+  if (p.scheme != "base" && p.scheme != "lp" && p.scheme != "ep")
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("unknown scheme '{}' for gauss (known: base, lp)", p.scheme));
+                fmt::format("unknown scheme '{}' for gauss (known: base, lp, ep)", p.scheme));
   const std::uint64_t bytes = lp::ChecksumTable::bytes_for(table_slots(p));
   if (p.scheme == "lp" && bytes > kMaxTableBytes)
     throw Error(
@@ -50,6 +51,8 @@ std::vector<pool::ArraySpec> gauss_arrays(const pool::RunParams& p) {
   std::vector<pool::ArraySpec> arrays{{"a", mat}, {"w", mat}};
   if (p.scheme == "lp")
     arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(table_slots(p))});
+  if (p.scheme == "ep")
+    arrays.push_back({"ep_index", scheme::IndexRecordTable<1>::bytes_for((p.n + p.bs - 1) / p.bs)});
   return arrays;
 }
 
@@ -88,6 +91,11 @@ RunReport gauss_execute(pool::Pool& pool, const ExecOptions& opt) {
   const lp::ChecksumTable table =
       lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
            : lp::ChecksumTable();
+  const bool eager = p.scheme == "ep";
+  const scheme::IndexRecordTable<1> records =
+      eager ? scheme::IndexRecordTable<1>(pool.array<scheme::IndexRecordLayout<1>>("ep_index"),
+                                          op.blocks())
+            : scheme::IndexRecordTable<1>();
   with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
     auto t0 = std::chrono::steady_clock::now();
     std::size_t first_k = 0;
@@ -96,6 +104,9 @@ RunReport gauss_execute(pool::Pool& pool, const ExecOptions& opt) {
       first_k = lp::with_checksum_kind(p.checksum, [&](auto kind) {
         return ch::recover_lp<decltype(kind)::value>(be, op, table, report.recovery);
       });
+    } else if (report.resumed && eager) {
+      report.recovery_action = "ep-recovery";
+      first_k = ch::recover_ep(be, op, records, report.recovery);
     } else if (report.resumed) {
       report.recovery_action = "restart";  // base keeps no persistent progress
       ch::restart(be, op);
@@ -107,6 +118,8 @@ RunReport gauss_execute(pool::Pool& pool, const ExecOptions& opt) {
       lp::with_checksum_kind(p.checksum, [&](auto kind) {
         ch::run_lp<decltype(kind)::value>(be, op, table, first_k);
       });
+    else if (eager)
+      ch::run_ep(be, op, records, first_k);
     else
       ch::run_base(be, op, first_k);
     report.compute_seconds = seconds_since(t1);
@@ -138,8 +151,8 @@ VerifyResult gauss_verify(const pool::Pool& pool) {
 }  // namespace
 
 KernelDriver make_gauss_driver() {
-  return KernelDriver{"gauss",      {"base", "lp"}, 300,           validate_gauss,
-                      gauss_arrays, gauss_init,     gauss_execute, gauss_verify};
+  return KernelDriver{"gauss",      {"base", "lp", "ep"}, 400,           validate_gauss,
+                      gauss_arrays, gauss_init,           gauss_execute, gauss_verify};
 }
 
 }  // namespace pmlab::driver

@@ -16,8 +16,8 @@ KernelDriver make_conv2d_driver();
 KernelDriver make_fft_driver();
 
 const std::vector<KernelDriver>& kernel_drivers() {
-  static const std::vector<KernelDriver> drivers{make_tmm_driver(),   make_cholesky_driver(),
-                                                 make_lu_driver(),    make_gauss_driver(),
+  static const std::vector<KernelDriver> drivers{make_tmm_driver(),    make_cholesky_driver(),
+                                                 make_lu_driver(),     make_gauss_driver(),
                                                  make_conv2d_driver(), make_fft_driver()};
   return drivers;
 }
@@ -27,7 +27,8 @@ const KernelDriver& find_kernel(const std::string& name) {
     if (d.name == name) return d;
   std::string known;
   for (const auto& d : kernel_drivers()) known += (known.empty() ? "" : ", ") + d.name;
-  throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown kernel '{}' (known: {})", name, known));
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("unknown kernel '{}' (known: {})", name, known));
 }
 
 persist::PersistMode persist_mode_from_string(const std::string& s) {
@@ -40,9 +41,12 @@ persist::PersistMode persist_mode_from_string(const std::string& s) {
 
 const char* to_string(persist::PersistMode m) {
   switch (m) {
-    case persist::PersistMode::kAuto: return "auto";
-    case persist::PersistMode::kCpu: return "cpu";
-    case persist::PersistMode::kNone: return "none";
+    case persist::PersistMode::kAuto:
+      return "auto";
+    case persist::PersistMode::kCpu:
+      return "cpu";
+    case persist::PersistMode::kNone:
+      return "none";
   }
   return "?";
 }

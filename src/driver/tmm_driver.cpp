@@ -1,4 +1,5 @@
-// Kernel driver for tiled matmul: pool arrays, inputs, resumable execution per scheme, verification.
+// Kernel driver for tiled matmul: pool arrays, inputs, resumable execution per scheme,
+// verification.
 #include <bit>
 #include <chrono>
 #include <cstring>
@@ -21,11 +22,14 @@ constexpr std::uint64_t kMaxN = 1u << 16;  // 32 GiB per matrix: beyond that it'
 
 void validate_tmm(const pool::RunParams& p) {
   if (p.n < 1 || p.n > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("--n must be in [1, {}], got {}", kMaxN, p.n));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--n must be in [1, {}], got {}", kMaxN, p.n));
   if (p.bs < 1 || p.bs > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("--bs must be in [1, {}], got {}", kMaxN, p.bs));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--bs must be in [1, {}], got {}", kMaxN, p.bs));
   if (p.threads < 1 || p.threads > 1024)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("--threads must be in [1, 1024], got {}", p.threads));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--threads must be in [1, 1024], got {}", p.threads));
   if (!is_tmm_scheme(p.scheme))
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("unknown scheme '{}' for tmm (known: {})", p.scheme,
@@ -35,7 +39,9 @@ void validate_tmm(const pool::RunParams& p) {
 std::vector<pool::ArraySpec> tmm_arrays(const pool::RunParams& p) {
   const std::uint64_t mat = p.n * p.n * sizeof(double);
   const std::uint64_t tiles = (p.n + p.bs - 1) / p.bs;
-  std::vector<pool::ArraySpec> arrays{{"a", mat}, {"b", mat}, {"c", mat},
+  std::vector<pool::ArraySpec> arrays{{"a", mat},
+                                      {"b", mat},
+                                      {"c", mat},
                                       {"lp_table", lp::ChecksumTable::bytes_for(tiles * tiles)}};
   for (auto& extra : tmm_scheme_arrays(p)) arrays.push_back(std::move(extra));
   return arrays;
@@ -112,7 +118,8 @@ VerifyResult tmm_verify(const pool::Pool& pool) {
   for (std::size_t i = 0; i < n * n; ++i) {
     if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(c[i])) {
       if (v.mismatches++ == 0)
-        v.first_mismatch = fmt::format("C[{}][{}] = {:a}, expected {:a}", i / n, i % n, got[i], c[i]);
+        v.first_mismatch =
+            fmt::format("C[{}][{}] = {:a}, expected {:a}", i / n, i % n, got[i], c[i]);
     }
   }
   return v;
@@ -121,8 +128,8 @@ VerifyResult tmm_verify(const pool::Pool& pool) {
 }  // namespace
 
 KernelDriver make_tmm_driver() {
-  return KernelDriver{"tmm",     tmm_scheme_names(), 400,       validate_tmm,
-                      tmm_arrays, tmm_init,          tmm_execute, tmm_verify};
+  return KernelDriver{"tmm",      tmm_scheme_names(), 400,         validate_tmm,
+                      tmm_arrays, tmm_init,           tmm_execute, tmm_verify};
 }
 
 }  // namespace pmlab::driver

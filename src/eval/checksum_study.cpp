@@ -49,7 +49,8 @@ PanelStates real_panel_states(std::uint64_t region_values, std::uint64_t seed) {
   return s;
 }
 
-void corrupt(std::vector<double>& v, const PanelStates& states, ErrorModel m, std::mt19937_64& rng) {
+void corrupt(std::vector<double>& v, const PanelStates& states, ErrorModel m,
+             std::mt19937_64& rng) {
   std::uniform_int_distribution<std::size_t> idx(0, v.size() - 1);
   auto flip = [](double x, int bit) {
     return std::bit_cast<double>(std::bit_cast<std::uint64_t>(x) ^ (1ull << bit));
@@ -70,7 +71,8 @@ void corrupt(std::vector<double>& v, const PanelStates& states, ErrorModel m, st
       const std::size_t stale = 1 + rng() % std::min<std::size_t>(lines, 8);
       for (std::size_t s = 0; s < stale; ++s) {
         std::size_t line = rng() % lines;
-        for (std::size_t i = line * 8; i < std::min(v.size(), line * 8 + 8); ++i) v[i] = states.before[i];
+        for (std::size_t i = line * 8; i < std::min(v.size(), line * 8 + 8); ++i)
+          v[i] = states.before[i];
       }
       break;
     }
@@ -102,10 +104,14 @@ double median(std::vector<double> v) {
 
 const char* to_string(ErrorModel m) {
   switch (m) {
-    case ErrorModel::kSingleBitFlip: return "single-bit-flip";
-    case ErrorModel::kRandomWords: return "random-words";
-    case ErrorModel::kStaleLines: return "stale-lines";
-    case ErrorModel::kCompensatingFlips: return "compensating-flips";
+    case ErrorModel::kSingleBitFlip:
+      return "single-bit-flip";
+    case ErrorModel::kRandomWords:
+      return "random-words";
+    case ErrorModel::kStaleLines:
+      return "stale-lines";
+    case ErrorModel::kCompensatingFlips:
+      return "compensating-flips";
   }
   return "?";
 }
@@ -142,7 +148,8 @@ std::vector<AccuracyCell> run_accuracy_study(const ChecksumStudyOptions& opt) {
         }
       });
       cells.push_back(cell);
-      if (opt.on_progress) opt.on_progress(static_cast<double>(cells.size()) / static_cast<double>(total));
+      if (opt.on_progress)
+        opt.on_progress(static_cast<double>(cells.size()) / static_cast<double>(total));
     }
   }
   return cells;
@@ -175,9 +182,8 @@ std::vector<OverheadCell> run_overhead_study(const ChecksumStudyOptions& opt) {
     for (int r = 0; r < opt.overhead_reps; ++r) {
       base_t.push_back(time_it([&] { kernels::tmm::run_base(be, op); }));
       lp_t.push_back(time_it([&] {
-        lp::with_checksum_kind(kind, [&](auto k) {
-          kernels::tmm::run_lp<decltype(k)::value>(be, op, table);
-        });
+        lp::with_checksum_kind(
+            kind, [&](auto k) { kernels::tmm::run_lp<decltype(k)::value>(be, op, table); });
       }));
       ratio.push_back(lp_t.back() / base_t.back() - 1.0);
       if (opt.on_progress)

@@ -1,4 +1,5 @@
-// Plans and runs the evaluation sections, with a time-weighted progress estimate and Ctrl-C support.
+// Plans and runs the evaluation sections, with a time-weighted progress estimate and Ctrl-C
+// support.
 #include "pmlab/eval/eval.hpp"
 
 #include <chrono>
@@ -76,15 +77,14 @@ driver::SimRunSpec sim_spec(const std::string& kernel, const std::string& scheme
 }
 
 json sim_figures(const sim::SimStats& s) {
-  return {{"cycles", s.cycles.value()},
-          {"nvm_writes", s.nvm.writes},
-          {"nvm_reads", s.nvm.reads},
-          {"flushes", s.flushes},
-          {"fences", s.fences},
-          {"llc_misses", s.llc().misses}};
+  return {{"cycles", s.cycles.value()}, {"nvm_writes", s.nvm.writes},
+          {"nvm_reads", s.nvm.reads},   {"flushes", s.flushes},
+          {"fences", s.fences},         {"llc_misses", s.llc().misses}};
 }
 
-double ratio(double a, double b) { return b > 0 ? a / b : (a > 0 ? -1 : 1); }
+double ratio(double a, double b) {
+  return b > 0 ? a / b : (a > 0 ? -1 : 1);
+}
 
 // Simulates `schemes` and base with the same spec; one row per scheme, normalized to base.
 json sim_rows(driver::SimRunSpec spec, const std::vector<std::string>& schemes) {
@@ -128,9 +128,15 @@ std::vector<Step> plan(const EvalOptions& opt) {
       steps.push_back({"sim", fmt::format("sim {} {}", preset, k.name), full ? 900.0 : 6.0,
                        [=, name = k.name, schemes = k.schemes] {
                          auto spec = sim_spec(name, "base", sz.sim_n, preset, {});
-                         if (!simulable(spec)) return json{{"kernel", name}, {"preset", preset}, {"skipped", "no simulator entry point"}};
-                         return json{{"kernel", name}, {"preset", preset}, {"n", sz.sim_n},
-                                     {"bs", spec.run.bs}, {"threads", spec.run.threads},
+                         if (!simulable(spec))
+                           return json{{"kernel", name},
+                                       {"preset", preset},
+                                       {"skipped", "no simulator entry point"}};
+                         return json{{"kernel", name},
+                                     {"preset", preset},
+                                     {"n", sz.sim_n},
+                                     {"bs", spec.run.bs},
+                                     {"threads", spec.run.threads},
                                      {"rows", sim_rows(spec, schemes)}};
                        }});
     }
@@ -139,26 +145,27 @@ std::vector<Step> plan(const EvalOptions& opt) {
   for (const auto& k : driver::kernel_drivers()) {
     for (const auto& s : k.schemes) {
       const Sizes sz = sizes_for(k.name, full);
-      steps.push_back({"crash", fmt::format("crash {} {}", k.name, s), full ? 120.0 : 1.5,
-                       [=, name = k.name] {
-                         driver::MachineOverrides o;
-                         o.cores = 2;
-                         o.l1_size = 1024;
-                         o.llc_size = 4096;
-                         o.l1_ways = 4;
-                         o.l2_size = 0;
-                         auto spec = sim_spec(name, s, sz.crash_n, "lp-isca18", o);
-                         spec.run.bs = 8;
-                         spec.run.threads = 2;
-                         if (!simulable(spec)) return json{{"kernel", name}, {"scheme", s}, {"skipped", "native only"}};
-                         driver::CampaignOptions c;
-                         c.spec = spec;
-                         c.trials = full ? 2000 : 100;
-                         c.seed = opt.seed;
-                         auto j = driver::to_json(driver::run_campaign(c), false);
-                         j["n"] = spec.run.n;
-                         return j;
-                       }});
+      steps.push_back(
+          {"crash", fmt::format("crash {} {}", k.name, s), full ? 120.0 : 1.5, [=, name = k.name] {
+             driver::MachineOverrides o;
+             o.cores = 2;
+             o.l1_size = 1024;
+             o.llc_size = 4096;
+             o.l1_ways = 4;
+             o.l2_size = 0;
+             auto spec = sim_spec(name, s, sz.crash_n, "lp-isca18", o);
+             spec.run.bs = 8;
+             spec.run.threads = 2;
+             if (!simulable(spec))
+               return json{{"kernel", name}, {"scheme", s}, {"skipped", "native only"}};
+             driver::CampaignOptions c;
+             c.spec = spec;
+             c.trials = full ? 2000 : 100;
+             c.seed = opt.seed;
+             auto j = driver::to_json(driver::run_campaign(c), false);
+             j["n"] = spec.run.n;
+             return j;
+           }});
     }
   }
   // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
@@ -182,31 +189,37 @@ std::vector<Step> plan(const EvalOptions& opt) {
   // 5. Sensitivity (LP paper §VI-C) for tmm: LLC size, NVM latency, threads.
   const std::uint64_t sens_n = full ? 1024 : 192;
   for (const std::string llc : {"256K", "512K", "1M"}) {
-    steps.push_back({"sensitivity", "LLC " + llc, full ? 200.0 : 3.0, [=] {
-                       driver::MachineOverrides o;
-                       o.llc_size = llc == "256K" ? 256u << 10 : llc == "512K" ? 512u << 10 : 1u << 20;
-                       auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
-                       return json{{"study", "llc"}, {"value", llc}, {"n", sens_n}, {"rows", rows}};
-                     }});
+    steps.push_back(
+        {"sensitivity", "LLC " + llc, full ? 200.0 : 3.0, [=] {
+           driver::MachineOverrides o;
+           o.llc_size = llc == "256K" ? 256u << 10 : llc == "512K" ? 512u << 10 : 1u << 20;
+           auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
+           return json{{"study", "llc"}, {"value", llc}, {"n", sens_n}, {"rows", rows}};
+         }});
   }
   for (auto [r, w] : {std::pair{60.0, 150.0}, {150.0, 300.0}, {300.0, 600.0}}) {
-    steps.push_back({"sensitivity", fmt::format("NVM {}/{} ns", r, w), full ? 200.0 : 3.0, [=] {
-                       driver::MachineOverrides o;
-                       o.nvm_read_ns = r;
-                       o.nvm_write_ns = w;
-                       auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
-                       return json{{"study", "nvm"}, {"value", fmt::format("{:.0f}/{:.0f}", r, w)}, {"n", sens_n}, {"rows", rows}};
-                     }});
+    steps.push_back(
+        {"sensitivity", fmt::format("NVM {}/{} ns", r, w), full ? 200.0 : 3.0, [=] {
+           driver::MachineOverrides o;
+           o.nvm_read_ns = r;
+           o.nvm_write_ns = w;
+           auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
+           return json{{"study", "nvm"},
+                       {"value", fmt::format("{:.0f}/{:.0f}", r, w)},
+                       {"n", sens_n},
+                       {"rows", rows}};
+         }});
   }
   for (int t : {1, 2, 4, 8, 16}) {
-    steps.push_back({"sensitivity", fmt::format("{} threads", t), full ? 200.0 : 3.0, [=] {
-                       driver::MachineOverrides o;
-                       o.cores = t;
-                       auto spec = sim_spec("tmm", "base", sens_n, "lp-isca18", o);
-                       spec.run.threads = static_cast<std::uint32_t>(t);
-                       auto rows = sim_rows(spec, {"lp", "ep-ii", "ep-jj"});
-                       return json{{"study", "threads"}, {"value", t}, {"n", sens_n}, {"rows", rows}};
-                     }});
+    steps.push_back(
+        {"sensitivity", fmt::format("{} threads", t), full ? 200.0 : 3.0, [=] {
+           driver::MachineOverrides o;
+           o.cores = t;
+           auto spec = sim_spec("tmm", "base", sens_n, "lp-isca18", o);
+           spec.run.threads = static_cast<std::uint32_t>(t);
+           auto rows = sim_rows(spec, {"lp", "ep-ii", "ep-jj"});
+           return json{{"study", "threads"}, {"value", t}, {"n", sens_n}, {"rows", rows}};
+         }});
   }
   return steps;
 }
@@ -253,7 +266,8 @@ json run_eval(const EvalOptions& opt) {
       break;
     }
     if (opt.progress) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double left = done > 0 ? elapsed / done * (total - done) : 0;
       opt.progress(done / total, left, step.label);
     }
@@ -268,7 +282,8 @@ json run_eval(const EvalOptions& opt) {
     done += step.weight;
   }
   results["complete"] = !interrupted;
-  results["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  results["wall_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (opt.progress) opt.progress(1.0, 0, interrupted ? "interrupted" : "done");
 
   fs::create_directories(opt.out_dir);
@@ -282,7 +297,8 @@ json run_eval(const EvalOptions& opt) {
                                   (dir / "results.json").string(), dir.string());
     if (std::system(cmd.c_str()) == 0)
       for (const auto& e : fs::directory_iterator(dir))
-        if (e.path().extension() == ".png") results["figures"].push_back(e.path().filename().string());
+        if (e.path().extension() == ".png")
+          results["figures"].push_back(e.path().filename().string());
   }
   write_file(dir / "results.json", results.dump(2));
   write_file(dir / "report.md", render_report(results));

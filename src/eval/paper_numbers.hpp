@@ -7,23 +7,32 @@
 namespace pmlab::eval::paper {
 
 // LP paper Fig. 10 (text §VI-B): tmm on gem5, lp-isca18 machine, normalized to base.
-inline const std::map<std::string, double> kFig10Time = {{"lp", 1.002}, {"ep-ii", 1.12}, {"wal-ii", 5.97}};
-inline const std::map<std::string, double> kFig10Writes = {{"lp", 1.003}, {"ep-ii", 1.36}, {"wal-ii", 3.83}};
+inline const std::map<std::string, double> kFig10Time = {
+    {"lp", 1.002}, {"ep-ii", 1.12}, {"wal-ii", 5.97}};
+inline const std::map<std::string, double> kFig10Writes = {
+    {"lp", 1.003}, {"ep-ii", 1.36}, {"wal-ii", 3.83}};
 
 // Thesis Table 3.4: tmm NVM writes normalized to base on the pact17 machine.
-inline const std::map<std::string, std::string> kTable34Writes = {
-    {"ep-ii", "1.07"}, {"ep-jj", "1.15"}, {"wal-ii", "2.11"}, {"wal-jj", "2.23"}, {"cp", "4.30"},
-    {"hr-ii-x32", "1.08-1.20"}, {"hr-ii-x64", "1.08-1.20"}, {"hr-jj-x32", "1.08-1.20"},
-    {"hr-jj-x64", "1.08-1.20"}};
+inline const std::map<std::string, std::string> kTable34Writes = {{"ep-ii", "1.07"},
+                                                                  {"ep-jj", "1.15"},
+                                                                  {"wal-ii", "2.11"},
+                                                                  {"wal-jj", "2.23"},
+                                                                  {"cp", "4.30"},
+                                                                  {"hr-ii-x32", "1.08-1.20"},
+                                                                  {"hr-ii-x64", "1.08-1.20"},
+                                                                  {"hr-jj-x32", "1.08-1.20"},
+                                                                  {"hr-jj-x64", "1.08-1.20"}};
 
 // LP paper Table VII: LP execution-time overhead on real hardware, per kernel.
 inline const std::map<std::string, std::string> kTable7NativeLp = {
     {"tmm", "0.8%"}, {"cholesky", "1.1%"}, {"conv2d", "0.9%"}, {"gauss", "2.1%"}, {"fft", "1.1%"}};
 
 // LP paper Fig. 15b: time overhead per checksum kind; §III-D: miss rate < 2e-9 (modular, Adler-32).
-inline const std::map<std::string, std::string> kFig15bOverhead = {
-    {"modular", "0.2%"}, {"parity", "0.1%"}, {"adler32", "~1%"}, {"modular-parity", "3.4%"},
-    {"crc32c", "n/a"}};
+inline const std::map<std::string, std::string> kFig15bOverhead = {{"modular", "0.2%"},
+                                                                   {"parity", "0.1%"},
+                                                                   {"adler32", "~1%"},
+                                                                   {"modular-parity", "3.4%"},
+                                                                   {"crc32c", "n/a"}};
 
 // LP paper Fig. 15a: LP execution-time overhead vs LLC size.
 inline const std::map<std::string, std::string> kFig15aLlc = {

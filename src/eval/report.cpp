@@ -1,4 +1,5 @@
-// Renders the evaluation results as Markdown, the papers' numbers side by side, with a note per gap.
+// Renders the evaluation results as Markdown, the papers' numbers side by side, with a note per
+// gap.
 #include <fmt/format.h>
 
 #include <map>
@@ -12,15 +13,21 @@ namespace {
 
 using nlohmann::json;
 
-std::string pct(double ratio) { return fmt::format("{:+.1f}%", (ratio - 1.0) * 100.0); }
-std::string times(double ratio) { return ratio < 0 ? "n/a" : fmt::format("{:.3f}x", ratio); }
+std::string pct(double ratio) {
+  return fmt::format("{:+.1f}%", (ratio - 1.0) * 100.0);
+}
+std::string times(double ratio) {
+  return ratio < 0 ? "n/a" : fmt::format("{:.3f}x", ratio);
+}
 
 template <class Map>
 std::string lookup(const Map& m, const std::string& key) {
   auto it = m.find(key);
   if (it == m.end()) return "–";
-  if constexpr (std::is_same_v<typename Map::mapped_type, double>) return fmt::format("{:.3f}x", it->second);
-  else return it->second;
+  if constexpr (std::is_same_v<typename Map::mapped_type, double>)
+    return fmt::format("{:.3f}x", it->second);
+  else
+    return it->second;
 }
 
 const json* find_row(const json& rows, const std::string& scheme) {
@@ -30,56 +37,66 @@ const json* find_row(const json& rows, const std::string& scheme) {
 }
 
 std::string native_section(const json& res) {
-  std::string md = "## Native execution time vs base\n\n"
-                   "Every scheme and base run side by side on fresh pools in one process: "
-                   "repetitions interleaved (scheme order rotated per repetition), only the kernel "
-                   "timed, `--persist cpu --flush clwb`, 2 threads. Ratio = median over repetitions "
-                   "of t(scheme)/t(base) of the same repetition, with its range.\n\n";
+  std::string md =
+      "## Native execution time vs base\n\n"
+      "Every scheme and base run side by side on fresh pools in one process: "
+      "repetitions interleaved (scheme order rotated per repetition), only the kernel "
+      "timed, `--persist cpu --flush clwb`, 2 threads. Ratio = median over repetitions "
+      "of t(scheme)/t(base) of the same repetition, with its range.\n\n";
   for (const auto& k : res) {
     if (k.contains("error")) {
-      md += fmt::format("- {}: not measured ({})\n\n", k.value("label", "?"), k["error"].get<std::string>());
+      md += fmt::format("- {}: not measured ({})\n\n", k.value("label", "?"),
+                        k["error"].get<std::string>());
       continue;
     }
     md += fmt::format("### {} (n = {}, bs = {}, {} reps)\n\n", k["kernel"].get<std::string>(),
-                      k["n"].get<std::uint64_t>(), k["bs"].get<std::uint64_t>(), k["reps"].get<int>());
-    md += "| scheme | median s | ratio to base | range | bit-exact | paper |\n|---|---|---|---|---|---|\n";
+                      k["n"].get<std::uint64_t>(), k["bs"].get<std::uint64_t>(),
+                      k["reps"].get<int>());
+    md +=
+        "| scheme | median s | ratio to base | range | bit-exact | paper "
+        "|\n|---|---|---|---|---|---|\n";
     for (const auto& s : k["schemes"]) {
       const std::string name = s["scheme"];
       std::string paper = "–";
       if (k["kernel"] == "tmm") paper = lookup(paper::kFig10Time, name);
       if (name == "lp" && paper::kTable7NativeLp.count(k["kernel"]))
         paper = "+" + paper::kTable7NativeLp.at(k["kernel"]) + " (Table VII)";
-      md += fmt::format("| {} | {:.4f} | {} | {} … {} | {} | {} |\n", name, s["median"].get<double>(),
-                        times(s["ratio_to_base"].get<double>()), times(s["ratio_min"].get<double>()),
-                        times(s["ratio_max"].get<double>()), s["bit_exact_vs_base"].get<bool>() ? "yes" : "NO",
-                        paper);
+      md += fmt::format("| {} | {:.4f} | {} | {} … {} | {} | {} |\n", name,
+                        s["median"].get<double>(), times(s["ratio_to_base"].get<double>()),
+                        times(s["ratio_min"].get<double>()), times(s["ratio_max"].get<double>()),
+                        s["bit_exact_vs_base"].get<bool>() ? "yes" : "NO", paper);
     }
     md += "\n";
   }
-  md += "Gaps: the papers' native numbers come from machines with real persistent memory (or "
-        "gem5), where a flushed line travels to the NVM DIMM; here pools live on DRAM-backed "
-        "files, so `clwb`/`clflushopt` write back to DRAM and eager schemes look cheaper than "
-        "on Optane-class memory. LP issues no flush at all, so its overhead (the checksum "
-        "arithmetic) is the one figure that transfers directly. Quick mode uses small n, where "
-        "per-region fixed costs weigh more than at the papers' sizes.\n\n";
+  md +=
+      "Gaps: the papers' native numbers come from machines with real persistent memory (or "
+      "gem5), where a flushed line travels to the NVM DIMM; here pools live on DRAM-backed "
+      "files, so `clwb`/`clflushopt` write back to DRAM and eager schemes look cheaper than "
+      "on Optane-class memory. LP issues no flush at all, so its overhead (the checksum "
+      "arithmetic) is the one figure that transfers directly. Quick mode uses small n, where "
+      "per-region fixed costs weigh more than at the papers' sizes.\n\n";
   return md;
 }
 
 std::string sim_section(const json& res) {
-  std::string md = "## Simulated cycles and NVM writes vs base\n\n"
-                   "Same kernel source through the simulator (docs/simulator.md), both papers' "
-                   "machines, the preset's thread count, bs = 16. Figures are normalized to base "
-                   "simulated with identical parameters.\n\n";
+  std::string md =
+      "## Simulated cycles and NVM writes vs base\n\n"
+      "Same kernel source through the simulator (docs/simulator.md), both papers' "
+      "machines, the preset's thread count, bs = 16. Figures are normalized to base "
+      "simulated with identical parameters.\n\n";
   for (const auto& k : res) {
     if (k.contains("skipped") || k.contains("error")) {
-      md += fmt::format("- {}: {}\n\n", k.value("label", "?"),
-                        k.contains("error") ? k["error"].get<std::string>() : k["skipped"].get<std::string>());
+      md += fmt::format(
+          "- {}: {}\n\n", k.value("label", "?"),
+          k.contains("error") ? k["error"].get<std::string>() : k["skipped"].get<std::string>());
       continue;
     }
     const std::string preset = k["preset"], kernel = k["kernel"];
-    md += fmt::format("### {} on {} (n = {}, {} threads)\n\n", kernel, preset, k["n"].get<std::uint64_t>(),
-                      k["threads"].get<std::uint32_t>());
-    md += "| scheme | cycles vs base | NVM writes vs base | paper writes | paper time |\n|---|---|---|---|---|\n";
+    md += fmt::format("### {} on {} (n = {}, {} threads)\n\n", kernel, preset,
+                      k["n"].get<std::uint64_t>(), k["threads"].get<std::uint32_t>());
+    md +=
+        "| scheme | cycles vs base | NVM writes vs base | paper writes | paper time "
+        "|\n|---|---|---|---|---|\n";
     for (const auto& r : k["rows"]) {
       const std::string s = r["scheme"];
       std::string pw = "–", pt = "–";
@@ -93,37 +110,43 @@ std::string sim_section(const json& res) {
     }
     md += "\n";
   }
-  md += "Gaps: quick mode simulates n = 128, whose three matrices (384 KiB) fit the 512 KiB LLC "
-        "of lp-isca18, so base writes little and every eager write-back shows up as a large "
-        "ratio; the papers' n = 1024 (24 MiB) streams through the LLC and base's own eviction "
-        "writes dominate the denominator (run `pmlab eval --full`, or see "
-        "docs/sim-reproduction.md). The simulator has no out-of-order core: cycles count memory "
-        "time only, so compute-bound overheads such as checksum arithmetic do not appear in "
-        "cycles.\n\n";
+  md +=
+      "Gaps: quick mode simulates n = 128, whose three matrices (384 KiB) fit the 512 KiB LLC "
+      "of lp-isca18, so base writes little and every eager write-back shows up as a large "
+      "ratio; the papers' n = 1024 (24 MiB) streams through the LLC and base's own eviction "
+      "writes dominate the denominator (run `pmlab eval --full`, or see "
+      "docs/sim-reproduction.md). The simulator has no out-of-order core: cycles count memory "
+      "time only, so compute-bound overheads such as checksum arithmetic do not appear in "
+      "cycles.\n\n";
   return md;
 }
 
 std::string crash_section(const json& res) {
-  std::string md = "## Crash campaigns (simulator power failures)\n\n"
-                   "Each trial cuts the power at a random op (plus first/last op and just before, "
-                   "inside and after region commits), restores memory from the NVM image, runs "
-                   "recovery (cut again in ~30% of trials) and the rest of the run, and compares "
-                   "bit for bit. Tiny caches (L1 1 KiB, LLC 4 KiB) so CI-sized runs evict.\n\n"
-                   "| kernel | scheme | n | trials | passed | recovery ops median / p90 / max | "
-                   "crashes in recovery | unnecessary recomputations (R3) | trials/s |\n"
-                   "|---|---|---|---|---|---|---|---|---|\n";
+  std::string md =
+      "## Crash campaigns (simulator power failures)\n\n"
+      "Each trial cuts the power at a random op (plus first/last op and just before, "
+      "inside and after region commits), restores memory from the NVM image, runs "
+      "recovery (cut again in ~30% of trials) and the rest of the run, and compares "
+      "bit for bit. Tiny caches (L1 1 KiB, LLC 4 KiB) so CI-sized runs evict.\n\n"
+      "| kernel | scheme | n | trials | passed | recovery ops median / p90 / max | "
+      "crashes in recovery | unnecessary recomputations (R3) | trials/s |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : res) {
     if (c.contains("skipped") || c.contains("error")) {
       md += fmt::format("| {} | | | | {} | | | | |\n", c.value("label", "?"),
-                        c.contains("error") ? "error: " + c["error"].get<std::string>() : c["skipped"].get<std::string>());
+                        c.contains("error") ? "error: " + c["error"].get<std::string>()
+                                            : c["skipped"].get<std::string>());
       continue;
     }
-    md += fmt::format("| {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {:.0f} |\n",
-                      c["kernel"].get<std::string>(), c["scheme"].get<std::string>(), c["n"].get<std::uint64_t>(),
-                      c["trials"].get<std::uint64_t>(), c["passed"].get<std::uint64_t>(),
-                      c["recovery_ops"]["median"].get<std::uint64_t>(), c["recovery_ops"]["p90"].get<std::uint64_t>(),
-                      c["recovery_ops"]["max"].get<std::uint64_t>(), c["crashes_during_recovery"].get<std::uint64_t>(),
-                      c["unnecessary_recomputations"].get<std::uint64_t>(), c["trials_per_second"].get<double>());
+    md += fmt::format(
+        "| {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {:.0f} |\n",
+        c["kernel"].get<std::string>(), c["scheme"].get<std::string>(), c["n"].get<std::uint64_t>(),
+        c["trials"].get<std::uint64_t>(), c["passed"].get<std::uint64_t>(),
+        c["recovery_ops"]["median"].get<std::uint64_t>(),
+        c["recovery_ops"]["p90"].get<std::uint64_t>(),
+        c["recovery_ops"]["max"].get<std::uint64_t>(),
+        c["crashes_during_recovery"].get<std::uint64_t>(),
+        c["unnecessary_recomputations"].get<std::uint64_t>(), c["trials_per_second"].get<double>());
   }
   return md + "\n";
 }
@@ -132,72 +155,89 @@ std::string checksum_section(const json& res) {
   std::string md = "## Checksum accuracy and overhead (LP paper §III-D, Fig. 15b)\n\n";
   for (const auto& part : res) {
     if (part.contains("accuracy")) {
-      md += "Errors injected into a real tmm region (bs = 16 rows of a mid-run panel); a miss is a "
-            "corrupted region whose checksum still matches. Upper bound: 95% confidence (rule of "
-            "three when there are no misses). Paper: < 2×10⁻⁹ for modular and Adler-32.\n\n"
-            "| checksum | error model | trials | undetected | miss rate ≤ (95%) |\n|---|---|---|---|---|\n";
+      md +=
+          "Errors injected into a real tmm region (bs = 16 rows of a mid-run panel); a miss is a "
+          "corrupted region whose checksum still matches. Upper bound: 95% confidence (rule of "
+          "three when there are no misses). Paper: < 2×10⁻⁹ for modular and Adler-32.\n\n"
+          "| checksum | error model | trials | undetected | miss rate ≤ (95%) "
+          "|\n|---|---|---|---|---|\n";
       for (const auto& c : part["accuracy"])
         md += fmt::format("| {} | {} | {} | {} | {:.2e} |\n", c["checksum"].get<std::string>(),
                           c["error_model"].get<std::string>(), c["trials"].get<std::uint64_t>(),
-                          c["undetected"].get<std::uint64_t>(), c["miss_rate_upper_95"].get<double>());
-      md += "\nThe compensating-flips model (one bit set in one value and cleared at the same "
-            "position in another) is invisible to parity and to the modular sum by construction; "
-            "Adler-32 and CRC32C are position-sensitive and catch it. The paper's 2×10⁻⁹ needs "
-            "~10⁹ trials to confirm; `--full` runs 2×10⁶ per cell.\n\n";
+                          c["undetected"].get<std::uint64_t>(),
+                          c["miss_rate_upper_95"].get<double>());
+      md +=
+          "\nThe compensating-flips model (one bit set in one value and cleared at the same "
+          "position in another) is invisible to parity and to the modular sum by construction; "
+          "Adler-32 and CRC32C are position-sensitive and catch it. The paper's 2×10⁻⁹ needs "
+          "~10⁹ trials to confirm; `--full` runs 2×10⁶ per cell.\n\n";
     }
     if (part.contains("overhead")) {
-      md += "LP tmm time with each checksum kind vs base, interleaved pairs, native, 2 threads.\n\n"
-            "| checksum | overhead (median) | range | paper (Fig. 15b) |\n|---|---|---|---|\n";
+      md +=
+          "LP tmm time with each checksum kind vs base, interleaved pairs, native, 2 threads.\n\n"
+          "| checksum | overhead (median) | range | paper (Fig. 15b) |\n|---|---|---|---|\n";
       for (const auto& c : part["overhead"])
-        md += fmt::format("| {} | {:+.1f}% | {:+.1f}% … {:+.1f}% | {} |\n", c["checksum"].get<std::string>(),
-                          100 * c["overhead_median"].get<double>(), 100 * c["overhead_min"].get<double>(),
-                          100 * c["overhead_max"].get<double>(),
-                          lookup(paper::kFig15bOverhead, c["checksum"].get<std::string>()));
+        md += fmt::format(
+            "| {} | {:+.1f}% | {:+.1f}% … {:+.1f}% | {} |\n", c["checksum"].get<std::string>(),
+            100 * c["overhead_median"].get<double>(), 100 * c["overhead_min"].get<double>(),
+            100 * c["overhead_max"].get<double>(),
+            lookup(paper::kFig15bOverhead, c["checksum"].get<std::string>()));
       md += "\n";
     }
-    if (part.contains("error")) md += fmt::format("- {}: {}\n\n", part.value("label", "?"), part["error"].get<std::string>());
+    if (part.contains("error"))
+      md += fmt::format("- {}: {}\n\n", part.value("label", "?"), part["error"].get<std::string>());
   }
   return md;
 }
 
 std::string sensitivity_section(const json& res) {
-  std::string md = "## Sensitivity (simulator, tmm, lp-isca18; LP paper §VI-C)\n\n"
-                   "| study | value | LP cycles | LP writes | EagerRecompute (ii) cycles | EagerRecompute (ii) writes | paper (LP time) |\n"
-                   "|---|---|---|---|---|---|---|\n";
+  std::string md =
+      "## Sensitivity (simulator, tmm, lp-isca18; LP paper §VI-C)\n\n"
+      "| study | value | LP cycles | LP writes | EagerRecompute (ii) cycles | EagerRecompute (ii) "
+      "writes | paper (LP time) |\n"
+      "|---|---|---|---|---|---|---|\n";
   for (const auto& s : res) {
     if (s.contains("error")) {
-      md += fmt::format("| {} | error: {} | | | | | |\n", s.value("label", "?"), s["error"].get<std::string>());
+      md += fmt::format("| {} | error: {} | | | | | |\n", s.value("label", "?"),
+                        s["error"].get<std::string>());
       continue;
     }
     const auto* lp = find_row(s["rows"], "lp");
     const auto* ep = find_row(s["rows"], "ep-ii");
     std::string value = s["value"].is_string() ? s["value"].get<std::string>() : s["value"].dump();
     std::string paper = s["study"] == "llc" ? lookup(paper::kFig15aLlc, value) : "–";
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", s["study"].get<std::string>(), value,
-                      lp ? pct((*lp)["cycles_vs_base"].get<double>()) : "–",
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", s["study"].get<std::string>(),
+                      value, lp ? pct((*lp)["cycles_vs_base"].get<double>()) : "–",
                       lp ? pct((*lp)["writes_vs_base"].get<double>()) : "–",
                       ep ? pct((*ep)["cycles_vs_base"].get<double>()) : "–",
                       ep ? pct((*ep)["writes_vs_base"].get<double>()) : "–", paper);
   }
-  md += "\nThe periodic-flush interval study (Fig. 11) is not part of this evaluation yet: the "
-        "simulator has no periodic cleaning engine (see the issue tracker).\n\n";
+  md +=
+      "\nThe periodic-flush interval study (Fig. 11) is not part of this evaluation yet: the "
+      "simulator has no periodic cleaning engine (see the issue tracker).\n\n";
   return md;
 }
 
 }  // namespace
 
 std::string render_headline(const json& results) {
-  std::string md = "| kernel | LP native time | LP sim writes (lp-isca18) | EagerRecompute sim writes | WAL sim writes | crash trials passed |\n"
-                   "|---|---|---|---|---|---|\n";
+  std::string md =
+      "| kernel | LP native time | LP sim writes (lp-isca18) | EagerRecompute sim writes | WAL sim "
+      "writes | crash trials passed |\n"
+      "|---|---|---|---|---|---|\n";
   std::map<std::string, std::string> lp_native, lp_writes, ep_writes, wal_writes, crash;
   for (const auto& k : results.value("native", json::array()))
     if (k.contains("schemes"))
-      if (const auto* r = find_row(k["schemes"], "lp")) lp_native[k["kernel"]] = pct((*r)["ratio_to_base"].get<double>());
+      if (const auto* r = find_row(k["schemes"], "lp"))
+        lp_native[k["kernel"]] = pct((*r)["ratio_to_base"].get<double>());
   for (const auto& k : results.value("sim", json::array())) {
     if (!k.contains("rows") || k["preset"] != "lp-isca18") continue;
-    if (const auto* r = find_row(k["rows"], "lp")) lp_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
-    if (const auto* r = find_row(k["rows"], "ep-ii")) ep_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
-    if (const auto* r = find_row(k["rows"], "wal-ii")) wal_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
+    if (const auto* r = find_row(k["rows"], "lp"))
+      lp_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
+    if (const auto* r = find_row(k["rows"], "ep-ii"))
+      ep_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
+    if (const auto* r = find_row(k["rows"], "wal-ii"))
+      wal_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
   }
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> tally;
   for (const auto& c : results.value("crash", json::array()))
@@ -207,7 +247,8 @@ std::string render_headline(const json& results) {
     }
   for (auto& [k, t] : tally) crash[k] = fmt::format("{} / {}", t.first, t.second);
   std::map<std::string, int> kernels;
-  for (auto* m : {&lp_native, &lp_writes, &crash}) for (auto& [k, v] : *m) kernels[k] = 1;
+  for (auto* m : {&lp_native, &lp_writes, &crash})
+    for (auto& [k, v] : *m) kernels[k] = 1;
   auto get = [](const std::map<std::string, std::string>& m, const std::string& k) {
     auto it = m.find(k);
     return it == m.end() ? std::string("–") : it->second;
@@ -219,15 +260,19 @@ std::string render_headline(const json& results) {
 }
 
 std::string render_report(const json& results) {
-  std::string md = fmt::format("# pmlab evaluation ({} mode, pmlab {})\n\n", results.value("mode", "?"),
-                               results.value("pmlab_version", "?"));
+  std::string md = fmt::format("# pmlab evaluation ({} mode, pmlab {})\n\n",
+                               results.value("mode", "?"), results.value("pmlab_version", "?"));
   if (!results.value("complete", false))
-    md += "**Partial report: the evaluation was interrupted; sections below hold what was measured.**\n\n";
-  md += fmt::format("Reproduce: `pmlab eval --{} --seed {}` ({:.0f} s here). Raw data: results.json.\n\n",
-                    results.value("mode", "quick"), results.value("seed", 1), results.value("wall_seconds", 0.0));
+    md +=
+        "**Partial report: the evaluation was interrupted; sections below hold what was "
+        "measured.**\n\n";
+  md += fmt::format(
+      "Reproduce: `pmlab eval --{} --seed {}` ({:.0f} s here). Raw data: results.json.\n\n",
+      results.value("mode", "quick"), results.value("seed", 1), results.value("wall_seconds", 0.0));
   md += "## Headline\n\n" + render_headline(results) + "\n";
-  md += "Paper (LP, ISCA 2018): LP native time +0.8–2.1% (Table VII); tmm NVM writes LP 1.003x, "
-        "EagerRecompute 1.36x, WAL 3.83x (Fig. 10).\n\n";
+  md +=
+      "Paper (LP, ISCA 2018): LP native time +0.8–2.1% (Table VII); tmm NVM writes LP 1.003x, "
+      "EagerRecompute 1.36x, WAL 3.83x (Fig. 10).\n\n";
   for (const auto& f : results.value("figures", json::array()))
     md += fmt::format("![{}]({})\n\n", f.get<std::string>(), f.get<std::string>());
   md += native_section(results.value("native", json::array()));

@@ -27,15 +27,22 @@ struct RootHeader {
   std::uint64_t magic, n, bs, tiles;
 };
 
-std::size_t tiles_of(std::size_t n, std::size_t bs) { return (n + bs - 1) / bs; }
-std::size_t index_offset() { return kCacheLineBytes; }
-std::size_t c_offset(std::size_t tiles) { return kCacheLineBytes * (1 + tiles); }
+std::size_t tiles_of(std::size_t n, std::size_t bs) {
+  return (n + bs - 1) / bs;
+}
+std::size_t index_offset() {
+  return kCacheLineBytes;
+}
+std::size_t c_offset(std::size_t tiles) {
+  return kCacheLineBytes * (1 + tiles);
+}
 std::size_t root_bytes(std::size_t n, std::size_t bs) {
   return c_offset(tiles_of(n, bs)) + n * n * sizeof(double) + kCacheLineBytes;  // + alignment slack
 }
 
 [[noreturn]] void obj_error(const std::string& what, const std::string& path) {
-  throw Error(ErrorCode::kIo, fmt::format("{} '{}': libpmemobj: {}", what, path, pmemobj_errormsg()));
+  throw Error(ErrorCode::kIo,
+              fmt::format("{} '{}': libpmemobj: {}", what, path, pmemobj_errormsg()));
 }
 
 }  // namespace
@@ -70,7 +77,8 @@ void create_file(const std::string& path, const PmemobjTmm::Options& o) {
   const std::size_t tiles = tiles_of(o.n, o.bs);
   const std::size_t panel = std::min(o.bs, o.n) * o.n * sizeof(double);
   // Root + room for each thread's undo snapshots (a panel per transaction) + heap overhead.
-  std::size_t bytes = root_bytes(o.n, o.bs) + 4 * static_cast<std::size_t>(o.threads) * panel + (16u << 20);
+  std::size_t bytes =
+      root_bytes(o.n, o.bs) + 4 * static_cast<std::size_t>(o.threads) * panel + (16u << 20);
   bytes = std::max<std::size_t>(round_up(bytes, 1u << 20), PMEMOBJ_MIN_POOL);
   PMEMobjpool* pop = pmemobj_create(tmp.c_str(), kLayout, bytes, 0600);
   if (pop == nullptr) obj_error("cannot create object pool", tmp);
@@ -92,7 +100,9 @@ void create_file(const std::string& path, const PmemobjTmm::Options& o) {
 
 }  // namespace
 
-std::string PmemobjTmm::path_for(const std::string& pmlab_pool) { return pmlab_pool + ".pmemobj"; }
+std::string PmemobjTmm::path_for(const std::string& pmlab_pool) {
+  return pmlab_pool + ".pmemobj";
+}
 
 void PmemobjTmm::remove(const std::string& path) {
   std::filesystem::remove(path);
@@ -135,7 +145,9 @@ std::size_t PmemobjTmm::resume_point() const {
   return static_cast<std::size_t>(m);
 }
 
-double* PmemobjTmm::c() const { return impl_->c(); }
+double* PmemobjTmm::c() const {
+  return impl_->c();
+}
 
 void PmemobjTmm::copy_c(double* dst) const {
   std::memcpy(dst, impl_->c(), impl_->n * impl_->n * sizeof(double));
@@ -145,7 +157,8 @@ void PmemobjTmm::run(const Operands& ab, std::size_t first_kt) const {
   const Impl& m = *impl_;
   // The same operands with C redirected into the object pool: panel_step's FP order is reused.
   const Operands op{ab.a, ab.b, {m.c(), m.n, m.n}, m.n, m.bs};
-  mem::PlainBackend be({}, 1);  // plain loads/stores (stateless, shared by threads); libpmemobj persists
+  mem::PlainBackend be(
+      {}, 1);  // plain loads/stores (stateless, shared by threads); libpmemobj persists
   const auto nt = static_cast<std::ptrdiff_t>(m.tiles);
   for (std::size_t kt = first_kt; kt < m.tiles; ++kt) {
     int failure = 0;
@@ -174,7 +187,8 @@ void PmemobjTmm::run(const Operands& ab, std::size_t first_kt) const {
       if (pmemobj_tx_end() != 0) failure = 1;
     }
     if (failure != 0)
-      throw Error(ErrorCode::kIo, fmt::format("libpmemobj transaction failed: {}", pmemobj_errormsg()));
+      throw Error(ErrorCode::kIo,
+                  fmt::format("libpmemobj transaction failed: {}", pmemobj_errormsg()));
   }
 }
 

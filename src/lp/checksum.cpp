@@ -9,11 +9,16 @@ namespace pmlab::lp {
 
 std::string_view to_string(ChecksumKind k) {
   switch (k) {
-    case ChecksumKind::kModular: return "modular";
-    case ChecksumKind::kParity: return "parity";
-    case ChecksumKind::kAdler32: return "adler32";
-    case ChecksumKind::kModularParity: return "modular-parity";
-    case ChecksumKind::kCrc32c: return "crc32c";
+    case ChecksumKind::kModular:
+      return "modular";
+    case ChecksumKind::kParity:
+      return "parity";
+    case ChecksumKind::kAdler32:
+      return "adler32";
+    case ChecksumKind::kModularParity:
+      return "modular-parity";
+    case ChecksumKind::kCrc32c:
+      return "crc32c";
   }
   return "?";
 }
@@ -26,6 +31,8 @@ ChecksumKind checksum_kind_from_string(std::string_view s) {
                   "' (expected modular, parity, adler32, modular-parity or crc32c)");
 }
 
-bool is_valid_checksum_kind(std::uint32_t raw) { return raw >= 1 && raw <= 5; }
+bool is_valid_checksum_kind(std::uint32_t raw) {
+  return raw >= 1 && raw <= 5;
+}
 
 }  // namespace pmlab::lp

@@ -11,9 +11,12 @@ namespace pmlab::persist {
 
 std::string_view to_string(FlushKind k) {
   switch (k) {
-    case FlushKind::kClflush: return "clflush";
-    case FlushKind::kClflushopt: return "clflushopt";
-    case FlushKind::kClwb: return "clwb";
+    case FlushKind::kClflush:
+      return "clflush";
+    case FlushKind::kClflushopt:
+      return "clflushopt";
+    case FlushKind::kClwb:
+      return "clwb";
   }
   return "?";
 }
@@ -22,8 +25,8 @@ FlushKind flush_kind_from_string(std::string_view s) {
   if (s == "clflush") return FlushKind::kClflush;
   if (s == "clflushopt") return FlushKind::kClflushopt;
   if (s == "clwb") return FlushKind::kClwb;
-  throw Error(ErrorCode::kInvalidArgument,
-              "unknown flush instruction '" + std::string(s) + "' (expected clflush, clflushopt or clwb)");
+  throw Error(ErrorCode::kInvalidArgument, "unknown flush instruction '" + std::string(s) +
+                                               "' (expected clflush, clflushopt or clwb)");
 }
 
 bool cpu_supports(FlushKind k) {

@@ -54,8 +54,9 @@ void lock_or_throw(int fd, const std::string& path) {
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
     if (err == EWOULDBLOCK)
-      throw Error(ErrorCode::kPoolBusy,
-                  fmt::format("pool '{}' is in use by another process (it holds the pool's lock)", path));
+      throw Error(
+          ErrorCode::kPoolBusy,
+          fmt::format("pool '{}' is in use by another process (it holds the pool's lock)", path));
     io_error("cannot lock pool", path, err);
   }
 }
@@ -129,14 +130,19 @@ RawHeader read_raw_header(int fd, const std::string& path) {
 
 const char* to_string(RunState s) {
   switch (s) {
-    case RunState::kInitialized: return "initialized";
-    case RunState::kRunning: return "running";
-    case RunState::kDone: return "done";
+    case RunState::kInitialized:
+      return "initialized";
+    case RunState::kRunning:
+      return "running";
+    case RunState::kDone:
+      return "done";
   }
   return "?";
 }
 
-Pool::Pool(Pool&& o) noexcept { *this = std::move(o); }
+Pool::Pool(Pool&& o) noexcept {
+  *this = std::move(o);
+}
 Pool& Pool::operator=(Pool&& o) noexcept {
   if (this != &o) {
     release();
@@ -150,7 +156,9 @@ Pool& Pool::operator=(Pool&& o) noexcept {
   }
   return *this;
 }
-Pool::~Pool() { release(); }
+Pool::~Pool() {
+  release();
+}
 
 void Pool::release() noexcept {
   if (map_ != nullptr) pmem2_map_delete(&map_);
@@ -198,8 +206,9 @@ Pool Pool::create(const std::string& path, const RunParams& params,
   constexpr std::uint64_t kMaxPoolBytes = 1ull << 46;  // 64 TiB: anything larger is a typo
   for (std::size_t i = 0; i < arrays.size(); ++i) {
     if (arrays[i].bytes > kMaxPoolBytes || offset > kMaxPoolBytes)
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("pool would exceed {} bytes: parameters are too large", kMaxPoolBytes));
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("pool would exceed {} bytes: parameters are too large", kMaxPoolBytes));
     copy_name(h.arrays[i].name, sizeof h.arrays[i].name, arrays[i].name, "array");
     h.arrays[i].offset = offset;
     h.arrays[i].bytes = arrays[i].bytes;
@@ -305,7 +314,8 @@ void Pool::count_start() {
 }
 
 bool Pool::has_array(const std::string& name) const {
-  return std::any_of(arrays_.begin(), arrays_.end(), [&](const ArrayInfo& a) { return a.name == name; });
+  return std::any_of(arrays_.begin(), arrays_.end(),
+                     [&](const ArrayInfo& a) { return a.name == name; });
 }
 
 const ArrayInfo& Pool::array_info(const std::string& name) const {
@@ -318,6 +328,8 @@ void Pool::persist(const void* p, std::size_t len) const {
   pmem2_get_persist_fn(map_)(const_cast<void*>(p), len);
 }
 
-void Pool::persist_all() const { persist(base_, size_); }
+void Pool::persist_all() const {
+  persist(base_, size_);
+}
 
 }  // namespace pmlab::pool

@@ -19,7 +19,8 @@ inline void stream_one(double* d, const double* s) {
 template <std::uintptr_t Align>
 std::size_t stream_head(double* d, const double* s, std::size_t n) {
   std::size_t i = 0;
-  while (i < n && (reinterpret_cast<std::uintptr_t>(d + i) & (Align - 1)) != 0) stream_one(d + i, s + i), ++i;
+  while (i < n && (reinterpret_cast<std::uintptr_t>(d + i) & (Align - 1)) != 0)
+    stream_one(d + i, s + i), ++i;
   return i;
 }
 
@@ -62,8 +63,12 @@ const Choice& choice() {
 
 }  // namespace
 
-void nt_copy(double* dst, const double* src, std::size_t count) { choice().fn(dst, src, count); }
+void nt_copy(double* dst, const double* src, std::size_t count) {
+  choice().fn(dst, src, count);
+}
 
-std::string_view nt_copy_isa() { return choice().isa; }
+std::string_view nt_copy_isa() {
+  return choice().isa;
+}
 
 }  // namespace pmlab::scheme

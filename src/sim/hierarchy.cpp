@@ -18,7 +18,8 @@ void for_each_core(std::uint64_t mask, Fn&& fn) {
 Hierarchy::Hierarchy(const SimParams& p)
     : params_(p), npriv_(p.l2 ? 2 : 1), llc_(p.llc, true, p.seed ^ 0x11c),
       cores_(static_cast<std::size_t>(p.cores)),
-      wq_(p.nvm.write_queue_entries, p.nvm.write_units, p.nvm_write_cycles().value()),
+      wq_(static_cast<std::size_t>(p.cores),
+          WriteQueue(p.nvm.write_queue_entries, p.nvm.write_units, p.nvm_write_cycles().value())),
       nvm_read_cycles_(p.nvm_read_cycles().value()), flush_issue_(p.flush_issue_latency.value()),
       fence_latency_(p.fence_latency.value()) {
   const std::uint64_t sets = p.l1.sets();
@@ -244,7 +245,7 @@ void Hierarchy::evict_llc(std::size_t slot, int core) {
 // caused the eviction.
 void Hierarchy::write_back_victim(std::uint64_t v, int core) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  const std::uint64_t accepted = nvm_write(v, WriteCause::kEviction, cs.clock);
+  const std::uint64_t accepted = nvm_write(v, WriteCause::kEviction, cs.clock, core);
   if (accepted > cs.clock) {
     nvm_.write_queue_stall_cycles += accepted - cs.clock;
     cs.clock = accepted;
@@ -252,11 +253,11 @@ void Hierarchy::write_back_victim(std::uint64_t v, int core) {
 }
 
 // One line reaches the persistence domain: count it, copy its live bytes to the crash image.
-std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t) {
+std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core) {
   ++nvm_.writes;
   ++nvm_.writes_by_cause[static_cast<std::size_t>(cause)];
   image_.capture_line(LineAddr(line));
-  return wq_.accept(t);
+  return wq_[static_cast<std::size_t>(core)].accept(t, share_);
 }
 
 void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
@@ -282,7 +283,7 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   std::uint64_t done = t + llc_.latency().value();
   if (dirty) {
     ++dirty_flushes_;
-    done = nvm_write(line, WriteCause::kFlush, done);
+    done = nvm_write(line, WriteCause::kFlush, done, core);
   }
   if (mode == FlushMode::kClflush) cs.clock = done;  // serialising: waits for itself
   else cs.flush_done = std::max(cs.flush_done, done);
@@ -298,12 +299,14 @@ void Hierarchy::fence(int core) {
   }
 }
 
-void Hierarchy::fork_clocks(int from) {
+void Hierarchy::fork_clocks(int from, int active_cores) {
+  share_ = static_cast<std::uint32_t>(std::clamp(active_cores, 1, params_.cores));
   const std::uint64_t t = cores_[static_cast<std::size_t>(from)].clock;
   for (auto& c : cores_) c.clock = t;
 }
 
 void Hierarchy::join_clocks() {
+  share_ = 1;
   std::uint64_t t = 0;
   for (const auto& c : cores_) t = std::max(t, c.clock);
   for (auto& c : cores_) c.clock = t;
@@ -319,7 +322,7 @@ void Hierarchy::write_back_all(WriteCause cause) {
     for_each_core(llc_.sharers(s), [&](int c) { dirty |= strip_private(c, line, Strip::kClean); });
     if (!dirty) continue;
     llc_.drop_state(s, kDirty);
-    nvm_write(line, cause, t);
+    nvm_write(line, cause, t, 0);
   }
   if (params_.inclusive_llc) return;
   // Non-inclusive: private dirty lines the LLC no longer holds (those it holds are clean now).
@@ -330,7 +333,7 @@ void Hierarchy::write_back_all(WriteCause cause) {
         if (pc.tag(s) == kInvalidTag || (pc.state(s) & kDirty) == 0) continue;
         const std::uint64_t line = pc.tag(s);
         strip_private(c, line, Strip::kClean);
-        nvm_write(line, cause, t);
+        nvm_write(line, cause, t, 0);
       }
     }
   }
@@ -341,7 +344,7 @@ void Hierarchy::power_fail() {
   llc_.clear();
   std::fill(filter_.begin(), filter_.end(), detail::kNoEntry);
   for (auto& c : cores_) c.flush_done = 0;
-  wq_.reset();
+  for (auto& q : wq_) q.reset();
 }
 
 void Hierarchy::reset_stats() {
@@ -352,7 +355,7 @@ void Hierarchy::reset_stats() {
     c.filtered = c.filtered_stores = 0;
     c.flush_done = 0;
   }
-  wq_.reset();
+  for (auto& q : wq_) q.reset();
   loads_ = stores_ = flushes_ = dirty_flushes_ = fences_ = fence_stall_ = 0;
   nvm_ = NvmStats{};
   coh_ = CoherenceStats{};

@@ -28,7 +28,7 @@ class Hierarchy {
   void access(int core, std::uint64_t line, bool is_store);
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
-  void fork_clocks(int from);
+  void fork_clocks(int from, int active_cores);
   void join_clocks();
   void write_back_all(WriteCause cause);
   void power_fail();
@@ -56,13 +56,15 @@ class Hierarchy {
     if ((e >> 1) == line) e = detail::kNoEntry;
   }
   bool strip_private(int core, std::uint64_t line, Strip how);
-  std::uint8_t fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat, std::size_t& llc_slot);
+  // The miss path (fetch, fill, evict) is inlined into access(): one call per miss, not four.
+  [[gnu::always_inline]] inline std::uint8_t fetch_from_llc(int core, std::uint64_t line, bool is_store,
+                                                            std::uint64_t& lat, std::size_t& llc_slot);
   std::uint64_t upgrade(int core, std::uint64_t line);
-  std::size_t fill_private(int core, int level, std::uint64_t line, std::uint8_t state);
-  void evict_private(int core, int level, std::size_t slot);  // only for fill_private: the slot is refilled
+  [[gnu::always_inline]] inline std::size_t fill_private(int core, int level, std::uint64_t line, std::uint8_t state);
+  [[gnu::always_inline]] inline void evict_private(int core, int level, std::size_t slot);  // for fill_private only
   void evict_llc(std::size_t slot, int core);
   void write_back_victim(std::uint64_t line, int core);
-  std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t);
+  std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core);
 
   SimParams params_;
   int npriv_;
@@ -71,7 +73,8 @@ class Hierarchy {
   std::vector<detail::CoreState> cores_;
   std::vector<std::uint64_t> filter_;  // cores x entries, see Machine::load
   bool filter_on_hit_only_;            // SRRIP: a fill is not yet at RRPV 0
-  WriteQueue wq_;
+  std::vector<WriteQueue> wq_;  // per core, each with 1/share_ of the controller (write_queue.hpp)
+  std::uint32_t share_ = 1;     // cores running a parallel loop (1 outside loops)
   CrashImage image_;
   std::uint64_t nvm_read_cycles_;
   std::uint64_t flush_issue_;

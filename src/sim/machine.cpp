@@ -47,7 +47,9 @@ void Machine::flush(int core, LineAddr line, FlushMode mode) {
   impl_->flush(core, line.value(), mode);
 }
 void Machine::fence(int core) { impl_->fence(core); }
-void Machine::fork_clocks(int from_core) { impl_->fork_clocks(from_core); }
+void Machine::fork_clocks(int from_core, int active_cores) {
+  impl_->fork_clocks(from_core, active_cores > 0 ? active_cores : cores());
+}
 void Machine::join_clocks() { impl_->join_clocks(); }
 void Machine::write_back_all(WriteCause cause) { impl_->write_back_all(cause); }
 void Machine::power_fail() { impl_->power_fail(); }

@@ -19,8 +19,9 @@ namespace fs = std::filesystem;
 class CliErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("pmlab-cli-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("pmlab-cli-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -51,8 +52,8 @@ TEST_F(CliErrors, UnknownFlagAndBadValuesExitTwo) {
 TEST_F(CliErrors, HelpExplainsEveryOption) {
   auto r = pmlab({"run", "--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* opt : {"--scheme", "--n", "--bs", "--threads", "--checksum", "--pool", "--verify",
-                          "--json", "--persist", "--flush", "--seed"})
+  for (const char* opt : {"--scheme", "--n", "--bs", "--threads", "--checksum", "--pool",
+                          "--verify", "--json", "--persist", "--flush", "--seed"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
 }
 

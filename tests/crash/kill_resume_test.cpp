@@ -1,14 +1,15 @@
-// Real crash tests: `pmlab run` is SIGKILLed at random moments and restarted until done; C must be bit-exact.
+// Real crash tests: `pmlab run` is SIGKILLed at random moments and restarted until done; C must be
+// bit-exact.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <map>
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <ostream>
 #include <random>
 
@@ -49,7 +50,8 @@ double measure_run_ms(const std::string& kernel, const std::string& scheme, std:
   auto r = run_process({PMLAB_BINARY, "run", kernel, "--scheme", scheme, "--n", std::to_string(n),
                         "--bs", "16", "--pool", pool},
                        (dir / "calibrate").string());
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   fs::remove(pool);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return ms;
@@ -79,13 +81,25 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
     const std::uint64_t n = legal(1 + rng() % max_n), bs = 1 + rng() % 48, threads = 1 + rng() % 2;
     const std::string checksum = kinds[rng() % 5];
     const std::string pool = (dir / ("t" + std::to_string(t) + ".pool")).string();
-    SCOPED_TRACE(::testing::Message() << kernel << " scheme " << scheme << " trial " << t << " seed " << seed
-                                      << " n=" << n << " bs=" << bs << " threads=" << threads
-                                      << " checksum=" << checksum);
-    std::vector<std::string> create{PMLAB_BINARY, "run",  kernel,      "--scheme", scheme,
-                                    "--n",        std::to_string(n),    "--bs",     std::to_string(bs),
-                                    "--threads",  std::to_string(threads), "--checksum", checksum,
-                                    "--pool",     pool,  "--json"};
+    SCOPED_TRACE(::testing::Message() << kernel << " scheme " << scheme << " trial " << t
+                                      << " seed " << seed << " n=" << n << " bs=" << bs
+                                      << " threads=" << threads << " checksum=" << checksum);
+    std::vector<std::string> create{PMLAB_BINARY,
+                                    "run",
+                                    kernel,
+                                    "--scheme",
+                                    scheme,
+                                    "--n",
+                                    std::to_string(n),
+                                    "--bs",
+                                    std::to_string(bs),
+                                    "--threads",
+                                    std::to_string(threads),
+                                    "--checksum",
+                                    checksum,
+                                    "--pool",
+                                    pool,
+                                    "--json"};
     // Kill delays up to ~the run time of the larger sizes; later attempts run to completion.
     bool done = false;
     for (int attempt = 0; attempt < 12 && !done; ++attempt) {
@@ -97,8 +111,9 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
       }
       // A kill during creation leaves no pool (only PATH.creating): the run must be re-issued
       // with its parameters; otherwise `--pool` alone resumes with the stored ones.
-      auto args = !fs::exists(pool) ? create
-                                    : std::vector<std::string>{PMLAB_BINARY, "run", "--pool", pool, "--json"};
+      auto args = !fs::exists(pool)
+                      ? create
+                      : std::vector<std::string>{PMLAB_BINARY, "run", "--pool", pool, "--json"};
       auto r = run_process(args, (dir / "proc").string(), kill_after);
       if (r.killed) {
         ++tally.kills;
@@ -124,7 +139,9 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
 
 struct Case {
   std::string kernel, scheme;
-  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.kernel << " --scheme " << c.scheme; }
+  friend void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.kernel << " --scheme " << c.scheme;
+  }
 };
 
 std::vector<Case> all_cases() {
@@ -143,14 +160,19 @@ TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
   const auto& [kernel, scheme] = GetParam();
   SchemeTally tally;
   kill_resume_campaign(kernel, scheme, trials, seed, tally);
-  std::printf("[ kill -9 ] %s %s: %d trials bit-exact, %d SIGKILLs landed, %d resumes recomputed work\n",
-              kernel.c_str(), scheme.c_str(), tally.trials, tally.kills, tally.resumes_with_recovery_work);
+  std::printf(
+      "[ kill -9 ] %s %s: %d trials bit-exact, %d SIGKILLs landed, %d resumes recomputed work\n",
+      kernel.c_str(), scheme.c_str(), tally.trials, tally.kills, tally.resumes_with_recovery_work);
   EXPECT_EQ(tally.trials, trials);
-  // Not vacuous: the kills really interrupted runs (a kill drawn after a short run's end
-  // does not land, so not every trial is killed).
-  EXPECT_GE(tally.kills, trials / 3);
-  // LP (and the recompute schemes) must really have had to recompute after some kills.
-  if (scheme == "lp") EXPECT_GE(tally.resumes_with_recovery_work, 1);
+  // Non-vacuity is a statistical property: it is asserted for campaigns large enough to make
+  // a false alarm negligible (the default 30 trials). The sanitizer run uses a few trials to
+  // look for memory errors, where a kill landing or not is a coin toss.
+  if (trials >= 20) {
+    // The kills really interrupted runs (a kill drawn after a short run's end does not land).
+    EXPECT_GE(tally.kills, trials / 3);
+    // LP must really have had to recompute after some kills.
+    if (scheme == "lp") EXPECT_GE(tally.resumes_with_recovery_work, 1);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, KillResume, ::testing::ValuesIn(all_cases()),

@@ -1,4 +1,5 @@
-// Simulator crash campaigns: every scheme recovers bit-exactly from uniform and corner crash points.
+// Simulator crash campaigns: every scheme recovers bit-exactly from uniform and corner crash
+// points.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -85,7 +86,7 @@ TEST_P(CrashCampaign, EveryTrialRecoversBitExactly) {
     }
     total += r.trials;
   }
-  EXPECT_EQ(total, 300u);  // "a campaign of at least a few hundred trials"
+  EXPECT_EQ(total, 300u);            // "a campaign of at least a few hundred trials"
   EXPECT_GE(kinds_seen.size(), 3u);  // uniform, first-op, last-op at least
   EXPECT_GT(recovery_crashes, 0u);   // some trials really crashed inside recovery
 }

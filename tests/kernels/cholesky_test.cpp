@@ -234,7 +234,8 @@ TEST(KernelCholesky, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder
       CholFixture probe(n, bs);
       auto probe_records = aligned_zeroed<scheme::IndexRecordLayout<1>>(ch::ep_records(probe.op));
       EvictionModelBackend counter(1);
-      ch::run_ep(counter, probe.op, scheme::IndexRecordTable<1>(probe_records.get(), ch::ep_records(probe.op)));
+      ch::run_ep(counter, probe.op,
+                 scheme::IndexRecordTable<1>(probe_records.get(), ch::ep_records(probe.op)));
       total_stores = std::max<std::uint64_t>(1, counter.stores());
     }
     EvictionModelBackend be(rng());
@@ -264,9 +265,12 @@ TEST(KernelCholesky, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder
     }
     ASSERT_TRUE(bit_equal(f.result(), expected));
   }
-  std::printf("[ crashes  ] cholesky ep: %llu trials, %llu power cuts, %llu recoveries recomputed work, %llu resumed mid-run\n",
-              static_cast<unsigned long long>(trials), static_cast<unsigned long long>(crashes),
-              static_cast<unsigned long long>(recoveries_with_work), static_cast<unsigned long long>(resumed_mid_run));
+  std::printf(
+      "[ crashes  ] cholesky ep: %llu trials, %llu power cuts, %llu recoveries recomputed work, "
+      "%llu resumed mid-run\n",
+      static_cast<unsigned long long>(trials), static_cast<unsigned long long>(crashes),
+      static_cast<unsigned long long>(recoveries_with_work),
+      static_cast<unsigned long long>(resumed_mid_run));
   EXPECT_GE(crashes, trials);
   EXPECT_GT(recoveries_with_work, trials / 4);
   EXPECT_GT(resumed_mid_run, trials / 4);

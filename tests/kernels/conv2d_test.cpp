@@ -223,7 +223,8 @@ TEST(KernelConv2d, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) 
       ConvFixture probe(n, bs, w);
       auto probe_records = aligned_zeroed<scheme::IndexRecordLayout<1>>(probe.op.blocks());
       EvictionModelBackend counter(1);
-      cv::run_ep(counter, probe.op, scheme::IndexRecordTable<1>(probe_records.get(), probe.op.blocks()));
+      cv::run_ep(counter, probe.op,
+                 scheme::IndexRecordTable<1>(probe_records.get(), probe.op.blocks()));
       total_stores = std::max<std::uint64_t>(1, counter.stores());
     }
     EvictionModelBackend be(rng());

@@ -222,7 +222,8 @@ TEST(KernelFft, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
       FftFixture probe(n, bs);
       auto probe_records = aligned_zeroed<scheme::IndexRecordLayout<1>>(probe.op.table_slots());
       EvictionModelBackend counter(1);
-      ff::run_ep(counter, probe.op, scheme::IndexRecordTable<1>(probe_records.get(), probe.op.table_slots()));
+      ff::run_ep(counter, probe.op,
+                 scheme::IndexRecordTable<1>(probe_records.get(), probe.op.table_slots()));
       total_stores = std::max<std::uint64_t>(1, counter.stores());
     }
     EvictionModelBackend be(rng());
@@ -252,9 +253,12 @@ TEST(KernelFft, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
     }
     ASSERT_TRUE(bit_equal(f.result(), expected));
   }
-  std::printf("[ crashes  ] fft ep: %llu trials, %llu power cuts, %llu recoveries recomputed work, %llu resumed mid-run\n",
-              static_cast<unsigned long long>(trials), static_cast<unsigned long long>(crashes),
-              static_cast<unsigned long long>(recoveries_with_work), static_cast<unsigned long long>(resumed_mid_run));
+  std::printf(
+      "[ crashes  ] fft ep: %llu trials, %llu power cuts, %llu recoveries recomputed work, %llu "
+      "resumed mid-run\n",
+      static_cast<unsigned long long>(trials), static_cast<unsigned long long>(crashes),
+      static_cast<unsigned long long>(recoveries_with_work),
+      static_cast<unsigned long long>(resumed_mid_run));
   EXPECT_GE(crashes, trials);
   EXPECT_GT(recoveries_with_work, trials / 4);
   EXPECT_GT(resumed_mid_run, trials / 4);

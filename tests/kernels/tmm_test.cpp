@@ -1,4 +1,5 @@
-// tmm: LP equals base bit for bit; LP recovery is exact from random crash points under any eviction order.
+// tmm: LP equals base bit for bit; LP recovery is exact from random crash points under any eviction
+// order.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -33,7 +34,8 @@ TEST(KernelTmm, LpEqualsBaseBitForBitForEveryChecksumAndThreadCount) {
     for (int threads : {1, 2}) {
       TmmFixture f(45, 7);
       mem::PlainBackend be({}, threads);
-      lp::with_checksum_kind(k, [&](auto kind) { run_lp<decltype(kind)::value>(be, f.op, f.table); });
+      lp::with_checksum_kind(k,
+                             [&](auto kind) { run_lp<decltype(kind)::value>(be, f.op, f.table); });
       EXPECT_TRUE(bit_equal(f.result(), f.reference())) << lp::to_string(k) << " " << threads;
       for (std::size_t s = 0; s < f.op.table_slots(); ++s)
         EXPECT_EQ(f.slots[s].tag, lp::ChecksumTable::tag_for(s));
@@ -78,7 +80,7 @@ TEST(KernelTmm, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
     const std::size_t n = 1 + rng() % 30, bs = 1 + rng() % 9;
     const auto kind = lp::kAllChecksumKinds[rng() % 5];
     SCOPED_TRACE(::testing::Message() << "trial " << t << " n=" << n << " bs=" << bs << " checksum "
-                                    << lp::to_string(kind));
+                                      << lp::to_string(kind));
     TmmFixture f(n, bs, rng());
     const auto expected = f.reference();
     EvictionModelBackend be(rng());
@@ -87,7 +89,8 @@ TEST(KernelTmm, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
     {
       TmmFixture probe(n, bs);
       EvictionModelBackend counter(1);
-      lp::with_checksum_kind(kind, [&](auto k) { run_lp<decltype(k)::value>(counter, probe.op, probe.table); });
+      lp::with_checksum_kind(
+          kind, [&](auto k) { run_lp<decltype(k)::value>(counter, probe.op, probe.table); });
       total_stores = counter.stores();
     }
     lp::with_checksum_kind(kind, [&](auto k) {

@@ -21,7 +21,8 @@ double value_of(std::size_t region, std::size_t k) {
 // y[r][k] = f(r, k): 24 independent regions of 16 doubles (two cache lines each).
 template <class B>
 void compute_region(B& be, double* y, const lp::ChecksumTable& table, std::size_t r) {
-  lp::Region<lp::ChecksumKind::kModular, B> region(be, table, r, {0, static_cast<std::uint32_t>(r)});
+  lp::Region<lp::ChecksumKind::kModular, B> region(be, table, r,
+                                                   {0, static_cast<std::uint32_t>(r)});
   for (std::size_t k = 0; k < kPerRegion; ++k) region.store(y + r * kPerRegion + k, value_of(r, k));
   region.commit();
 }

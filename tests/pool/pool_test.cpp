@@ -39,9 +39,8 @@ class PoolTest : public ::testing::Test {
   }
   static std::vector<ArraySpec> arrays() { return {{"a", 800}, {"odd", 13}, {"c", 800}}; }
   Pool make(const std::string& p) {
-    return Pool::create(p, params(), arrays(), [](Pool& pool) {
-      pool.array<double>("a")[3] = 42.0;
-    });
+    return Pool::create(p, params(), arrays(),
+                        [](Pool& pool) { pool.array<double>("a")[3] = 42.0; });
   }
   static std::string slurp(const std::string& p) {
     std::ifstream in(p, std::ios::binary);

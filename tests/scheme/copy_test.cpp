@@ -14,7 +14,8 @@ namespace {
 
 std::vector<double> pattern(std::size_t n) {
   std::vector<double> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::bit_cast<double>(0x3ff0'0000'0000'0000ull + i * 0x9e37'79b9ull);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = std::bit_cast<double>(0x3ff0'0000'0000'0000ull + i * 0x9e37'79b9ull);
   return v;
 }
 
@@ -37,20 +38,23 @@ TEST(SchemeCheckpointCopy, NativeStreamingCopyIsExactForEveryAlignmentAndLength)
 
 TEST(SchemeCheckpointCopy, NativeBackendsTakeTheFastPathOthersDoNot) {
   static_assert(scheme::kIsNativeBackend<mem::NativeBackend<persist::NoPersist>>);
-  static_assert(scheme::kIsNativeBackend<mem::NativeBackend<persist::CpuPersist<persist::FlushKind::kClwb>>>);
+  static_assert(
+      scheme::kIsNativeBackend<mem::NativeBackend<persist::CpuPersist<persist::FlushKind::kClwb>>>);
   static_assert(!scheme::kIsNativeBackend<CrashBackend>);
   static_assert(!scheme::kNtNeedsPersistCall<persist::CpuPersist<persist::FlushKind::kClflushopt>>);
   static_assert(scheme::kNtNeedsPersistCall<persist::Pmem2Persist>);
   const auto src = pattern(5000);
   auto dst = zeroed<double>(5000);
   mem::NativeBackend<persist::NoPersist> be({}, 2);
-  scheme::copy_durable_parallel(be, {{dst.get(), src.data(), 2500}, {dst.get() + 2500, src.data() + 2500, 2500}});
+  scheme::copy_durable_parallel(
+      be, {{dst.get(), src.data(), 2500}, {dst.get() + 2500, src.data() + 2500, 2500}});
   EXPECT_EQ(std::vector<double>(dst.get(), dst.get() + 5000), src);
   if (persist::cpu_supports(persist::FlushKind::kClwb)) {
     auto dst2 = zeroed<double>(5000);
     mem::NativeBackend<persist::CpuPersist<persist::FlushKind::kClwb>> cpu({}, 1);
     scheme::copy_durable(cpu, dst2.get() + 1, src.data(), 4999);
-    EXPECT_EQ(std::vector<double>(dst2.get() + 1, dst2.get() + 5000), std::vector<double>(src.begin(), src.end() - 1));
+    EXPECT_EQ(std::vector<double>(dst2.get() + 1, dst2.get() + 5000),
+              std::vector<double>(src.begin(), src.end() - 1));
   }
 }
 
@@ -60,9 +64,9 @@ TEST(SchemeCheckpointCopy, BackendPathIsVisibleStoreByStoreAndDurableOnReturn) {
   auto dst = zeroed<double>(n);
   CrashBackend be(3, /*threads=*/3);
   scheme::copy_durable_parallel(be, {{dst.get(), src.data(), n}});
-  EXPECT_EQ(be.fences(), 3u);              // one per thread's chunk
-  EXPECT_GE(be.ops(), n + n / 8);          // every store and every line flush went through
-  be.apply_crash_durable_only();           // only what was made durable survives
+  EXPECT_EQ(be.fences(), 3u);      // one per thread's chunk
+  EXPECT_GE(be.ops(), n + n / 8);  // every store and every line flush went through
+  be.apply_crash_durable_only();   // only what was made durable survives
   EXPECT_EQ(std::vector<double>(dst.get(), dst.get() + n), src);
 }
 
@@ -106,10 +110,12 @@ TEST(SchemePartialCopy, SaveCyclesPartsAndSlotsAndRestoreUsesTheLatestCopy) {
   EXPECT_EQ(p.pc.latest(be, 0, 99).done, 5u);  // saved at t = 4 (slot 1); t = 0 in slot 0
   EXPECT_EQ(p.pc.latest(be, 0, 4).done, 1u);   // newest copy no newer than the limit
   EXPECT_EQ(p.pc.latest(be, 2, 99).done, 3u);
-  EXPECT_EQ(p.pc.latest(be, 2, 2).slot, -1);   // nothing that old: recompute from zero
+  EXPECT_EQ(p.pc.latest(be, 2, 2).slot, -1);  // nothing that old: recompute from zero
   std::vector<std::tuple<std::size_t, std::size_t, std::uint64_t>> pieces;
   p.fill(-1.0);
-  p.pc.restore(be, 20, 60, 99, [&](std::size_t lo, std::size_t hi, std::uint64_t d) { pieces.emplace_back(lo, hi, d); });
+  p.pc.restore(be, 20, 60, 99, [&](std::size_t lo, std::size_t hi, std::uint64_t d) {
+    pieces.emplace_back(lo, hi, d);
+  });
   ASSERT_EQ(pieces.size(), 3u);  // parts 0 (..25), 1 (25..50), 2 (50..)
   EXPECT_EQ(pieces[0], std::make_tuple(20u, 25u, 5u));
   EXPECT_EQ(pieces[1], std::make_tuple(25u, 50u, 6u));
@@ -148,7 +154,8 @@ TEST(SchemePartialCopy, CrashDuringASaveKeepsThePreviousCycleOfThatPart) {
     p.fill(-5.0);
     p.pc.restore(be, 0, 32, 99, [](std::size_t, std::size_t, std::uint64_t) {});
     for (std::size_t e = 0; e < 32; ++e)
-      ASSERT_EQ(p.out[e], (l.done == 1 ? 10.0 : 30.0) + static_cast<double>(e)) << "k " << k << " e " << e;
+      ASSERT_EQ(p.out[e], (l.done == 1 ? 10.0 : 30.0) + static_cast<double>(e))
+          << "k " << k << " e " << e;
   }
 }
 

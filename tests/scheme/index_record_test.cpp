@@ -57,8 +57,10 @@ TEST(SchemeIndexRecord, CrashAtEveryPointOfAnUpdateRecoversOldOrNewNeverAMix) {
       } catch (const Crash&) {
         finished = false;
       }
-      if (seed % 2 == 0) be.apply_crash(0.5);
-      else be.apply_crash_durable_only();
+      if (seed % 2 == 0)
+        be.apply_crash(0.5);
+      else
+        be.apply_crash_durable_only();
       r.recover(be);
       const Values got = r.values(be);
       EXPECT_TRUE(got == before || got == after) << "k=" << k << " seed=" << seed;

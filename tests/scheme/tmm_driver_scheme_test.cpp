@@ -1,4 +1,5 @@
-// Every tmm scheme end to end through the kernel driver on real pool files, incl. pmemobj's object pool.
+// Every tmm scheme end to end through the kernel driver on real pool files, incl. pmemobj's object
+// pool.
 #include <gtest/gtest.h>
 #include <libpmemobj.h>
 #include <sys/wait.h>
@@ -31,11 +32,13 @@ struct TempDir {
 
 driver::ExecOptions exec_options() {
   driver::ExecOptions o;
-  o.mode = persist::cpu_supports(persist::FlushKind::kClwb) ? persist::PersistMode::kCpu : persist::PersistMode::kNone;
+  o.mode = persist::cpu_supports(persist::FlushKind::kClwb) ? persist::PersistMode::kCpu
+                                                            : persist::PersistMode::kNone;
   return o;
 }
 
-pool::RunParams params_for(const std::string& scheme, std::uint64_t n, std::uint64_t bs, std::uint32_t threads) {
+pool::RunParams params_for(const std::string& scheme, std::uint64_t n, std::uint64_t bs,
+                           std::uint32_t threads) {
   pool::RunParams p;
   p.kernel = "tmm";
   p.scheme = scheme;
@@ -54,13 +57,15 @@ TEST(SchemeTmmDriver, EverySchemeRunsToABitExactResultOnAPool) {
     const auto p = params_for(s, 21, 4, 2);
     k.validate(p);
     auto pool = pool::Pool::create(path, p, k.arrays(p), k.init);
-    for (const auto& extra : driver::tmm_scheme_arrays(p)) EXPECT_TRUE(pool.has_array(extra.name)) << s;
+    for (const auto& extra : driver::tmm_scheme_arrays(p))
+      EXPECT_TRUE(pool.has_array(extra.name)) << s;
     const auto report = k.execute(pool, exec_options());
     EXPECT_FALSE(report.resumed);
     EXPECT_EQ(pool.state(), pool::RunState::kDone);
     const auto v = k.verify(pool);
     EXPECT_TRUE(v.ok()) << s << ": " << v.first_mismatch;
-    EXPECT_FALSE(fs::exists(kernels::tmm::PmemobjTmm::path_for(path))) << "object pool left behind by " << s;
+    EXPECT_FALSE(fs::exists(kernels::tmm::PmemobjTmm::path_for(path)))
+        << "object pool left behind by " << s;
   }
 }
 

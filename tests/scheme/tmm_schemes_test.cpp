@@ -38,12 +38,21 @@ struct SchemeFixture {
   k::CpState cp;
 
   SchemeFixture(const std::string& name, std::size_t n_, std::size_t bs_, std::uint64_t seed = 3)
-      : n(n_), bs(bs_), nt((n_ + bs_ - 1) / bs_), scheme(driver::tmm_scheme_of(name)),
-        a(zeroed<double>(n * n)), b(zeroed<double>(n * n)), c(zeroed<double>(n * n)),
-        records(zeroed<scheme::IndexRecordLayout<2>>(nt)), hr_copy(zeroed<double>(2 * n * n)),
-        hr_parts(zeroed<scheme::PartState>(64)), wal_hdr(zeroed<scheme::UndoHeader>(nt)),
-        wal_index(zeroed<k::WalIndex>(nt)), wal_log(zeroed<double>(n * n)),
-        cp_area(zeroed<double>(6 * n * n)), cp_header(zeroed<k::CpHeader>(1)) {
+      : n(n_),
+        bs(bs_),
+        nt((n_ + bs_ - 1) / bs_),
+        scheme(driver::tmm_scheme_of(name)),
+        a(zeroed<double>(n * n)),
+        b(zeroed<double>(n * n)),
+        c(zeroed<double>(n * n)),
+        records(zeroed<scheme::IndexRecordLayout<2>>(nt)),
+        hr_copy(zeroed<double>(2 * n * n)),
+        hr_parts(zeroed<scheme::PartState>(64)),
+        wal_hdr(zeroed<scheme::UndoHeader>(nt)),
+        wal_index(zeroed<k::WalIndex>(nt)),
+        wal_log(zeroed<double>(n * n)),
+        cp_area(zeroed<double>(6 * n * n)),
+        cp_header(zeroed<k::CpHeader>(1)) {
     for (std::size_t i = 0; i < n * n; ++i) {
       a[i] = kernels::input_value(seed, 0, i);
       b[i] = kernels::input_value(seed, 1, i);
@@ -60,11 +69,15 @@ struct SchemeFixture {
     switch (scheme.family) {
       case TmmFamily::kEagerRecompute:
       case TmmFamily::kHybridRecompute:
-        return scheme.jj ? k::run_ep_jj(be, op, eager, first_kt) : k::run_ep_ii(be, op, eager, first_kt);
+        return scheme.jj ? k::run_ep_jj(be, op, eager, first_kt)
+                         : k::run_ep_ii(be, op, eager, first_kt);
       case TmmFamily::kWal:
-        return scheme.jj ? k::run_wal_jj(be, op, wal, first_kt) : k::run_wal_ii(be, op, wal, first_kt);
-      case TmmFamily::kCheckpoint: return k::run_cp(be, op, cp, first_kt);
-      default: FAIL() << "not a backend-template scheme";
+        return scheme.jj ? k::run_wal_jj(be, op, wal, first_kt)
+                         : k::run_wal_ii(be, op, wal, first_kt);
+      case TmmFamily::kCheckpoint:
+        return k::run_cp(be, op, cp, first_kt);
+      default:
+        FAIL() << "not a backend-template scheme";
     }
   }
   template <mem::Backend B>
@@ -72,10 +85,14 @@ struct SchemeFixture {
     switch (scheme.family) {
       case TmmFamily::kEagerRecompute:
       case TmmFamily::kHybridRecompute:
-        return scheme.jj ? k::recover_ep_jj(be, op, eager, st) : k::recover_ep_ii(be, op, eager, st);
-      case TmmFamily::kWal: return k::recover_wal(be, op, wal, scheme.jj, st);
-      case TmmFamily::kCheckpoint: return k::recover_cp(be, op, cp, st);
-      default: return 0;
+        return scheme.jj ? k::recover_ep_jj(be, op, eager, st)
+                         : k::recover_ep_ii(be, op, eager, st);
+      case TmmFamily::kWal:
+        return k::recover_wal(be, op, wal, scheme.jj, st);
+      case TmmFamily::kCheckpoint:
+        return k::recover_cp(be, op, cp, st);
+      default:
+        return 0;
     }
   }
   [[nodiscard]] std::vector<double> result() const { return {c.get(), c.get() + n * n}; }
@@ -92,9 +109,9 @@ bool bit_equal(const std::vector<double>& x, const std::vector<double>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
 }
 
-const std::vector<std::string> kTemplateSchemes{"ep-ii",     "ep-jj",     "wal-ii",    "wal-jj",   "cp",
-                                                "hr-ii-x32", "hr-ii-x64", "hr-jj-x32", "hr-jj-x64"};
-const std::vector<std::pair<std::size_t, std::size_t>> kSizes{{1, 1}, {7, 3}, {13, 4}, {10, 10},
+const std::vector<std::string> kTemplateSchemes{
+    "ep-ii", "ep-jj", "wal-ii", "wal-jj", "cp", "hr-ii-x32", "hr-ii-x64", "hr-jj-x32", "hr-jj-x64"};
+const std::vector<std::pair<std::size_t, std::size_t>> kSizes{{1, 1},  {7, 3},  {13, 4}, {10, 10},
                                                               {9, 20}, {24, 5}, {16, 4}};
 
 TEST(SchemeTmm, SchemeNamesParseAndEveryBackendSchemeIsCovered) {
@@ -157,7 +174,8 @@ TEST_P(SchemeTmmEach, InterruptAtRandomPointsThenRecoverAndFinishIsBitExact) {
     bool in_recovery = false;
     for (int attempt = 0;; ++attempt) {
       // The first cut lands anywhere in a whole run; later ones (at most 3) early in what follows.
-      const std::uint64_t k = attempt == 0 ? 1 + rng() % total : (attempt < 3 ? 1 + rng() % (total / 4 + 8) : 0);
+      const std::uint64_t k =
+          attempt == 0 ? 1 + rng() % total : (attempt < 3 ? 1 + rng() % (total / 4 + 8) : 0);
       be.arm(k);
       try {
         if (in_recovery) {
@@ -171,9 +189,15 @@ TEST_P(SchemeTmmEach, InterruptAtRandomPointsThenRecoverAndFinishIsBitExact) {
       } catch (const Crash&) {
         ++crashes;
         switch (rng() % 3) {
-          case 0: be.apply_crash_durable_only(); break;
-          case 1: be.apply_crash(0.0); break;
-          default: be.apply_crash(0.7); break;
+          case 0:
+            be.apply_crash_durable_only();
+            break;
+          case 1:
+            be.apply_crash(0.0);
+            break;
+          default:
+            be.apply_crash(0.7);
+            break;
         }
         in_recovery = true;
       }
@@ -205,13 +229,15 @@ TEST_P(SchemeTmmEach, InterruptAtEveryPointOfASmallRunIsBitExact) {
       CrashBackend be(k * 3 + static_cast<std::uint64_t>(image));
       be.arm(k);
       ASSERT_THROW(f.run(be, 0), Crash);
-      if (image == 0) be.apply_crash_durable_only();
-      else be.apply_crash(image == 1 ? 1.0 : 0.0);  // newest versions / random older ones
+      if (image == 0)
+        be.apply_crash_durable_only();
+      else
+        be.apply_crash(image == 1 ? 1.0 : 0.0);  // newest versions / random older ones
       lp::RecoveryStats st;
       const std::size_t resume = f.recover(be, st);
       f.run(be, resume);
-      ASSERT_TRUE(bit_equal(f.result(), ref)) << GetParam() << " crash at op " << k << " of " << total
-                                              << " image " << image;
+      ASSERT_TRUE(bit_equal(f.result(), ref))
+          << GetParam() << " crash at op " << k << " of " << total << " image " << image;
     }
   }
 }
@@ -233,12 +259,12 @@ TEST(SchemeTmm, FenceCountsFollowEachProtocol) {
     f.run(be, 0);
     return be.fences();
   };
-  EXPECT_EQ(fences("ep-ii"), 3 * nt * nt);                 // started, panel, done
-  EXPECT_EQ(fences("ep-jj"), nt * nt * (2 * nt + 4));      // per tile: tile + jj index; kk advance: 4
-  EXPECT_EQ(fences("wal-ii"), 4 * nt * nt);                // log, flag, data, flag
-  EXPECT_EQ(fences("wal-jj"), 4 * nt * nt * nt);           // the same per tile
-  EXPECT_EQ(fences("cp"), 2 * nt);                         // a, b, c copies + header, per kk
-  EXPECT_EQ(fences("hr-ii-x32"), 3 * nt * nt + 3 * nt);    // ep-ii + invalidate, copy, publish
+  EXPECT_EQ(fences("ep-ii"), 3 * nt * nt);               // started, panel, done
+  EXPECT_EQ(fences("ep-jj"), nt * nt * (2 * nt + 4));    // per tile: tile + jj index; kk advance: 4
+  EXPECT_EQ(fences("wal-ii"), 4 * nt * nt);              // log, flag, data, flag
+  EXPECT_EQ(fences("wal-jj"), 4 * nt * nt * nt);         // the same per tile
+  EXPECT_EQ(fences("cp"), 2 * nt);                       // a, b, c copies + header, per kk
+  EXPECT_EQ(fences("hr-ii-x32"), 3 * nt * nt + 3 * nt);  // ep-ii + invalidate, copy, publish
   EXPECT_EQ(fences("hr-jj-x64"), nt * nt * (2 * nt + 4) + 3 * nt);
 }
 
@@ -265,7 +291,8 @@ TEST(SchemeTmm, HybridRecomputeRecomputesLessThanEagerRecomputeLateInTheRun) {
     EXPECT_TRUE(bit_equal(f.result(), f.reference())) << name;
     return st.regions_recomputed;
   };
-  const auto ep = late_crash("ep-ii"), hr32 = late_crash("hr-ii-x32"), hr64 = late_crash("hr-ii-x64");
+  const auto ep = late_crash("ep-ii"), hr32 = late_crash("hr-ii-x32"),
+             hr64 = late_crash("hr-ii-x64");
   EXPECT_EQ(ep, n - 1);
   EXPECT_LE(hr32, 2u * 32u);
   EXPECT_LE(hr64, 2u * 64u);

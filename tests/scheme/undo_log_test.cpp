@@ -30,7 +30,8 @@ struct Fixture {
   template <class B>
   void update(B& be) {
     for (std::size_t r = 0; r < 3; ++r)
-      for (std::size_t c = 0; c < 4; ++c) be.store(block.data + r * kLd + c, -1.0 - static_cast<double>(r * 4 + c));
+      for (std::size_t c = 0; c < 4; ++c)
+        be.store(block.data + r * kLd + c, -1.0 - static_cast<double>(r * 4 + c));
     be.store(idx.get(), std::uint64_t{4});
     be.store(idx.get() + 1, std::uint64_t{0});
   }
@@ -52,8 +53,10 @@ TEST(SchemeUndoLog, CommittedTransactionUpdatesOnlyTheBlockAndClearsTheFlag) {
   for (std::size_t i = 0; i < Fixture::kRows * Fixture::kLd; ++i) {
     const std::size_t r = i / Fixture::kLd, c = i % Fixture::kLd;
     const bool inside = r >= 1 && r < 4 && c >= 2 && c < 6;
-    if (!inside) EXPECT_EQ(f.m[i], before[i]) << i;
-    else EXPECT_LT(f.m[i], 0.0) << i;
+    if (!inside)
+      EXPECT_EQ(f.m[i], before[i]) << i;
+    else
+      EXPECT_LT(f.m[i], 0.0) << i;
   }
   // A committed transaction leaves nothing to roll back even if only durable data survives.
   be.apply_crash_durable_only();
@@ -83,8 +86,10 @@ TEST(SchemeUndoLog, InterruptionBetweenAnyTwoProtocolStepsRollsBackOrKeepsTheCom
       } catch (const Crash&) {
         committed = false;
       }
-      if (seed % 3 == 0) be.apply_crash_durable_only();
-      else be.apply_crash(seed % 3 == 1 ? 0.0 : 0.8);
+      if (seed % 3 == 0)
+        be.apply_crash_durable_only();
+      else
+        be.apply_crash(seed % 3 == 1 ? 0.0 : 0.8);
       f.tx.recover(be, f.block, f.words);
       const bool is_old = f.matrix() == old_m && f.idx[0] == 3 && f.idx[1] == 9;
       Fixture g;

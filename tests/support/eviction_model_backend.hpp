@@ -1,9 +1,9 @@
 // A test backend that records every line version so a "power failure" can persist any legal subset.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <array>
 #include <cstring>
 #include <random>
 #include <stdexcept>

@@ -21,16 +21,17 @@ extern char** environ;
 namespace pmlab::testing {
 
 struct ProcessResult {
-  bool killed = false;   // we sent SIGKILL and it died of it
-  int exit_code = -1;    // valid when !killed
-  std::string out;       // captured stdout
-  std::string err;       // captured stderr
+  bool killed = false;  // we sent SIGKILL and it died of it
+  int exit_code = -1;   // valid when !killed
+  std::string out;      // captured stdout
+  std::string err;      // captured stderr
 };
 
 // Runs `args` (argv[0] = binary); if kill_after is set and the process is still running then,
 // SIGKILLs it. stdout/stderr go to files under `scratch` and are read back.
-inline ProcessResult run_process(const std::vector<std::string>& args, const std::string& scratch,
-                                 std::optional<std::chrono::microseconds> kill_after = std::nullopt) {
+inline ProcessResult run_process(
+    const std::vector<std::string>& args, const std::string& scratch,
+    std::optional<std::chrono::microseconds> kill_after = std::nullopt) {
   const std::string out_path = scratch + ".out", err_path = scratch + ".err";
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

@@ -34,7 +34,10 @@ struct TmmFixture {
   lp::ChecksumTable table;
 
   TmmFixture(std::size_t n_, std::size_t bs_, std::uint64_t seed = 7)
-      : n(n_), bs(bs_), a(aligned_zeroed<double>(n * n)), b(aligned_zeroed<double>(n * n)),
+      : n(n_),
+        bs(bs_),
+        a(aligned_zeroed<double>(n * n)),
+        b(aligned_zeroed<double>(n * n)),
         c(aligned_zeroed<double>(n * n)) {
     for (std::size_t i = 0; i < n * n; ++i) {
       a[i] = kernels::input_value(seed, 0, i);

@@ -7,13 +7,13 @@
 namespace pmlab {
 
 enum class ErrorCode {
-  kInvalidArgument,   // impossible sizes, unknown names
-  kPoolCorrupt,       // bad magic, header checksum mismatch, truncated file
-  kPoolVersion,       // unknown format version
-  kPoolMismatch,      // stored run parameters differ from the requested ones
-  kPoolBusy,          // another process holds the pool's lock
-  kIo,                // open/create/map failures, ENOSPC, permissions
-  kUnsupported,       // CPU lacks an instruction the mode requires
+  kInvalidArgument,  // impossible sizes, unknown names
+  kPoolCorrupt,      // bad magic, header checksum mismatch, truncated file
+  kPoolVersion,      // unknown format version
+  kPoolMismatch,     // stored run parameters differ from the requested ones
+  kPoolBusy,         // another process holds the pool's lock
+  kIo,               // open/create/map failures, ENOSPC, permissions
+  kUnsupported,      // CPU lacks an instruction the mode requires
 };
 
 class Error : public std::runtime_error {

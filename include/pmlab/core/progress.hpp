@@ -13,7 +13,9 @@ namespace pmlab {
 class ProgressBar {
  public:
   ProgressBar(std::string label, std::uint64_t total, bool enabled = isatty(STDERR_FILENO) != 0)
-      : label_(std::move(label)), total_(total == 0 ? 1 : total), enabled_(enabled),
+      : label_(std::move(label)),
+        total_(total == 0 ? 1 : total),
+        enabled_(enabled),
         start_(std::chrono::steady_clock::now()) {}
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;

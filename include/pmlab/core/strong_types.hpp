@@ -53,5 +53,7 @@ using LineAddr = Strong<struct LineAddrTag, std::uint64_t>;
 
 template <class Tag, class T>
 struct std::hash<pmlab::Strong<Tag, T>> {
-  std::size_t operator()(pmlab::Strong<Tag, T> s) const noexcept { return std::hash<T>{}(s.value()); }
+  std::size_t operator()(pmlab::Strong<Tag, T> s) const noexcept {
+    return std::hash<T>{}(s.value());
+  }
 };

@@ -1,4 +1,5 @@
-// Side-by-side native timing of every persistency scheme against base (pmlab bench; reusable by eval).
+// Side-by-side native timing of every persistency scheme against base (pmlab bench; reusable by
+// eval).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,8 @@ struct BenchOptions {
   std::uint64_t seed = 1;
   persist::PersistMode mode = persist::PersistMode::kCpu;
   persist::FlushKind flush = persist::FlushKind::kClwb;
-  std::string dir;  // where the temporary pools go (a fresh subdirectory, removed after); empty: $TMPDIR
+  std::string
+      dir;  // where the temporary pools go (a fresh subdirectory, removed after); empty: $TMPDIR
   // Called before each measurement: (measurements done, total, "rep r/R scheme").
   std::function<void(std::size_t, std::size_t, const std::string&)> progress;
 };
@@ -42,9 +44,9 @@ struct BenchSchemeResult {
 // Unit costs of persisting on this machine, measured next to the schemes (cpu mode only, with
 // the run's flush instruction): they explain the schemes' overheads (docs/schemes.md).
 struct PersistUnitCosts {
-  double flush_fence_ns = 0;    // store to a line, flush it, sfence: one serialized persist
-  double flush_stream_ns = 0;   // per dirty line when many are flushed before one sfence
-  double nt_copy_gbs = 0;       // non-temporal copy bandwidth (copy_durable's native path)
+  double flush_fence_ns = 0;   // store to a line, flush it, sfence: one serialized persist
+  double flush_stream_ns = 0;  // per dirty line when many are flushed before one sfence
+  double nt_copy_gbs = 0;      // non-temporal copy bandwidth (copy_durable's native path)
 };
 
 struct BenchResult {
@@ -64,7 +66,8 @@ struct BenchResult {
 [[nodiscard]] BenchResult run_bench(const BenchOptions& opt);
 
 [[nodiscard]] nlohmann::json to_json(const BenchResult& r);
-// Markdown table: scheme, median, IQR, min-max, ratio to base (median, range, of minima), bit-exact.
+// Markdown table: scheme, median, IQR, min-max, ratio to base (median, range, of minima),
+// bit-exact.
 [[nodiscard]] std::string to_markdown(const BenchResult& r);
 
 }  // namespace pmlab::driver

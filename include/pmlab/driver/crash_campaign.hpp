@@ -1,4 +1,5 @@
-// Power-failure crash campaigns in the simulator: crash, restore the NVM image, recover, finish, compare.
+// Power-failure crash campaigns in the simulator: crash, restore the NVM image, recover, finish,
+// compare.
 #pragma once
 
 #include <cstdint>
@@ -14,17 +15,17 @@ namespace pmlab::driver {
 
 // Where in the run a trial cuts the power.
 enum class CrashPointKind {
-  kUniform,           // uniform over every op of the fault-free run
-  kFirstOp,           // before the very first op
-  kLastOp,            // before the last op
-  kBeforeCommit,      // just before a region's checksum/commit store completes
-  kAfterCommit,       // just after a region commit
-  kInsideCommit,      // between the stores of one checksum-table slot
+  kUniform,       // uniform over every op of the fault-free run
+  kFirstOp,       // before the very first op
+  kLastOp,        // before the last op
+  kBeforeCommit,  // just before a region's checksum/commit store completes
+  kAfterCommit,   // just after a region commit
+  kInsideCommit,  // between the stores of one checksum-table slot
 };
 [[nodiscard]] const char* to_string(CrashPointKind k);
 
 struct CampaignOptions {
-  SimRunSpec spec;                 // kernel run + machine (spec.verify is ignored)
+  SimRunSpec spec;  // kernel run + machine (spec.verify is ignored)
   std::uint64_t trials = 200;
   std::uint64_t seed = 1;
   double recovery_crash_rate = 0.3;  // chance that a restart is itself cut (repeatedly)
@@ -35,13 +36,13 @@ struct CampaignOptions {
 struct TrialResult {
   std::uint64_t index = 0;
   CrashPointKind kind = CrashPointKind::kUniform;
-  std::uint64_t crash_op = 0;                  // the op that did not happen
+  std::uint64_t crash_op = 0;                   // the op that did not happen
   std::vector<std::uint64_t> recovery_crashes;  // ops (absolute) of crashes inside recovery
   bool passed = false;
-  std::string failure;                         // first mismatch or exception text
-  lp::RecoveryStats recovery;                  // summed over every recovery of the trial
-  std::uint64_t recovery_ops = 0;              // backend ops spent in recovery (last attempt)
-  std::uint64_t recovery_cycles = 0;           // simulated cycles spent in recovery (last attempt)
+  std::string failure;                // first mismatch or exception text
+  lp::RecoveryStats recovery;         // summed over every recovery of the trial
+  std::uint64_t recovery_ops = 0;     // backend ops spent in recovery (last attempt)
+  std::uint64_t recovery_cycles = 0;  // simulated cycles spent in recovery (last attempt)
 };
 
 struct CampaignResult {

@@ -1,4 +1,5 @@
-// The experiment driver's view of a kernel: arrays, input set-up, resumable execution, verification.
+// The experiment driver's view of a kernel: arrays, input set-up, resumable execution,
+// verification.
 #pragma once
 
 #include <cstdint>
@@ -20,18 +21,18 @@ struct ExecOptions {
 
 // What one `pmlab run` invocation did to a pool.
 struct RunReport {
-  bool resumed = false;             // the pool held an interrupted run
-  std::string recovery_action;      // e.g. "lp-recovery", "restart", "none"
-  lp::RecoveryStats recovery;       // LP and recompute schemes fill this in
-  std::uint64_t resume_point = 0;   // outer-loop iteration where normal execution resumed
+  bool resumed = false;            // the pool held an interrupted run
+  std::string recovery_action;     // e.g. "lp-recovery", "restart", "none"
+  lp::RecoveryStats recovery;      // LP and recompute schemes fill this in
+  std::uint64_t resume_point = 0;  // outer-loop iteration where normal execution resumed
   double recovery_seconds = 0;
   double compute_seconds = 0;
 };
 
 struct VerifyResult {
   std::uint64_t elements = 0;
-  std::uint64_t mismatches = 0;   // elements whose bit patterns differ from the reference
-  std::string first_mismatch;     // human-readable location/value of the first one
+  std::uint64_t mismatches = 0;  // elements whose bit patterns differ from the reference
+  std::string first_mismatch;    // human-readable location/value of the first one
   [[nodiscard]] bool ok() const { return mismatches == 0; }
 };
 

@@ -1,4 +1,5 @@
-// Chooses the native backend's persister once per run from (mode, flush kind) and calls fn(backend).
+// Chooses the native backend's persister once per run from (mode, flush kind) and calls
+// fn(backend).
 #pragma once
 
 #include "pmlab/core/error.hpp"
@@ -20,7 +21,8 @@ decltype(auto) with_native_backend(const pool::Pool& pool, const ExecOptions& op
       mem::NativeBackend<Pmem2Persist> be(Pmem2Persist(pool.map()), threads);
       return fn(be);
     }
-    case PersistMode::kCpu: break;
+    case PersistMode::kCpu:
+      break;
   }
   if (!cpu_supports(opt.flush))
     throw Error(ErrorCode::kUnsupported,
@@ -34,7 +36,8 @@ decltype(auto) with_native_backend(const pool::Pool& pool, const ExecOptions& op
       mem::NativeBackend<CpuPersist<FlushKind::kClflushopt>> be({}, threads);
       return fn(be);
     }
-    case FlushKind::kClwb: break;
+    case FlushKind::kClwb:
+      break;
   }
   mem::NativeBackend<CpuPersist<FlushKind::kClwb>> be({}, threads);
   return fn(be);

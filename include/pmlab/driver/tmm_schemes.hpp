@@ -1,4 +1,5 @@
-// Scheme dispatch for tmm: each scheme's pool arrays, normal execution and recovery, on any native backend.
+// Scheme dispatch for tmm: each scheme's pool arrays, normal execution and recovery, on any native
+// backend.
 #pragma once
 
 #include <optional>
@@ -35,8 +36,8 @@ struct TmmScheme {
 };
 
 [[nodiscard]] inline std::vector<std::string> tmm_scheme_names() {
-  return {"base",      "lp",        "ep-ii",     "ep-jj",     "wal-ii",    "wal-jj",
-          "cp",        "hr-ii-x32", "hr-ii-x64", "hr-jj-x32", "hr-jj-x64", "pmemobj"};
+  return {"base", "lp",        "ep-ii",     "ep-jj",     "wal-ii",    "wal-jj",
+          "cp",   "hr-ii-x32", "hr-ii-x64", "hr-jj-x32", "hr-jj-x64", "pmemobj"};
 }
 
 [[nodiscard]] inline std::optional<TmmScheme> parse_tmm_scheme(std::string_view s) {
@@ -49,11 +50,14 @@ struct TmmScheme {
   if (s == "pmemobj") return TmmScheme{F::kPmemobj};
   for (std::string_view g : {"ii", "jj"})
     for (std::size_t x : {32u, 64u})
-      if (s == "hr-" + std::string(g) + "-x" + std::to_string(x)) return TmmScheme{F::kHybridRecompute, g == "jj", x};
+      if (s == "hr-" + std::string(g) + "-x" + std::to_string(x))
+        return TmmScheme{F::kHybridRecompute, g == "jj", x};
   return std::nullopt;
 }
 
-[[nodiscard]] inline bool is_tmm_scheme(const std::string& s) { return parse_tmm_scheme(s).has_value(); }
+[[nodiscard]] inline bool is_tmm_scheme(const std::string& s) {
+  return parse_tmm_scheme(s).has_value();
+}
 
 [[nodiscard]] inline TmmScheme tmm_scheme_of(const std::string& s) {
   auto parsed = parse_tmm_scheme(s);
@@ -84,7 +88,8 @@ struct TmmScheme {
     case TmmFamily::kPmemobj:
       return {{"obj_state", sizeof(kernels::tmm::ObjState)}};
     case TmmFamily::kBase:
-    case TmmFamily::kLp: break;
+    case TmmFamily::kLp:
+      break;
   }
   return {};
 }
@@ -110,12 +115,15 @@ struct TmmSchemeState {
         break;
       case TmmFamily::kWal:
         wal = {ctx.pool.array<scheme::UndoHeader>("wal_header"),
-               ctx.pool.array<kernels::tmm::WalIndex>("wal_index"), ctx.pool.array<double>("wal_log")};
+               ctx.pool.array<kernels::tmm::WalIndex>("wal_index"),
+               ctx.pool.array<double>("wal_log")};
         break;
       case TmmFamily::kCheckpoint:
-        cp = {ctx.pool.array<double>("cp_area"), ctx.pool.array<kernels::tmm::CpHeader>("cp_header")};
+        cp = {ctx.pool.array<double>("cp_area"),
+              ctx.pool.array<kernels::tmm::CpHeader>("cp_header")};
         break;
-      default: break;
+      default:
+        break;
     }
   }
   TmmSchemeState(const TmmSchemeState&) = delete;
@@ -130,7 +138,8 @@ template <>
 inline constexpr bool kPmemobjForcePmem<mem::NativeBackend<persist::Pmem2Persist>> = false;
 
 template <mem::Backend B>
-[[nodiscard]] kernels::tmm::PmemobjTmm open_pmemobj(B& be, const TmmSchemeContext& ctx, bool fresh) {
+[[nodiscard]] kernels::tmm::PmemobjTmm open_pmemobj(B& be, const TmmSchemeContext& ctx,
+                                                    bool fresh) {
   return kernels::tmm::PmemobjTmm::open_or_create(
       kernels::tmm::PmemobjTmm::path_for(ctx.pool.path()),
       {ctx.op.n, ctx.op.bs, be.threads(), fresh, kPmemobjForcePmem<B>});
@@ -156,8 +165,9 @@ std::size_t tmm_recover(B& be, const TmmSchemeContext& ctx, RunReport& report) {
       });
     case TmmFamily::kEagerRecompute:
     case TmmFamily::kHybridRecompute:
-      report.recovery_action = s.family == TmmFamily::kEagerRecompute ? "recompute dirty regions from zero"
-                                                                      : "restore latest partial copy + recompute";
+      report.recovery_action = s.family == TmmFamily::kEagerRecompute
+                                   ? "recompute dirty regions from zero"
+                                   : "restore latest partial copy + recompute";
       return s.jj ? k::recover_ep_jj(be, ctx.op, st.eager, report.recovery)
                   : k::recover_ep_ii(be, ctx.op, st.eager, report.recovery);
     case TmmFamily::kWal:
@@ -169,10 +179,12 @@ std::size_t tmm_recover(B& be, const TmmSchemeContext& ctx, RunReport& report) {
     case TmmFamily::kPmemobj: {
       require_native<B>("pmemobj");
       report.recovery_action = "libpmemobj rollback (pmemobj_open)";
-      if (be.load(&ctx.pool.array<k::ObjState>("obj_state")->copied_back) != 0) return ctx.op.tiles();
+      if (be.load(&ctx.pool.array<k::ObjState>("obj_state")->copied_back) != 0)
+        return ctx.op.tiles();
       return open_pmemobj(be, ctx, /*fresh=*/false).resume_point();
     }
-    case TmmFamily::kBase: break;
+    case TmmFamily::kBase:
+      break;
   }
   // base keeps no persistent progress: the only safe resume is from scratch.
   report.recovery_action = "restart";
@@ -214,12 +226,17 @@ void tmm_run(B& be, const TmmSchemeContext& ctx, std::size_t first_kt) {
       return;
     case TmmFamily::kEagerRecompute:
     case TmmFamily::kHybridRecompute:
-      return s.jj ? k::run_ep_jj(be, ctx.op, st.eager, first_kt) : k::run_ep_ii(be, ctx.op, st.eager, first_kt);
+      return s.jj ? k::run_ep_jj(be, ctx.op, st.eager, first_kt)
+                  : k::run_ep_ii(be, ctx.op, st.eager, first_kt);
     case TmmFamily::kWal:
-      return s.jj ? k::run_wal_jj(be, ctx.op, st.wal, first_kt) : k::run_wal_ii(be, ctx.op, st.wal, first_kt);
-    case TmmFamily::kCheckpoint: return k::run_cp(be, ctx.op, st.cp, first_kt);
-    case TmmFamily::kPmemobj: return tmm_run_pmemobj(be, ctx, first_kt);
-    case TmmFamily::kBase: break;
+      return s.jj ? k::run_wal_jj(be, ctx.op, st.wal, first_kt)
+                  : k::run_wal_ii(be, ctx.op, st.wal, first_kt);
+    case TmmFamily::kCheckpoint:
+      return k::run_cp(be, ctx.op, st.cp, first_kt);
+    case TmmFamily::kPmemobj:
+      return tmm_run_pmemobj(be, ctx, first_kt);
+    case TmmFamily::kBase:
+      break;
   }
   k::run_base(be, ctx.op, first_kt);
 }

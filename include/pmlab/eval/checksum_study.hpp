@@ -14,14 +14,14 @@ namespace pmlab::eval {
 
 // How a region's persisted data can differ from what its checksum summarizes.
 enum class ErrorModel {
-  kSingleBitFlip,      // one bit of one value flipped
-  kRandomWords,        // 1-4 values replaced by random 64-bit patterns
-  kStaleLines,         // 1+ cache lines (8 doubles) still hold the previous step's values (the LP case)
+  kSingleBitFlip,  // one bit of one value flipped
+  kRandomWords,    // 1-4 values replaced by random 64-bit patterns
+  kStaleLines,     // 1+ cache lines (8 doubles) still hold the previous step's values (the LP case)
   kCompensatingFlips,  // the same bit flipped 0->1 in one value and 1->0 in another
 };
 [[nodiscard]] const char* to_string(ErrorModel m);
-inline constexpr ErrorModel kAllErrorModels[] = {ErrorModel::kSingleBitFlip, ErrorModel::kRandomWords,
-                                                 ErrorModel::kStaleLines,
+inline constexpr ErrorModel kAllErrorModels[] = {ErrorModel::kSingleBitFlip,
+                                                 ErrorModel::kRandomWords, ErrorModel::kStaleLines,
                                                  ErrorModel::kCompensatingFlips};
 
 struct AccuracyCell {
@@ -36,7 +36,7 @@ struct AccuracyCell {
 struct OverheadCell {
   lp::ChecksumKind kind;
   double base_median_s = 0, lp_median_s = 0;
-  double overhead_median = 0;          // lp/base - 1, median of per-pair ratios
+  double overhead_median = 0;  // lp/base - 1, median of per-pair ratios
   double overhead_min = 0, overhead_max = 0;
   int reps = 0;
 };
@@ -45,7 +45,7 @@ struct ChecksumStudyOptions {
   std::uint64_t trials_per_cell = 200'000;
   std::uint64_t region_values = 16 * 64;  // one tmm region at bs = 16, n = 64
   std::uint64_t seed = 1;
-  std::uint64_t overhead_n = 384;         // tmm size for the time overhead
+  std::uint64_t overhead_n = 384;  // tmm size for the time overhead
   int overhead_reps = 5;
   int threads = 1;
   std::function<void(double)> on_progress;  // fraction done, for progress bars

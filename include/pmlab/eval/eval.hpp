@@ -1,4 +1,5 @@
-// `pmlab eval`: the papers' evaluation in one command — native, simulated, crash, checksum, sensitivity.
+// `pmlab eval`: the papers' evaluation in one command — native, simulated, crash, checksum,
+// sensitivity.
 #pragma once
 
 #include <atomic>
@@ -11,7 +12,7 @@
 namespace pmlab::eval {
 
 struct EvalOptions {
-  bool full = false;          // paper sizes (hours) instead of the quick default (minutes)
+  bool full = false;  // paper sizes (hours) instead of the quick default (minutes)
   std::string out_dir = "results";
   std::uint64_t seed = 1;
   // Called with (fraction done, seconds left estimate, what is running now).

@@ -314,8 +314,12 @@ void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
       const mem::RegionId id{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(b)};
       be.region_begin(id);
       rec[b].set(be, 0, ep_word(k, true));
-      eliminate_block(be, op, k, b, [](double) {}, [](double) {});
-      persist_block(be, op, b);
+      eliminate_block(
+          be, op, k, b, [](double) {}, [](double) {});
+      // Only columns >= k of the rows below k changed.
+      for (std::size_t i = std::max(k + 1, op.first_row(b)); i < op.end_row(b); ++i)
+        scheme::flush_lines(be, op.w.at(i, k), (op.cols() - k) * sizeof(double));
+      be.fence();
       rec[b].set(be, 0, ep_word(k + 1, false));
       be.region_end(id);
     });
@@ -339,7 +343,8 @@ struct EpBlockTracker {
   }
   template <mem::Backend B>
   void step(B& be, std::size_t q, std::size_t b, detail::BlockState&) const {
-    eliminate_block(be, op, q, b, [](double) {}, [](double) {});
+    eliminate_block(
+        be, op, q, b, [](double) {}, [](double) {});
   }
   template <mem::Backend B>
   void finish(B& be, std::size_t b, const detail::BlockState&, std::size_t t) const {

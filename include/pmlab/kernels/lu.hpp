@@ -209,7 +209,9 @@ template <lp::ChecksumKind K, mem::Backend B>
 
 // EagerRecompute: each op on a tile flushes the tile and records its progress durably, with an
 // in-flight mark before it starts (tiled::ep_op); one record per tile, (i, j) at i·T + j.
-[[nodiscard]] inline std::size_t ep_records(const Operands& op) { return op.tiles() * op.tiles(); }
+[[nodiscard]] inline std::size_t ep_records(const Operands& op) {
+  return op.tiles() * op.tiles();
+}
 
 template <mem::Backend B>
 void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,

@@ -1,10 +1,11 @@
-// Versioned-tile LP recovery shared by the tiled factorizations (LU, Cholesky).
+// Versioned-tile recovery (LP and EagerRecompute) shared by tiled LU and Cholesky.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "pmlab/lp/checksum.hpp"
@@ -164,7 +165,8 @@ template <lp::ChecksumKind K, mem::Backend B, class F>
 template <mem::Backend B, class F>
 void ep_op(B& be, const F& f, const scheme::IndexRecordTable<1>& rec, Tile t, std::size_t q) {
   const auto r = rec[t.i * f.tiles() + t.j];
-  const mem::RegionId id{static_cast<std::uint32_t>(q), static_cast<std::uint32_t>(t.i * f.tiles() + t.j)};
+  const mem::RegionId id{static_cast<std::uint32_t>(q),
+                         static_cast<std::uint32_t>(t.i * f.tiles() + t.j)};
   be.region_begin(id);
   r.set(be, 0, ep_word(q, true));
   f.apply(be, t, q, [](double) {});
@@ -204,7 +206,8 @@ struct EpTracker {
 
 // EagerRecompute recovery of a tiled factorization; returns the step where execution resumes.
 template <mem::Backend B, class F>
-[[nodiscard]] std::size_t recover_tiled_ep(B& be, const F& f, const scheme::IndexRecordTable<1>& rec,
+[[nodiscard]] std::size_t recover_tiled_ep(B& be, const F& f,
+                                           const scheme::IndexRecordTable<1>& rec,
                                            lp::RecoveryStats& stats) {
   return recover_tiles(be, f, EpTracker<F>{f, rec}, stats);
 }

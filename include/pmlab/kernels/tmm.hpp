@@ -1,4 +1,5 @@
-// Tiled matrix multiplication (LP paper Fig. 4): base, Lazy Persistency (Fig. 8) and its recovery (Fig. 9).
+// Tiled matrix multiplication (LP paper Fig. 4): base, Lazy Persistency (Fig. 8) and its recovery
+// (Fig. 9).
 #pragma once
 
 #include <algorithm>
@@ -38,7 +39,8 @@ struct Operands {
 // One (kk, ii) step: the jj, i, j, k loops of Fig. 4 for panel ii at kk. `on_store(v)` sees
 // every stored C value in program order (the LP checksum hooks in here).
 template <mem::Backend B, class OnStore>
-[[gnu::noinline]] void panel_step(B& be, const Operands& op, std::size_t kt, std::size_t it, OnStore&& on_store) {
+[[gnu::noinline]] void panel_step(B& be, const Operands& op, std::size_t kt, std::size_t it,
+                                  OnStore&& on_store) {
   // Out of line and with everything in locals, the loop nest gets the registers to itself: when
   // inlined into parallel_for's lambda the k loop spilled loop invariants to the stack and ran
   // 25% more instructions than the raw-pointer loop (docs/backend-overhead.md).
@@ -54,7 +56,8 @@ template <mem::Backend B, class OnStore>
     for (std::size_t i = ii; i < i_end; ++i) {
       for (std::size_t j = jj; j < j_end; ++j) {
         double sum = be.load(c + i * ldc + j);
-        for (std::size_t k = kk; k < k_end; ++k) sum += be.load(a + i * lda + k) * be.load(b + k * ldb + j);
+        for (std::size_t k = kk; k < k_end; ++k)
+          sum += be.load(a + i * lda + k) * be.load(b + k * ldb + j);
         be.store(c + i * ldc + j, sum);
         on_store(sum);
       }
@@ -158,8 +161,10 @@ template <lp::ChecksumKind K, mem::Backend B>
         continue;
       }
       ++stats.regions_validated;
-      if (verdicts[it] == lp::SlotCheck::kMatch) any_match = true;
-      else ++stats.regions_inconsistent;
+      if (verdicts[it] == lp::SlotCheck::kMatch)
+        any_match = true;
+      else
+        ++stats.regions_inconsistent;
     }
     if (!any_match) continue;
     // Panels are independent given A and B, so they are repaired in parallel.

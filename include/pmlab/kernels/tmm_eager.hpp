@@ -37,7 +37,8 @@ void update_rect(B& be, const Operands& op, std::size_t kt, std::size_t r0, std:
     for (std::size_t j = c0; j < c1; ++j) {
       double sum = be.load(c_row + j);
       const double* b_kj = op.b.at(kk, j);
-      for (std::size_t k = kk; k < k_end; ++k, b_kj += ldb) sum += be.load(a_row + k) * be.load(b_kj);
+      for (std::size_t k = kk; k < k_end; ++k, b_kj += ldb)
+        sum += be.load(a_row + k) * be.load(b_kj);
       be.store(c_row + j, sum);
     }
   }
@@ -68,9 +69,10 @@ std::uint64_t rebuild_range(B& be, const Operands& op, const scheme::PartialCopi
   std::uint64_t steps = 0;
   auto recompute = [&](std::size_t lo, std::size_t hi, std::uint64_t from) {
     for (std::size_t kt = from; kt < target; ++kt)
-      for_each_rect(op.n, lo, hi, [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
-        update_rect(be, op, kt, r0, r1, c0, c1);
-      });
+      for_each_rect(op.n, lo, hi,
+                    [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
+                      update_rect(be, op, kt, r0, r1, c0, c1);
+                    });
     steps = std::max<std::uint64_t>(steps, target - from);
   };
   if (copier != nullptr) {
@@ -117,8 +119,12 @@ struct EagerState {
 // per-panel word that names its kk needs no reset, so the kk advance costs nothing here. The
 // "started" mark replaces the thesis' "next ii after lastPersistedII" rule, which only holds
 // for one thread walking ii in order.
-[[nodiscard]] constexpr std::uint64_t ep_started(std::size_t kt) { return 2 * kt + 1; }
-[[nodiscard]] constexpr std::uint64_t ep_done(std::size_t kt) { return 2 * kt + 2; }
+[[nodiscard]] constexpr std::uint64_t ep_started(std::size_t kt) {
+  return 2 * kt + 1;
+}
+[[nodiscard]] constexpr std::uint64_t ep_done(std::size_t kt) {
+  return 2 * kt + 2;
+}
 
 template <mem::Backend B>
 void run_ep_ii(B& be, const Operands& op, const EagerState& st, std::size_t first_kt = 0) {
@@ -130,7 +136,7 @@ void run_ep_ii(B& be, const Operands& op, const EagerState& st, std::size_t firs
       rec.set(be, 0, ep_started(kt));
       panel_step(be, op, kt, it, [](double) {});
       be.persist(op.panel(it), op.panel_bytes(it));  // Fig. 3.1 lines 13-18
-      rec.set(be, 0, ep_done(kt));                    // lines 19-22
+      rec.set(be, 0, ep_done(kt));                   // lines 19-22
     });
     if (st.copier != nullptr) st.copier->save(be, kt, kt + 1);
   }
@@ -205,7 +211,8 @@ template <mem::Backend B>
       const std::size_t jj = jd * op.bs, j_end = op.tile_end(jj);
       std::uint64_t steps = 0;
       for (std::size_t i = ii; i < i_end; ++i)
-        steps = std::max(steps, rebuild_range(be, op, st.copier, i * op.n + jj, i * op.n + j_end, kd));
+        steps =
+            std::max(steps, rebuild_range(be, op, st.copier, i * op.n + jj, i * op.n + j_end, kd));
       s.regions_recomputed += steps;
       flush_tile(be, op, it, jd);
       be.fence();
@@ -234,18 +241,20 @@ struct WalState {
   double* log = nullptr;                  // ii: n*n doubles (panel it at row ii); jj: tiles * b*b
 };
 
-[[nodiscard]] inline scheme::LogBlock<std::uint64_t> wal_index_block(const WalState& st, std::size_t it) {
+[[nodiscard]] inline scheme::LogBlock<std::uint64_t> wal_index_block(const WalState& st,
+                                                                     std::size_t it) {
   return {st.index[it].value, 1, 2, 2, st.index[it].log};
 }
-[[nodiscard]] inline scheme::LogBlock<double> wal_panel_block(const Operands& op, const WalState& st,
-                                                              std::size_t it) {
+[[nodiscard]] inline scheme::LogBlock<double> wal_panel_block(const Operands& op,
+                                                              const WalState& st, std::size_t it) {
   const std::size_t ii = it * op.bs;
   return {op.c.row(ii), op.tile_end(ii) - ii, op.n, op.c.ld(), st.log + ii * op.n};
 }
 [[nodiscard]] inline scheme::LogBlock<double> wal_tile_block(const Operands& op, const WalState& st,
                                                              std::size_t it, std::size_t jt) {
   const std::size_t ii = it * op.bs, jj = jt * op.bs, b = std::min(op.bs, op.n);
-  return {op.c.at(ii, jj), op.tile_end(ii) - ii, op.tile_end(jj) - jj, op.c.ld(), st.log + it * b * b};
+  return {op.c.at(ii, jj), op.tile_end(ii) - ii, op.tile_end(jj) - jj, op.c.ld(),
+          st.log + it * b * b};
 }
 
 // Transaction = one ii iteration: log the panel and the index, update, commit.
@@ -297,8 +306,8 @@ void run_wal_jj(B& be, const Operands& op, const WalState& st, std::size_t first
 // Rolls back every interrupted transaction; C and the indices are then consistent per panel.
 // Returns the first kk tile some panel still needs; the run functions skip panels ahead of it.
 template <mem::Backend B>
-[[nodiscard]] std::size_t recover_wal(B& be, const Operands& op, const WalState& st, bool jj_granularity,
-                                      lp::RecoveryStats& stats) {
+[[nodiscard]] std::size_t recover_wal(B& be, const Operands& op, const WalState& st,
+                                      bool jj_granularity, lp::RecoveryStats& stats) {
   const std::size_t nt = op.tiles();
   std::vector<std::uint64_t> done(nt);
   for_each_panel(be, nt, stats, [&](std::size_t it, lp::RecoveryStats& s) {
@@ -309,7 +318,8 @@ template <mem::Backend B>
     if (jj_granularity) {
       // The tile in flight is the one the logged (pre-transaction) jj_done names; the log is
       // durable whenever the flag is set.
-      const std::size_t jt = tx.in_tx(be) ? static_cast<std::size_t>(be.load(&st.index[it].log[kWalJj])) : 0;
+      const std::size_t jt =
+          tx.in_tx(be) ? static_cast<std::size_t>(be.load(&st.index[it].log[kWalJj])) : 0;
       rolled_back = tx.recover(be, wal_tile_block(op, st, it, std::min(jt, nt - 1)), idx);
     } else {
       rolled_back = tx.recover(be, wal_panel_block(op, st, it), idx);
@@ -335,7 +345,9 @@ struct CpState {
   CpHeader* header = nullptr;
 };
 
-[[nodiscard]] inline std::size_t cp_matrix_elems(const Operands& op) { return op.c.rows() * op.c.ld(); }
+[[nodiscard]] inline std::size_t cp_matrix_elems(const Operands& op) {
+  return op.c.rows() * op.c.ld();
+}
 
 template <mem::Backend B>
 void run_cp(B& be, const Operands& op, const CpState& st, std::size_t first_kt = 0) {
@@ -343,8 +355,8 @@ void run_cp(B& be, const Operands& op, const CpState& st, std::size_t first_kt =
   for (std::size_t kt = first_kt; kt < nt; ++kt) {
     be.parallel_for(0, nt, [&](std::size_t it) { panel_step(be, op, kt, it, [](double) {}); });
     double* slot = st.area + ((kt + 1) % 2) * 3 * m;
-    scheme::copy_durable_parallel(be, {{slot, op.a.data(), m}, {slot + m, op.b.data(), m},
-                                       {slot + 2 * m, op.c.data(), m}});
+    scheme::copy_durable_parallel(
+        be, {{slot, op.a.data(), m}, {slot + m, op.b.data(), m}, {slot + 2 * m, op.c.data(), m}});
     be.store(&st.header->done, std::uint64_t{kt + 1});
     be.persist(&st.header->done, sizeof(std::uint64_t));
   }
@@ -353,7 +365,8 @@ void run_cp(B& be, const Operands& op, const CpState& st, std::size_t first_kt =
 // Restores c from the newest checkpoint (a and b are never written, so their copies already
 // equal them) and resumes after it. Idempotent: the checkpoint is only read.
 template <mem::Backend B>
-[[nodiscard]] std::size_t recover_cp(B& be, const Operands& op, const CpState& st, lp::RecoveryStats& stats) {
+[[nodiscard]] std::size_t recover_cp(B& be, const Operands& op, const CpState& st,
+                                     lp::RecoveryStats& stats) {
   const std::size_t m = cp_matrix_elems(op);
   const std::uint64_t d = be.load(&st.header->done);
   ++stats.regions_validated;

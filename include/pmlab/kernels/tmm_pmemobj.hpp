@@ -1,4 +1,5 @@
-// tmm with libpmemobj undo transactions (TX per ii iteration); native only, C lives in <pool>.pmemobj.
+// tmm with libpmemobj undo transactions (TX per ii iteration); native only, C lives in
+// <pool>.pmemobj.
 #pragma once
 
 #include <cstddef>
@@ -25,8 +26,8 @@ class PmemobjTmm {
   struct Options {
     std::size_t n = 0, bs = 1;
     int threads = 1;
-    bool fresh = false;       // discard an existing object pool (a new run)
-    bool force_pmem = true;   // PMEM_IS_PMEM_FORCE=1: cache-line flushes instead of msync
+    bool fresh = false;      // discard an existing object pool (a new run)
+    bool force_pmem = true;  // PMEM_IS_PMEM_FORCE=1: cache-line flushes instead of msync
   };
   [[nodiscard]] static std::string path_for(const std::string& pmlab_pool);
   // Opens `path` (libpmemobj rolls back interrupted transactions while opening) or creates it

@@ -1,4 +1,5 @@
-// LP checksum kinds (modular, parity, Adler-32, modular+parity, CRC32C) as compile-time accumulators.
+// LP checksum kinds (modular, parity, Adler-32, modular+parity, CRC32C) as compile-time
+// accumulators.
 #pragma once
 
 #include <bit>
@@ -16,10 +17,9 @@ enum class ChecksumKind : std::uint32_t {
   kCrc32c = 5,         // CRC32C (SSE4.2 instruction), the strong option
 };
 
-inline constexpr ChecksumKind kAllChecksumKinds[] = {ChecksumKind::kModular, ChecksumKind::kParity,
-                                                     ChecksumKind::kAdler32,
-                                                     ChecksumKind::kModularParity,
-                                                     ChecksumKind::kCrc32c};
+inline constexpr ChecksumKind kAllChecksumKinds[] = {
+    ChecksumKind::kModular, ChecksumKind::kParity, ChecksumKind::kAdler32,
+    ChecksumKind::kModularParity, ChecksumKind::kCrc32c};
 
 [[nodiscard]] std::string_view to_string(ChecksumKind k);
 [[nodiscard]] ChecksumKind checksum_kind_from_string(std::string_view s);  // throws pmlab::Error
@@ -34,7 +34,7 @@ struct ChecksumValue {
 
 namespace detail {
 __attribute__((target("sse4.2"))) inline std::uint64_t crc32c_u64(std::uint64_t crc,
-                                                                   std::uint64_t v) {
+                                                                  std::uint64_t v) {
   return __builtin_ia32_crc32di(crc, v);
 }
 }  // namespace detail
@@ -85,7 +85,8 @@ class Accumulator {
     pending_ = 0;
   }
   // Adler-32 starts with a = 1; CRC32C with all ones.
-  std::uint64_t sum_ = K == ChecksumKind::kAdler32 ? 1u : (K == ChecksumKind::kCrc32c ? 0xffffffffu : 0u);
+  std::uint64_t sum_ =
+      K == ChecksumKind::kAdler32 ? 1u : (K == ChecksumKind::kCrc32c ? 0xffffffffu : 0u);
   std::uint64_t xor_ = 0;
   int pending_ = 0;
 };
@@ -95,12 +96,16 @@ class Accumulator {
 template <class Fn>
 decltype(auto) with_checksum_kind(ChecksumKind k, Fn&& fn) {
   switch (k) {
-    case ChecksumKind::kParity: return fn(std::integral_constant<ChecksumKind, ChecksumKind::kParity>{});
-    case ChecksumKind::kAdler32: return fn(std::integral_constant<ChecksumKind, ChecksumKind::kAdler32>{});
+    case ChecksumKind::kParity:
+      return fn(std::integral_constant<ChecksumKind, ChecksumKind::kParity>{});
+    case ChecksumKind::kAdler32:
+      return fn(std::integral_constant<ChecksumKind, ChecksumKind::kAdler32>{});
     case ChecksumKind::kModularParity:
       return fn(std::integral_constant<ChecksumKind, ChecksumKind::kModularParity>{});
-    case ChecksumKind::kCrc32c: return fn(std::integral_constant<ChecksumKind, ChecksumKind::kCrc32c>{});
-    case ChecksumKind::kModular: break;
+    case ChecksumKind::kCrc32c:
+      return fn(std::integral_constant<ChecksumKind, ChecksumKind::kCrc32c>{});
+    case ChecksumKind::kModular:
+      break;
   }
   return fn(std::integral_constant<ChecksumKind, ChecksumKind::kModular>{});
 }

@@ -33,7 +33,9 @@ class ChecksumTable {
   }
   [[nodiscard]] std::size_t size() const { return count_; }
   [[nodiscard]] ChecksumSlot* slot(std::size_t i) const { return slots_ + i; }
-  [[nodiscard]] static std::size_t bytes_for(std::size_t count) { return count * sizeof(ChecksumSlot); }
+  [[nodiscard]] static std::size_t bytes_for(std::size_t count) {
+    return count * sizeof(ChecksumSlot);
+  }
 
   // LP commit: plain stores, no flush, no fence.
   template <mem::Backend B>

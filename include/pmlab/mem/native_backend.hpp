@@ -40,8 +40,12 @@ class NativeBackend {
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (std::size_t i = begin; i < end; ++i) fn(i);
   }
-  [[nodiscard]] int threads() const { return threads_; }
-  [[nodiscard]] const P& persister() const { return persister_; }
+  [[nodiscard]] int threads() const {
+    return threads_;
+  }
+  [[nodiscard]] const P& persister() const {
+    return persister_;
+  }
 
  private:
   P persister_;

@@ -29,7 +29,9 @@ inline void flush_line(const void* p) {
   }
 }
 
-inline void sfence() { asm volatile("sfence" ::: "memory"); }
+inline void sfence() {
+  asm volatile("sfence" ::: "memory");
+}
 
 // Flushes every line overlapping [p, p+len) with K; no fence.
 template <FlushKind K>
@@ -37,7 +39,8 @@ inline void flush_range(const void* p, std::size_t len) {
   if (len == 0) return;
   auto first = reinterpret_cast<std::uintptr_t>(p) & ~(std::uintptr_t{kCacheLineBytes} - 1);
   auto end = reinterpret_cast<std::uintptr_t>(p) + len;
-  for (auto a = first; a < end; a += kCacheLineBytes) flush_line<K>(reinterpret_cast<const void*>(a));
+  for (auto a = first; a < end; a += kCacheLineBytes)
+    flush_line<K>(reinterpret_cast<const void*>(a));
 }
 
 // Flushes every line of the range, then fences: the range is durable on return (ADR).

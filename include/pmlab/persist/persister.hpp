@@ -1,4 +1,5 @@
-// Persisters: the flush/fence policy a backend is built with, chosen once per run (never per store).
+// Persisters: the flush/fence policy a backend is built with, chosen once per run (never per
+// store).
 #pragma once
 
 #include <libpmem2.h>
@@ -40,7 +41,8 @@ struct CpuPersist {
 class Pmem2Persist {
  public:
   explicit Pmem2Persist(pmem2_map* map)
-      : flush_(pmem2_get_flush_fn(map)), drain_(pmem2_get_drain_fn(map)),
+      : flush_(pmem2_get_flush_fn(map)),
+        drain_(pmem2_get_drain_fn(map)),
         persist_(pmem2_get_persist_fn(map)) {}
   void flush(const void* p) const { flush_(const_cast<void*>(p), kCacheLineBytes); }
   void fence() const { drain_(); }

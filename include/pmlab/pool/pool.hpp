@@ -1,4 +1,5 @@
-// Persistent pool on a file mapped with libpmem2: header, named 64-byte-aligned arrays, lock, state.
+// Persistent pool on a file mapped with libpmem2: header, named 64-byte-aligned arrays, lock,
+// state.
 #pragma once
 
 #include <cstddef>
@@ -48,7 +49,8 @@ class Pool {
                      const std::vector<ArraySpec>& arrays, const Initializer& init);
   // Opens and locks an existing pool. With `expected`, fails (kPoolMismatch) if the stored
   // parameters differ. The file is only read until every check has passed.
-  static Pool open(const std::string& path, const std::optional<RunParams>& expected = std::nullopt);
+  static Pool open(const std::string& path,
+                   const std::optional<RunParams>& expected = std::nullopt);
   // Reads and validates the header without locking or mapping (for `pmlab info`-like uses).
   static RunParams read_params(const std::string& path);
 

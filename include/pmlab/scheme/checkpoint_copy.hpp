@@ -1,4 +1,5 @@
-// Checkpoint copier: durable bulk copy of doubles, with SIMD non-temporal stores on the native backend.
+// Checkpoint copier: durable bulk copy of doubles, with SIMD non-temporal stores on the native
+// backend.
 #pragma once
 
 #include <cstddef>
@@ -44,8 +45,10 @@ void copy_unfenced(B& b, double* dst, const double* src, std::size_t count) {
 // must be a real sfence even when the backend's own fence is a no-op: it orders them).
 template <mem::Backend B>
 void finish_copies(B& b) {
-  if constexpr (kIsNativeBackend<B>) persist::sfence();
-  else b.fence();
+  if constexpr (kIsNativeBackend<B>)
+    persist::sfence();
+  else
+    b.fence();
 }
 
 // Copies src[0, count) to dst durably: on return the copy has reached the persistence domain.
@@ -83,7 +86,8 @@ void copy_durable_parallel(B& b, std::initializer_list<CopyJob> jobs) {
     for (const auto& j : jobs) {
       // Chunk bounds rounded to 8 doubles (a line) so threads never store into the same line.
       const std::size_t lo = (j.count * t / chunks) & ~std::size_t{7};
-      const std::size_t hi = t + 1 == chunks ? j.count : (j.count * (t + 1) / chunks) & ~std::size_t{7};
+      const std::size_t hi =
+          t + 1 == chunks ? j.count : (j.count * (t + 1) / chunks) & ~std::size_t{7};
       copy_unfenced(b, j.dst + lo, j.src + lo, hi - lo);
     }
     finish_copies(b);

@@ -24,13 +24,20 @@ static_assert(sizeof(PartState) == 64);
 class PartialCopier {
  public:
   PartialCopier() = default;
-  PartialCopier(double* out, double* copies, PartState* states, std::size_t elements, std::size_t parts)
-      : out_(out), copies_(copies), states_(states), elements_(elements), parts_(parts < 1 ? 1 : parts) {}
+  PartialCopier(double* out, double* copies, PartState* states, std::size_t elements,
+                std::size_t parts)
+      : out_(out),
+        copies_(copies),
+        states_(states),
+        elements_(elements),
+        parts_(parts < 1 ? 1 : parts) {}
 
   [[nodiscard]] static constexpr std::size_t copy_bytes(std::size_t elements) {
     return 2 * elements * sizeof(double);
   }
-  [[nodiscard]] static constexpr std::size_t state_bytes(std::size_t parts) { return parts * sizeof(PartState); }
+  [[nodiscard]] static constexpr std::size_t state_bytes(std::size_t parts) {
+    return parts * sizeof(PartState);
+  }
   [[nodiscard]] std::size_t parts() const { return parts_; }
   [[nodiscard]] std::size_t part_begin(std::size_t p) const { return elements_ * p / parts_; }
   [[nodiscard]] std::size_t part_of(std::size_t e) const {
@@ -79,7 +86,8 @@ class PartialCopier {
       const std::size_t hi = std::min(e1, part_begin(p + 1));
       const Latest l = latest(b, p, limit);
       for (std::size_t e = e0; e < hi; ++e)
-        b.store(out_ + e, l.slot < 0 ? 0.0 : b.load(slot_base(static_cast<std::size_t>(l.slot)) + e));
+        b.store(out_ + e,
+                l.slot < 0 ? 0.0 : b.load(slot_base(static_cast<std::size_t>(l.slot)) + e));
       recompute(e0, hi, l.done);
       e0 = hi;
     }

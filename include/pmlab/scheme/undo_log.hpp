@@ -1,4 +1,5 @@
-// Undo log (thesis Fig. 2.6): log the ranges, flush, fence, set flag, update, flush, fence, clear flag.
+// Undo log (thesis Fig. 2.6): log the ranges, flush, fence, set flag, update, flush, fence, clear
+// flag.
 #pragma once
 
 #include <cstddef>
@@ -77,8 +78,10 @@ class UndoLog {
       T* d = blk.data + r * blk.ld;
       T* l = blk.log + r * blk.cols;
       for (std::size_t c = 0; c < blk.cols; ++c) {
-        if constexpr (ToLog) b.store(l + c, b.load(d + c));
-        else b.store(d + c, b.load(l + c));
+        if constexpr (ToLog)
+          b.store(l + c, b.load(d + c));
+        else
+          b.store(d + c, b.load(l + c));
       }
     }
   }

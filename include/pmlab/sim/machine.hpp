@@ -89,7 +89,8 @@ class Machine {
   void fence(int core);
 
   // Time across cores: fork copies one core's clock to all; join (a barrier) sets all to the max.
-  void fork_clocks(int from_core);
+  // Between them `active_cores` cores run (0 = all), each with that share of the write queue.
+  void fork_clocks(int from_core, int active_cores = 0);
   void join_clocks();
 
   // Writes every dirty line back (clean copies stay), counting each write under `cause`.

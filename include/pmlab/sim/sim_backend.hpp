@@ -1,6 +1,7 @@
 // The sim backend: real loads/stores on real memory, each reported to the simulated machine.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstring>
@@ -168,7 +169,7 @@ void SimBackend::parallel_for(std::size_t begin, std::size_t end, Fn&& fn) {
     }
   } restore{*this};
   in_parallel_ = true;
-  machine_.fork_clocks(core_);
+  machine_.fork_clocks(core_, std::min(threads_, cores_));
   for (std::size_t round = 0; round < rounds; ++round) {
     for (std::size_t t = 0; t < t_count; ++t) {
       const std::size_t len = q + (t < r ? 1 : 0);
