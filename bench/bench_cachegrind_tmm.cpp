@@ -1,6 +1,8 @@
-// Base tmm for the cachegrind comparison: the same kernel natively (run it under valgrind) or in pmlab's simulator.
+// Base tmm for the cachegrind comparison: the same kernel natively (run it under valgrind) or in
+// pmlab's simulator.
 //
-// Usage: bench_cachegrind_tmm MODE [--n N] [--bs BS] [--D1 size,assoc,line] [--LL size,assoc,line] [--reps R]
+// Usage: bench_cachegrind_tmm MODE [--n N] [--bs BS] [--D1 size,assoc,line] [--LL size,assoc,line]
+// [--reps R]
 //                               [--inclusive 0|1]
 //   native  kernels::tmm::run_base on PlainBackend, 1 thread. Under `valgrind --tool=cachegrind`
 //           the kernel is the [[gnu::noinline]] panel_step<PlainBackend, ...>, so its cg_annotate
@@ -48,7 +50,8 @@ pmlab::sim::CacheGeometry parse_geometry(std::string_view flag, const char* s) {
   pmlab::sim::CacheGeometry g;
   unsigned long long size = 0, assoc = 0, line = 0;
   if (std::sscanf(s, "%llu,%llu,%llu", &size, &assoc, &line) != 3)
-    throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument, fmt::format("{} expects size,assoc,line, got '{}'", flag, s));
+    throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument,
+                       fmt::format("{} expects size,assoc,line, got '{}'", flag, s));
   g.size_bytes = size;
   g.assoc = static_cast<std::uint32_t>(assoc);
   g.line_bytes = static_cast<std::uint32_t>(line);
@@ -57,22 +60,33 @@ pmlab::sim::CacheGeometry parse_geometry(std::string_view flag, const char* s) {
 
 Args parse(int argc, char** argv) {
   Args a;
-  if (argc < 2) throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument, "usage: bench_cachegrind_tmm native|sim|setup [options]");
+  if (argc < 2)
+    throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument,
+                       "usage: bench_cachegrind_tmm native|sim|setup [options]");
   a.mode = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string_view f = argv[i];
     const char* v = argv[i + 1];
-    if (f == "--n") a.n = std::strtoull(v, nullptr, 10);
-    else if (f == "--bs") a.bs = std::strtoull(v, nullptr, 10);
-    else if (f == "--reps") a.reps = std::atoi(v);
-    else if (f == "--inclusive") a.inclusive = std::string_view(v) == "1";
-    else if (f == "--D1") a.d1 = parse_geometry(f, v);
-    else if (f == "--LL") a.ll = parse_geometry(f, v);
-    else throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument, fmt::format("unknown option '{}'", f));
+    if (f == "--n")
+      a.n = std::strtoull(v, nullptr, 10);
+    else if (f == "--bs")
+      a.bs = std::strtoull(v, nullptr, 10);
+    else if (f == "--reps")
+      a.reps = std::atoi(v);
+    else if (f == "--inclusive")
+      a.inclusive = std::string_view(v) == "1";
+    else if (f == "--D1")
+      a.d1 = parse_geometry(f, v);
+    else if (f == "--LL")
+      a.ll = parse_geometry(f, v);
+    else
+      throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument, fmt::format("unknown option '{}'", f));
   }
   if (a.mode != "native" && a.mode != "sim" && a.mode != "setup")
-    throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument, fmt::format("unknown mode '{}'", a.mode));
-  if (a.n < 1 || a.bs < 1 || a.reps < 1) throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument, "n, bs and reps must be >= 1");
+    throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument,
+                       fmt::format("unknown mode '{}'", a.mode));
+  if (a.n < 1 || a.bs < 1 || a.reps < 1)
+    throw pmlab::Error(pmlab::ErrorCode::kInvalidArgument, "n, bs and reps must be >= 1");
   return a;
 }
 
@@ -82,7 +96,9 @@ struct Matrix {
   Matrix(std::size_t n, int stream) {
     const std::size_t bytes = (n * n * sizeof(double) + kAlign - 1) / kAlign * kAlign;
     p = static_cast<double*>(std::aligned_alloc(kAlign, bytes));
-    for (std::size_t i = 0; i < n * n; ++i) p[i] = stream < 0 ? 0.0 : pmlab::kernels::input_value(1, static_cast<std::uint64_t>(stream), i);
+    for (std::size_t i = 0; i < n * n; ++i)
+      p[i] =
+          stream < 0 ? 0.0 : pmlab::kernels::input_value(1, static_cast<std::uint64_t>(stream), i);
   }
   ~Matrix() { std::free(p); }
   Matrix(const Matrix&) = delete;
@@ -93,8 +109,10 @@ struct Matrix {
 // LRU that behaves exactly like empty caches, so cachegrind starts as cold as the simulator.
 void evict_caches(const Args& a) {
   const std::size_t bytes = 4 * std::max<std::uint64_t>(a.ll.size_bytes, a.d1.size_bytes);
-  auto* buf = static_cast<volatile std::uint64_t*>(std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign));
-  for (std::size_t i = 0; i < bytes / sizeof(std::uint64_t); i += 64 / sizeof(std::uint64_t)) (void)buf[i];
+  auto* buf = static_cast<volatile std::uint64_t*>(
+      std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign));
+  for (std::size_t i = 0; i < bytes / sizeof(std::uint64_t); i += 64 / sizeof(std::uint64_t))
+    (void)buf[i];
   std::free(const_cast<std::uint64_t*>(buf));
 }
 
@@ -113,10 +131,12 @@ int run(const Args& a) {
   const Operands op{{ma.p, a.n, a.n}, {mb.p, a.n, a.n}, {mc.p, a.n, a.n}, a.n, a.bs};
   // Kernel references: per (kk tile, i, j) one load and one store of C plus 2 per k.
   std::uint64_t refs = 0;
-  for (std::size_t kk = 0; kk < a.n; kk += a.bs) refs += a.n * a.n * (2 + 2 * (std::min(kk + a.bs, a.n) - kk));
+  for (std::size_t kk = 0; kk < a.n; kk += a.bs)
+    refs += a.n * a.n * (2 + 2 * (std::min(kk + a.bs, a.n) - kk));
   refs *= static_cast<std::uint64_t>(a.reps);
   evict_caches(a);
-  nlohmann::json j{{"mode", a.mode}, {"n", a.n}, {"bs", a.bs}, {"reps", a.reps}, {"kernel_refs", refs}};
+  nlohmann::json j{
+      {"mode", a.mode}, {"n", a.n}, {"bs", a.bs}, {"reps", a.reps}, {"kernel_refs", refs}};
   if (a.mode == "native") {
     pmlab::mem::PlainBackend be({}, 1);
     const auto t0 = std::chrono::steady_clock::now();

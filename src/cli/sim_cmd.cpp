@@ -1,4 +1,5 @@
-// `pmlab sim`: run a kernel x scheme in the persistence simulator; NVM traffic, misses, cycles, optionally normalised to base.
+// `pmlab sim`: run a kernel x scheme in the persistence simulator; NVM traffic, misses, cycles,
+// optionally normalised to base.
 #include <unistd.h>
 
 #include <chrono>
@@ -41,7 +42,9 @@ struct SimArgs {
   std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
 };
 
-[[noreturn]] void bad(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, msg); }
+[[noreturn]] void bad(const std::string& msg) {
+  throw Error(ErrorCode::kInvalidArgument, msg);
+}
 
 // "65536", "64K", "64KiB", "64KB", "8M", "1G": cache sizes, so every suffix is a power of 1024.
 std::uint64_t parse_size(const std::string& flag, const std::string& text) {
@@ -55,11 +58,17 @@ std::uint64_t parse_size(const std::string& flag, const std::string& text) {
   std::string suffix = text.substr(pos);
   for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::uint64_t mult = 1;
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "KB" || suffix == "KIB") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") mult = 1ull << 30;
-  else bad(fmt::format("{}: '{}' is not a size (suffixes: K, M, G = 2^10, 2^20, 2^30 bytes)", flag, text));
+  if (suffix == "" || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "KB" || suffix == "KIB")
+    mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "MB" || suffix == "MIB")
+    mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "GB" || suffix == "GIB")
+    mult = 1ull << 30;
+  else
+    bad(fmt::format("{}: '{}' is not a size (suffixes: K, M, G = 2^10, 2^20, 2^30 bytes)", flag,
+                    text));
   if (v > (1ull << 40) / mult) bad(fmt::format("{}: '{}' is too large", flag, text));
   return v * mult;
 }
@@ -73,10 +82,15 @@ sim::CacheGeometry parse_geometry(const std::string& flag, const std::string& te
       parts.push_back(text.substr(start, i - start));
       start = i + 1;
     }
-  if (parts.size() != 3) bad(fmt::format("{} expects size,assoc,line_size as cachegrind does (e.g. 65536,8,64), got '{}'", flag, text));
+  if (parts.size() != 3)
+    bad(fmt::format(
+        "{} expects size,assoc,line_size as cachegrind does (e.g. 65536,8,64), got '{}'", flag,
+        text));
   const std::uint64_t assoc = parse_size(flag, parts[1]), line = parse_size(flag, parts[2]);
-  if (assoc < 1 || assoc > 1024) bad(fmt::format("{}: associativity must be in [1, 1024], got {}", flag, assoc));
-  return {parse_size(flag, parts[0]), static_cast<std::uint32_t>(assoc), static_cast<std::uint32_t>(line)};
+  if (assoc < 1 || assoc > 1024)
+    bad(fmt::format("{}: associativity must be in [1, 1024], got {}", flag, assoc));
+  return {parse_size(flag, parts[0]), static_cast<std::uint32_t>(assoc),
+          static_cast<std::uint32_t>(line)};
 }
 
 sim::SimParams build_machine(const SimArgs& a) {
@@ -100,8 +114,10 @@ sim::SimParams build_machine(const SimArgs& a) {
   sim::SimParams p = driver::machine_from(a.config, o);
   if (a.config == "cachegrind" && (a.d1 || a.ll)) {
     // Rebuild from the geometries, then re-apply the overrides on top.
-    const sim::SimParams cg = sim::cachegrind_like(a.d1 ? parse_geometry("--D1", *a.d1) : sim::CacheGeometry{p.l1.size_bytes, p.l1.ways, 64},
-                                                   a.ll ? parse_geometry("--LL", *a.ll) : sim::CacheGeometry{p.llc.size_bytes, p.llc.ways, 64});
+    const sim::SimParams cg = sim::cachegrind_like(
+        a.d1 ? parse_geometry("--D1", *a.d1) : sim::CacheGeometry{p.l1.size_bytes, p.l1.ways, 64},
+        a.ll ? parse_geometry("--LL", *a.ll)
+             : sim::CacheGeometry{p.llc.size_bytes, p.llc.ways, 64});
     p.l1.size_bytes = cg.l1.size_bytes;
     p.l1.ways = cg.l1.ways;
     p.llc.size_bytes = cg.llc.size_bytes;
@@ -134,7 +150,8 @@ class ProgressBar {
     drawn_ = true;
     constexpr int kWidth = 30;
     const int filled = static_cast<int>(f * kWidth);
-    fmt::print(stderr, "\r[{:#<{}}{:.<{}}] {:3.0f}% {}", "", filled, "", kWidth - filled, 100 * f, label_);
+    fmt::print(stderr, "\r[{:#<{}}{:.<{}}] {:3.0f}% {}", "", filled, "", kWidth - filled, 100 * f,
+               label_);
     std::fflush(stderr);
   }
 
@@ -145,7 +162,8 @@ class ProgressBar {
 };
 
 driver::SimRunResult simulate_one(const driver::SimRunSpec& spec, bool progress) {
-  ProgressBar bar(progress, fmt::format("simulating {} {} (n={})", spec.run.kernel, spec.run.scheme, spec.run.n));
+  ProgressBar bar(progress, fmt::format("simulating {} {} (n={})", spec.run.kernel, spec.run.scheme,
+                                        spec.run.n));
   return driver::simulate(spec, bar.callback());
 }
 
@@ -157,8 +175,11 @@ std::string human(double v) {
 }
 
 std::string level_line(const sim::LevelParams& l, bool shared) {
-  return fmt::format("{} {} {} KiB {}-way {} cyc{}", l.name, shared ? "shared" : "private", l.size_bytes / 1024, l.ways,
-                     l.hit_latency.value(), l.replacement == sim::Replacement::kLru ? "" : fmt::format(" {}", sim::to_string(l.replacement)));
+  return fmt::format("{} {} {} KiB {}-way {} cyc{}", l.name, shared ? "shared" : "private",
+                     l.size_bytes / 1024, l.ways, l.hit_latency.value(),
+                     l.replacement == sim::Replacement::kLru
+                         ? ""
+                         : fmt::format(" {}", sim::to_string(l.replacement)));
 }
 
 // Rows of the text report: label and the figure from the stats JSON (a path of keys).
@@ -255,29 +276,40 @@ int do_sim(const SimArgs& a) {
     }
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("pmlab sim {} --scheme {} --config {} --n {} --bs {} --threads {} --flush {}{}\n", a.kernel, a.scheme,
-               a.config, a.n, a.bs, spec.run.threads, a.flush, a.drain ? " --drain" : "");
-    fmt::print("  machine: {} cores {:g} GHz; {}", machine.cores, machine.freq_ghz, level_line(machine.l1, false));
+    fmt::print("pmlab sim {} --scheme {} --config {} --n {} --bs {} --threads {} --flush {}{}\n",
+               a.kernel, a.scheme, a.config, a.n, a.bs, spec.run.threads, a.flush,
+               a.drain ? " --drain" : "");
+    fmt::print("  machine: {} cores {:g} GHz; {}", machine.cores, machine.freq_ghz,
+               level_line(machine.l1, false));
     if (machine.l2) fmt::print("; {}", level_line(*machine.l2, false));
-    fmt::print("; {}{}; NVM {:g}/{:g} ns read/write, WQ {}, {} units\n", level_line(machine.llc, true),
-               machine.inclusive_llc ? " inclusive" : " non-inclusive", machine.nvm.read_ns, machine.nvm.write_ns,
-               machine.nvm.write_queue_entries, machine.nvm.write_units);
-    fmt::print("  simulated {}refs in {:.2f} s, {:.2f} s CPU ({}refs/s)\n", human(static_cast<double>(r.stats.accesses())),
-               r.seconds, r.cpu_seconds, human(r.refs_per_second()));
+    fmt::print("; {}{}; NVM {:g}/{:g} ns read/write, WQ {}, {} units\n",
+               level_line(machine.llc, true),
+               machine.inclusive_llc ? " inclusive" : " non-inclusive", machine.nvm.read_ns,
+               machine.nvm.write_ns, machine.nvm.write_queue_entries, machine.nvm.write_units);
+    fmt::print("  simulated {}refs in {:.2f} s, {:.2f} s CPU ({}refs/s)\n",
+               human(static_cast<double>(r.stats.accesses())), r.seconds, r.cpu_seconds,
+               human(r.refs_per_second()));
     const nlohmann::json base_stats = base ? sim::to_json(base->stats) : nlohmann::json();
-    const nlohmann::json norm = base ? driver::normalized_to(r.stats, base->stats) : nlohmann::json();
-    if (base) fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", "", a.scheme, *a.vs, fmt::format("/{}", *a.vs));
+    const nlohmann::json norm =
+        base ? driver::normalized_to(r.stats, base->stats) : nlohmann::json();
+    if (base)
+      fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", "", a.scheme, *a.vs, fmt::format("/{}", *a.vs));
     for (const Row& row : report_rows(machine)) {
       const auto v = at_path(stats, row.path).get<std::uint64_t>();
       if (base)
-        fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", row.label, v, at_path(base_stats, row.path).get<std::uint64_t>(),
+        fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", row.label, v,
+                   at_path(base_stats, row.path).get<std::uint64_t>(),
                    ratio_text(at_path(norm, row.path)));
       else
         fmt::print("  {:<26}{:>16}\n", row.label, v);
     }
     if (verdict) {
-      if (verdict->ok()) fmt::print("  verify: OK, {} elements bit-identical to the fault-free reference\n", verdict->elements);
-      else fmt::print("  verify: FAILED, {} of {} elements differ; first: {}\n", verdict->mismatches, verdict->elements, verdict->first_mismatch);
+      if (verdict->ok())
+        fmt::print("  verify: OK, {} elements bit-identical to the fault-free reference\n",
+                   verdict->elements);
+      else
+        fmt::print("  verify: FAILED, {} of {} elements differ; first: {}\n", verdict->mismatches,
+                   verdict->elements, verdict->first_mismatch);
     }
   }
   return verdict && !verdict->ok() ? kExitVerifyFailed : kExitOk;
@@ -289,8 +321,10 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<SimArgs>();
   auto* cmd = app.add_subcommand(
       "sim",
-      "Run a kernel under a persistency scheme in the persistence simulator (heap-like scratch memory, inputs "
-      "registered as persistent) and report NVM reads/writes by cause, per-level misses and cycles. "
+      "Run a kernel under a persistency scheme in the persistence simulator (heap-like scratch "
+      "memory, inputs "
+      "registered as persistent) and report NVM reads/writes by cause, per-level misses and "
+      "cycles. "
       "--vs base also simulates base with the same parameters and normalises every figure to it. "
       "The machine is a preset (--config) with optional overrides; see docs/simulator.md.");
   std::string kernels;
@@ -298,39 +332,53 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   std::string presets;
   for (auto p : sim::preset_names()) presets += (presets.empty() ? "" : ", ") + std::string(p);
   cmd->add_option("kernel", a->kernel, "Kernel to simulate: " + kernels)->required();
-  cmd->add_option("--scheme", a->scheme, "Persistency scheme (base, lp, ep-ii, ep-jj, wal-ii, wal-jj, cp, hr-*-x32/x64)")
+  cmd->add_option("--scheme", a->scheme,
+                  "Persistency scheme (base, lp, ep-ii, ep-jj, wal-ii, wal-jj, cp, hr-*-x32/x64)")
       ->capture_default_str();
   cmd->add_option("--config", a->config, "Machine preset: " + presets)->capture_default_str();
   cmd->add_option("--n", a->n, "Problem size n")->capture_default_str();
   cmd->add_option("--bs", a->bs, "Block/tile size")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "Logical threads (default: the preset's; thread t runs on core t % cores)");
-  cmd->add_option("--checksum", a->checksum, "LP checksum: modular, parity, adler32, modular-parity, crc32c")
+  cmd->add_option("--threads", a->threads,
+                  "Logical threads (default: the preset's; thread t runs on core t % cores)");
+  cmd->add_option("--checksum", a->checksum,
+                  "LP checksum: modular, parity, adler32, modular-parity, crc32c")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the deterministic inputs")->capture_default_str();
-  cmd->add_option("--flush", a->flush, "Flush instruction: clflushopt (the papers'), clwb, clflush, none")
+  cmd->add_option("--flush", a->flush,
+                  "Flush instruction: clflushopt (the papers'), clwb, clflush, none")
       ->capture_default_str();
-  cmd->add_flag("--drain", a->drain, "Write every dirty line back at the end (counted as nvm_writes_by_cause.drain)");
-  cmd->add_option("--vs", a->vs, "Also simulate this scheme (normally base) and normalise every figure to it");
-  cmd->add_flag("--verify", a->verify, "Check the simulated result bit for bit against the native reference (exit 1 on mismatch)");
+  cmd->add_flag("--drain", a->drain,
+                "Write every dirty line back at the end (counted as nvm_writes_by_cause.drain)");
+  cmd->add_option("--vs", a->vs,
+                  "Also simulate this scheme (normally base) and normalise every figure to it");
+  cmd->add_flag(
+      "--verify", a->verify,
+      "Check the simulated result bit for bit against the native reference (exit 1 on mismatch)");
   cmd->add_flag("--json", a->json, "Print JSON (keys: docs/simulator.md, \"pmlab sim JSON\")");
-  cmd->add_flag("--no-progress", a->no_progress, "No progress bar (it is shown only when stderr is a terminal)");
+  cmd->add_flag("--no-progress", a->no_progress,
+                "No progress bar (it is shown only when stderr is a terminal)");
   auto* m = cmd->add_option_group("machine overrides", "Changes to the preset");
-  m->add_option("--cores", a->cores, "Simulated cores (pact17: the shared L2 stays 1 MiB per core)");
+  m->add_option("--cores", a->cores,
+                "Simulated cores (pact17: the shared L2 stays 1 MiB per core)");
   m->add_option("--l1-size", a->l1_size, "Private L1 size (bytes, or with K/M suffix)");
   m->add_option("--l1-ways", a->l1_ways, "L1 associativity");
-  m->add_option("--l2-size", a->l2_size, "Adds/resizes a private L2 per core (0 removes it); the LLC is then L3");
+  m->add_option("--l2-size", a->l2_size,
+                "Adds/resizes a private L2 per core (0 removes it); the LLC is then L3");
   m->add_option("--l2-ways", a->l2_ways, "Private L2 associativity");
   m->add_option("--llc-size", a->llc_size, "Shared last-level cache size");
   m->add_option("--llc-ways", a->llc_ways, "LLC associativity");
-  m->add_option("--llc-inclusion", a->llc_inclusion, "inclusive (presets) or non-inclusive (1 core only, cachegrind's)")
+  m->add_option("--llc-inclusion", a->llc_inclusion,
+                "inclusive (presets) or non-inclusive (1 core only, cachegrind's)")
       ->check(CLI::IsMember({"inclusive", "non-inclusive"}));
-  m->add_option("--replacement", a->replacement, "Replacement policy of every level: lru, random, srrip");
+  m->add_option("--replacement", a->replacement,
+                "Replacement policy of every level: lru, random, srrip");
   m->add_option("--nvm-read-ns", a->nvm_read_ns, "NVM read latency (ns)");
   m->add_option("--nvm-write-ns", a->nvm_write_ns, "NVM write latency (ns)");
   m->add_option("--freq-ghz", a->freq_ghz, "Core clock (GHz)");
   m->add_option("--wq-entries", a->wq_entries, "Memory-controller write-queue entries");
   m->add_option("--write-units", a->write_units, "Concurrent NVM writes (banks)");
-  m->add_option("--D1", a->d1, "With --config cachegrind: D1 as size,assoc,line (cachegrind's syntax)");
+  m->add_option("--D1", a->d1,
+                "With --config cachegrind: D1 as size,assoc,line (cachegrind's syntax)");
   m->add_option("--LL", a->ll, "With --config cachegrind: LL as size,assoc,line");
   cmd->callback([a, &exit_code] { exit_code = do_sim(*a); });
 }

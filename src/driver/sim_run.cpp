@@ -1,4 +1,5 @@
-// Simulated kernel x scheme runs: machine overrides, the per-kernel sim entry points, the scratch-pool session.
+// Simulated kernel x scheme runs: machine overrides, the per-kernel sim entry points, the
+// scratch-pool session.
 #include "pmlab/driver/sim_run.hpp"
 
 #include <time.h>
@@ -44,7 +45,8 @@ sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o) 
     p.l2->size_bytes = *o.l2_size;
   }
   if (o.l2_ways) {
-    if (!p.l2) throw Error(ErrorCode::kInvalidArgument, "--l2-ways needs a private L2: give --l2-size too");
+    if (!p.l2)
+      throw Error(ErrorCode::kInvalidArgument, "--l2-ways needs a private L2: give --l2-size too");
     p.l2->ways = *o.l2_ways;
   }
   if (p.l2 && p.llc.name == "L2") p.llc.name = "L3";
@@ -99,22 +101,25 @@ SimKernel make_tmm_sim() {
   k.name = "tmm";
   k.check = [](const pool::RunParams& p) {
     if (const auto s = parse_tmm_scheme(p.scheme); s && s->family == TmmFamily::kPmemobj)
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("scheme 'pmemobj' runs natively only: libpmemobj issues its own flushes "
-                              "and fences, which the simulator cannot see (use `pmlab run`); "
-                              "simulated tmm schemes: {}",
-                              fmt::join(tmm_sim_schemes(), ", ")));
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("scheme 'pmemobj' runs natively only: libpmemobj issues its own flushes "
+                      "and fences, which the simulator cannot see (use `pmlab run`); "
+                      "simulated tmm schemes: {}",
+                      fmt::join(tmm_sim_schemes(), ", ")));
   };
   k.run = [](sim::SimBackend& be, pool::Pool& pool, std::size_t first) {
     with_tmm_context(pool, [&](const TmmSchemeContext& ctx) { tmm_run(be, ctx, first); });
   };
   k.recover = [](sim::SimBackend& be, pool::Pool& pool, RunReport& report) {
-    return with_tmm_context(pool, [&](const TmmSchemeContext& ctx) { return tmm_recover(be, ctx, report); });
+    return with_tmm_context(
+        pool, [&](const TmmSchemeContext& ctx) { return tmm_recover(be, ctx, report); });
   };
   k.base_refs = [](const pool::RunParams& p) {
     // Per kk tile: every C element is loaded and stored once, plus an A and a B load per k.
     std::uint64_t refs = 0;
-    for (std::uint64_t kk = 0; kk < p.n; kk += p.bs) refs += p.n * p.n * (2 + 2 * (std::min(kk + p.bs, p.n) - kk));
+    for (std::uint64_t kk = 0; kk < p.n; kk += p.bs)
+      refs += p.n * p.n * (2 + 2 * (std::min(kk + p.bs, p.n) - kk));
     return refs;
   };
   return k;
@@ -132,8 +137,9 @@ const SimKernel& find_sim_kernel(const std::string& name) {
     if (k.name == name) return k;
   std::string known;
   for (const auto& k : sim_kernels()) known += (known.empty() ? "" : ", ") + k.name;
-  throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("kernel '{}' has no simulator entry point (simulated kernels: {})", name, known));
+  throw Error(
+      ErrorCode::kInvalidArgument,
+      fmt::format("kernel '{}' has no simulator entry point (simulated kernels: {})", name, known));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,8 +193,11 @@ struct SimSession::State {
 
   // Members are built in order: every check runs before anything is allocated.
   explicit State(const SimRunSpec& s)
-      : spec((validate(s), s)), kd(&find_kernel(s.run.kernel)), sk(&find_sim_kernel(s.run.kernel)),
-        pool(scratch_pool(*kd, s.run)), be(make_backend(s, pool)) {}
+      : spec((validate(s), s)),
+        kd(&find_kernel(s.run.kernel)),
+        sk(&find_sim_kernel(s.run.kernel)),
+        pool(scratch_pool(*kd, s.run)),
+        be(make_backend(s, pool)) {}
 };
 
 void validate(const SimRunSpec& spec) {
@@ -197,8 +206,8 @@ void validate(const SimRunSpec& spec) {
   find_sim_kernel(spec.run.kernel).check(spec.run);
   if (spec.run.threads < 1 || spec.run.threads > static_cast<std::uint32_t>(sim::kMaxCores))
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--threads must be between 1 and {} in the simulator (got {})", sim::kMaxCores,
-                            spec.run.threads));
+                fmt::format("--threads must be between 1 and {} in the simulator (got {})",
+                            sim::kMaxCores, spec.run.threads));
   spec.machine.validate();
 }
 
@@ -207,13 +216,27 @@ SimSession::~SimSession() = default;
 SimSession::SimSession(SimSession&&) noexcept = default;
 SimSession& SimSession::operator=(SimSession&&) noexcept = default;
 
-void SimSession::run(std::size_t first) { s_->sk->run(s_->be, s_->pool, first); }
-std::size_t SimSession::recover(RunReport& report) { return s_->sk->recover(s_->be, s_->pool, report); }
-VerifyResult SimSession::verify() const { return s_->kd->verify(s_->pool); }
-sim::SimBackend& SimSession::backend() { return s_->be; }
-pool::Pool& SimSession::pool() { return s_->pool; }
-const SimRunSpec& SimSession::spec() const { return s_->spec; }
-std::uint64_t SimSession::estimated_ops() const { return s_->sk->base_refs(s_->spec.run); }
+void SimSession::run(std::size_t first) {
+  s_->sk->run(s_->be, s_->pool, first);
+}
+std::size_t SimSession::recover(RunReport& report) {
+  return s_->sk->recover(s_->be, s_->pool, report);
+}
+VerifyResult SimSession::verify() const {
+  return s_->kd->verify(s_->pool);
+}
+sim::SimBackend& SimSession::backend() {
+  return s_->be;
+}
+pool::Pool& SimSession::pool() {
+  return s_->pool;
+}
+const SimRunSpec& SimSession::spec() const {
+  return s_->spec;
+}
+std::uint64_t SimSession::estimated_ops() const {
+  return s_->sk->base_refs(s_->spec.run);
+}
 
 double SimRunResult::refs_per_second() const {
   return seconds > 0 ? static_cast<double>(stats.accesses()) / seconds : 0.0;
@@ -240,7 +263,8 @@ SimRunResult simulate(const SimRunSpec& spec, const SimProgress& progress) {
   session.run(0);
   if (spec.drain) be.machine().write_back_all(sim::WriteCause::kDrain);
   const double cpu = process_cpu_seconds() - cpu0;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   be.on_loop_end({});
   SimRunResult r{be.stats(), be.ops(), seconds, cpu, std::nullopt};
   if (spec.verify) r.verify = session.verify();

@@ -32,9 +32,12 @@ class Cache {
     // Common associativities: an unrolled branch-free compare of the whole set (a line is in
     // at most one way); an early-exit loop would mispredict on nearly every miss.
     switch (ways_) {
-      case 8: return find_in<8>(base, line);
-      case 16: return find_in<16>(base, line);
-      default: break;
+      case 8:
+        return find_in<8>(base, line);
+      case 16:
+        return find_in<16>(base, line);
+      default:
+        break;
     }
     for (std::size_t s = base; s < base + ways_; ++s)
       if (tags_[s] == line) return s;
@@ -57,34 +60,46 @@ class Cache {
   }
   void fill(std::size_t slot, std::uint64_t line, std::uint8_t state) {
     tags_[slot] = line;
-    meta_[slot] = {directory_ ? 0 : kNoSlot, state, -1};
+    state_[slot] = state;
+    if (!sharers_.empty()) {
+      sharers_[slot] = 0;
+      owner_[slot] = -1;
+    }
     with_policy([slot](auto& p) { p.on_fill(slot); });
   }
   void invalidate(std::size_t slot) {
     tags_[slot] = kInvalidTag;
-    meta_[slot] = {directory_ ? 0 : kNoSlot, 0, -1};
+    state_[slot] = 0;
+    if (!sharers_.empty()) {
+      sharers_[slot] = 0;
+      owner_[slot] = -1;
+    }
     with_policy([slot](auto& p) { p.on_invalidate(slot); });
   }
   void clear();  // everything invalid, policy state reset
 
   [[nodiscard]] std::uint64_t tag(std::size_t slot) const { return tags_[slot]; }
-  [[nodiscard]] std::uint8_t state(std::size_t slot) const { return meta_[slot].state; }
-  void set_state(std::size_t slot, std::uint8_t s) { meta_[slot].state = s; }
-  void add_state(std::size_t slot, std::uint8_t bits) { meta_[slot].state = static_cast<std::uint8_t>(meta_[slot].state | bits); }
-  void drop_state(std::size_t slot, std::uint8_t bits) { meta_[slot].state = static_cast<std::uint8_t>(meta_[slot].state & ~bits); }
+  [[nodiscard]] std::uint8_t state(std::size_t slot) const { return state_[slot]; }
+  void set_state(std::size_t slot, std::uint8_t s) { state_[slot] = s; }
+  void add_state(std::size_t slot, std::uint8_t bits) {
+    state_[slot] = static_cast<std::uint8_t>(state_[slot] | bits);
+  }
+  void drop_state(std::size_t slot, std::uint8_t bits) {
+    state_[slot] = static_cast<std::uint8_t>(state_[slot] & ~bits);
+  }
   [[nodiscard]] std::size_t slots() const { return tags_.size(); }
 
   // Directory (LLC only): which cores' private caches hold the line, and which one (if any)
   // holds it exclusively and so may have it dirty.
-  [[nodiscard]] std::uint64_t sharers(std::size_t slot) const { return meta_[slot].word; }
-  void set_sharers(std::size_t slot, std::uint64_t m) { meta_[slot].word = m; }
-  [[nodiscard]] int owner(std::size_t slot) const { return meta_[slot].owner; }
-  void set_owner(std::size_t slot, int core) { meta_[slot].owner = static_cast<std::int8_t>(core); }
+  [[nodiscard]] std::uint64_t sharers(std::size_t slot) const { return sharers_[slot]; }
+  void set_sharers(std::size_t slot, std::uint64_t m) { sharers_[slot] = m; }
+  [[nodiscard]] int owner(std::size_t slot) const { return owner_[slot]; }
+  void set_owner(std::size_t slot, int core) { owner_[slot] = static_cast<std::int8_t>(core); }
 
   // Link (last private level only): the LLC slot the line was filled from, so an eviction
   // updates the directory without searching the LLC set. Checked against the LLC's tag.
-  [[nodiscard]] std::size_t link(std::size_t slot) const { return meta_[slot].word; }
-  void set_link(std::size_t slot, std::size_t llc_slot) { meta_[slot].word = llc_slot; }
+  [[nodiscard]] std::size_t link(std::size_t slot) const { return link_[slot]; }
+  void set_link(std::size_t slot, std::size_t llc_slot) { link_[slot] = llc_slot; }
 
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] Cycles latency() const { return latency_; }
@@ -120,16 +135,10 @@ class Cache {
   bool pow2_;
   std::uint32_t ways_;
   std::vector<std::uint64_t> tags_;
-  // Everything but the tag in one 16-byte record, so a miss touches one host line per slot
-  // instead of one per field. `word` is the sharer mask (directory) or the link (private).
-  struct Meta {
-    std::uint64_t word;
-    std::uint8_t state;
-    std::int8_t owner;
-  };
-  static_assert(sizeof(Meta) == 16 && sizeof(std::size_t) == sizeof(std::uint64_t));
-  std::vector<Meta> meta_;
-  bool directory_;
+  std::vector<std::uint8_t> state_;
+  std::vector<std::uint64_t> sharers_;
+  std::vector<std::int8_t> owner_;
+  std::vector<std::size_t> link_;
   AnyPolicy policy_;
   LevelStats stats_;
 };

@@ -7,7 +7,9 @@
 namespace pmlab::sim {
 
 namespace {
-constexpr std::uint64_t bit_of(int core) { return std::uint64_t{1} << core; }
+constexpr std::uint64_t bit_of(int core) {
+  return std::uint64_t{1} << core;
+}
 
 template <class Fn>
 void for_each_core(std::uint64_t mask, Fn&& fn) {
@@ -16,11 +18,14 @@ void for_each_core(std::uint64_t mask, Fn&& fn) {
 }  // namespace
 
 Hierarchy::Hierarchy(const SimParams& p)
-    : params_(p), npriv_(p.l2 ? 2 : 1), llc_(p.llc, true, p.seed ^ 0x11c),
+    : params_(p),
+      npriv_(p.l2 ? 2 : 1),
+      llc_(p.llc, true, p.seed ^ 0x11c),
       cores_(static_cast<std::size_t>(p.cores)),
       wq_(static_cast<std::size_t>(p.cores),
           WriteQueue(p.nvm.write_queue_entries, p.nvm.write_units, p.nvm_write_cycles().value())),
-      nvm_read_cycles_(p.nvm_read_cycles().value()), flush_issue_(p.flush_issue_latency.value()),
+      nvm_read_cycles_(p.nvm_read_cycles().value()),
+      flush_issue_(p.flush_issue_latency.value()),
       fence_latency_(p.fence_latency.value()) {
   const std::uint64_t sets = p.l1.sets();
   const std::uint64_t entries = std::has_single_bit(sets) ? sets : 1;
@@ -48,9 +53,15 @@ bool Hierarchy::strip_private(int core, std::uint64_t line, Strip how) {
     if (s == kNoSlot) continue;
     dirty |= (c.state(s) & kDirty) != 0;
     switch (how) {
-      case Strip::kInvalidate: c.invalidate(s); break;
-      case Strip::kDowngrade: c.set_state(s, 0); break;
-      case Strip::kClean: c.drop_state(s, kDirty); break;
+      case Strip::kInvalidate:
+        c.invalidate(s);
+        break;
+      case Strip::kDowngrade:
+        c.set_state(s, 0);
+        break;
+      case Strip::kClean:
+        c.drop_state(s, kDirty);
+        break;
     }
   }
   forget_filter(core, line);
@@ -78,7 +89,8 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
       if (s2 != kNoSlot) {
         ++l2.counters().hits;
         l2.touch(s2);
-        st = static_cast<std::uint8_t>(l2.state(s2) & kExclusive);  // dirtiness stays in L2 until L1 writes back
+        st = static_cast<std::uint8_t>(l2.state(s2) &
+                                       kExclusive);  // dirtiness stays in L2 until L1 writes back
         lat = l2.latency().value();
         found = true;
       } else {
@@ -101,13 +113,14 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
   cs.clock += lat;
   // This line is now the last one accessed in its L1 set (see Machine::load).
   const bool filter = params_.same_line_filter && (l1_hit || !filter_on_hit_only_);
-  filter_entry(core, line) = filter ? (line << 1) | ((l1.state(s1) & kDirty) != 0 ? 1u : 0u) : detail::kNoEntry;
+  filter_entry(core, line) =
+      filter ? (line << 1) | ((l1.state(s1) & kDirty) != 0 ? 1u : 0u) : detail::kNoEntry;
 }
 
 // A private miss: find the line in the LLC (or NVM), update the directory, return the
 // permission the private copy gets (kExclusive or 0 = Shared). Adds latency to `lat`.
-std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_store, std::uint64_t& lat,
-                                       std::size_t& llc_slot) {
+std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_store,
+                                       std::uint64_t& lat, std::size_t& llc_slot) {
   const std::uint64_t me = bit_of(core);
   const std::uint64_t llc_lat = llc_.latency().value();
   std::size_t s = llc_.find(line);
@@ -253,7 +266,8 @@ void Hierarchy::write_back_victim(std::uint64_t v, int core) {
 }
 
 // One line reaches the persistence domain: count it, copy its live bytes to the crash image.
-std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core) {
+std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t,
+                                   int core) {
   ++nvm_.writes;
   ++nvm_.writes_by_cause[static_cast<std::size_t>(cause)];
   image_.capture_line(LineAddr(line));
@@ -273,9 +287,12 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
     for_each_core(llc_.sharers(s), [&](int c) {
       dirty |= strip_private(c, line, keep ? Strip::kClean : Strip::kInvalidate);
     });
-    if (keep) llc_.drop_state(s, kDirty);
-    else llc_.invalidate(s);
-  } else if (!params_.inclusive_llc) {  // a non-inclusive LLC: the line may be cached privately only
+    if (keep)
+      llc_.drop_state(s, kDirty);
+    else
+      llc_.invalidate(s);
+  } else if (!params_
+                  .inclusive_llc) {  // a non-inclusive LLC: the line may be cached privately only
     for (int c = 0; c < params_.cores; ++c)
       dirty |= strip_private(c, line, keep ? Strip::kClean : Strip::kInvalidate);
   }
@@ -285,8 +302,10 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
     ++dirty_flushes_;
     done = nvm_write(line, WriteCause::kFlush, done, core);
   }
-  if (mode == FlushMode::kClflush) cs.clock = done;  // serialising: waits for itself
-  else cs.flush_done = std::max(cs.flush_done, done);
+  if (mode == FlushMode::kClflush)
+    cs.clock = done;  // serialising: waits for itself
+  else
+    cs.flush_done = std::max(cs.flush_done, done);
 }
 
 void Hierarchy::fence(int core) {

@@ -43,7 +43,9 @@ class Hierarchy {
  private:
   enum class Strip { kInvalidate, kDowngrade, kClean };
 
-  [[nodiscard]] Cache& priv(int core, int level) { return private_[static_cast<std::size_t>(core * npriv_ + level)]; }
+  [[nodiscard]] Cache& priv(int core, int level) {
+    return private_[static_cast<std::size_t>(core * npriv_ + level)];
+  }
   [[nodiscard]] const Cache& priv(int core, int level) const {
     return private_[static_cast<std::size_t>(core * npriv_ + level)];
   }
@@ -57,11 +59,14 @@ class Hierarchy {
   }
   bool strip_private(int core, std::uint64_t line, Strip how);
   // The miss path (fetch, fill, evict) is inlined into access(): one call per miss, not four.
-  [[gnu::always_inline]] inline std::uint8_t fetch_from_llc(int core, std::uint64_t line, bool is_store,
-                                                            std::uint64_t& lat, std::size_t& llc_slot);
+  [[gnu::always_inline]] inline std::uint8_t fetch_from_llc(int core, std::uint64_t line,
+                                                            bool is_store, std::uint64_t& lat,
+                                                            std::size_t& llc_slot);
   std::uint64_t upgrade(int core, std::uint64_t line);
-  [[gnu::always_inline]] inline std::size_t fill_private(int core, int level, std::uint64_t line, std::uint8_t state);
-  [[gnu::always_inline]] inline void evict_private(int core, int level, std::size_t slot);  // for fill_private only
+  [[gnu::always_inline]] inline std::size_t fill_private(int core, int level, std::uint64_t line,
+                                                         std::uint8_t state);
+  [[gnu::always_inline]] inline void evict_private(int core, int level,
+                                                   std::size_t slot);  // for fill_private only
   void evict_llc(std::size_t slot, int core);
   void write_back_victim(std::uint64_t line, int core);
   std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core);

@@ -10,19 +10,24 @@ namespace pmlab::sim {
 
 std::string_view to_string(FlushMode m) {
   switch (m) {
-    case FlushMode::kNone: return "none";
-    case FlushMode::kClflush: return "clflush";
-    case FlushMode::kClflushopt: return "clflushopt";
-    case FlushMode::kClwb: return "clwb";
+    case FlushMode::kNone:
+      return "none";
+    case FlushMode::kClflush:
+      return "clflush";
+    case FlushMode::kClflushopt:
+      return "clflushopt";
+    case FlushMode::kClwb:
+      return "clwb";
   }
   return "?";
 }
 
 FlushMode flush_mode_from_string(std::string_view s) {
-  for (FlushMode m : {FlushMode::kNone, FlushMode::kClflush, FlushMode::kClflushopt, FlushMode::kClwb})
+  for (FlushMode m :
+       {FlushMode::kNone, FlushMode::kClflush, FlushMode::kClflushopt, FlushMode::kClwb})
     if (s == to_string(m)) return m;
-  throw Error(ErrorCode::kInvalidArgument,
-              "unknown flush mode '" + std::string(s) + "' (expected none, clflush, clflushopt or clwb)");
+  throw Error(ErrorCode::kInvalidArgument, "unknown flush mode '" + std::string(s) +
+                                               "' (expected none, clflush, clflushopt or clwb)");
 }
 
 namespace {
@@ -34,31 +39,56 @@ SimParams validated(SimParams p) {
 
 Machine::Machine(SimParams params)
     : impl_(std::make_unique<Hierarchy>(validated(std::move(params)))),
-      cores_(impl_->core_states()), l1_latency_(impl_->params().l1.hit_latency.value()) {}
+      cores_(impl_->core_states()),
+      l1_latency_(impl_->params().l1.hit_latency.value()) {}
 
 Machine::~Machine() = default;
 Machine::Machine(Machine&&) noexcept = default;
 Machine& Machine::operator=(Machine&&) noexcept = default;
 
-void Machine::access_slow(int core, LineAddr line, bool is_store) { impl_->access(core, line.value(), is_store); }
+void Machine::access_slow(int core, LineAddr line, bool is_store) {
+  impl_->access(core, line.value(), is_store);
+}
 
 void Machine::flush(int core, LineAddr line, FlushMode mode) {
   if (mode == FlushMode::kNone) return;
   impl_->flush(core, line.value(), mode);
 }
-void Machine::fence(int core) { impl_->fence(core); }
+void Machine::fence(int core) {
+  impl_->fence(core);
+}
 void Machine::fork_clocks(int from_core, int active_cores) {
   impl_->fork_clocks(from_core, active_cores > 0 ? active_cores : cores());
 }
-void Machine::join_clocks() { impl_->join_clocks(); }
-void Machine::write_back_all(WriteCause cause) { impl_->write_back_all(cause); }
-void Machine::power_fail() { impl_->power_fail(); }
-void Machine::reset_stats() { impl_->reset_stats(); }
-CrashImage& Machine::image() { return impl_->image(); }
-const CrashImage& Machine::image() const { return impl_->image(); }
-const SimParams& Machine::params() const { return impl_->params(); }
-int Machine::cores() const { return impl_->params().cores; }
-LineState Machine::probe(int core, LineAddr line) const { return impl_->probe(core, line.value()); }
-SimStats Machine::stats() const { return impl_->stats(); }
+void Machine::join_clocks() {
+  impl_->join_clocks();
+}
+void Machine::write_back_all(WriteCause cause) {
+  impl_->write_back_all(cause);
+}
+void Machine::power_fail() {
+  impl_->power_fail();
+}
+void Machine::reset_stats() {
+  impl_->reset_stats();
+}
+CrashImage& Machine::image() {
+  return impl_->image();
+}
+const CrashImage& Machine::image() const {
+  return impl_->image();
+}
+const SimParams& Machine::params() const {
+  return impl_->params();
+}
+int Machine::cores() const {
+  return impl_->params().cores;
+}
+LineState Machine::probe(int core, LineAddr line) const {
+  return impl_->probe(core, line.value());
+}
+SimStats Machine::stats() const {
+  return impl_->stats();
+}
 
 }  // namespace pmlab::sim

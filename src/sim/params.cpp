@@ -13,16 +13,23 @@
 namespace pmlab::sim {
 
 namespace {
-[[noreturn]] void bad(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, msg); }
+[[noreturn]] void bad(const std::string& msg) {
+  throw Error(ErrorCode::kInvalidArgument, msg);
+}
 
-std::uint64_t ns_to_cycles(double ns, double ghz) { return static_cast<std::uint64_t>(std::llround(ns * ghz)); }
+std::uint64_t ns_to_cycles(double ns, double ghz) {
+  return static_cast<std::uint64_t>(std::llround(ns * ghz));
+}
 }  // namespace
 
 std::string_view to_string(Replacement r) {
   switch (r) {
-    case Replacement::kLru: return "lru";
-    case Replacement::kRandom: return "random";
-    case Replacement::kSrrip: return "srrip";
+    case Replacement::kLru:
+      return "lru";
+    case Replacement::kRandom:
+      return "random";
+    case Replacement::kSrrip:
+      return "srrip";
   }
   return "?";
 }
@@ -39,8 +46,8 @@ void LevelParams::validate() const {
   if (size_bytes == 0) bad(fmt::format("{}: size_bytes must be positive", who));
   const std::uint64_t way_bytes = std::uint64_t{ways} * kCacheLineBytes;
   if (size_bytes % way_bytes != 0)
-    bad(fmt::format("{}: size_bytes {} is not a multiple of ways x {}-byte lines ({})", who, size_bytes,
-                    kCacheLineBytes, way_bytes));
+    bad(fmt::format("{}: size_bytes {} is not a multiple of ways x {}-byte lines ({})", who,
+                    size_bytes, kCacheLineBytes, way_bytes));
   if (sets() > (std::uint64_t{1} << 32)) bad(fmt::format("{}: {} sets is too many", who, sets()));
 }
 
@@ -53,8 +60,12 @@ void NvmParams::validate() const {
   if (write_units == 0) bad("nvm.write_units must be at least 1");
 }
 
-Cycles SimParams::nvm_read_cycles() const { return Cycles(ns_to_cycles(nvm.read_ns, freq_ghz)); }
-Cycles SimParams::nvm_write_cycles() const { return Cycles(ns_to_cycles(nvm.write_ns, freq_ghz)); }
+Cycles SimParams::nvm_read_cycles() const {
+  return Cycles(ns_to_cycles(nvm.read_ns, freq_ghz));
+}
+Cycles SimParams::nvm_write_cycles() const {
+  return Cycles(ns_to_cycles(nvm.write_ns, freq_ghz));
+}
 
 void SimParams::validate() const {
   if (cores < 1 || cores > kMaxCores)
@@ -68,25 +79,30 @@ void SimParams::validate() const {
   llc.validate();
   nvm.validate();
   if (!inclusive_llc && cores != 1)
-    bad(fmt::format("a non-inclusive {} needs cores = 1 (got {}): with several cores the inclusive "
+    bad(
+        fmt::format("a non-inclusive {} needs cores = 1 (got {}): with several cores the inclusive "
                     "LLC is the coherence directory",
                     llc.name, cores));
   // Inclusion needs the shared LLC to be able to hold what one core's private caches hold.
   const std::uint64_t private_bytes = l1.size_bytes + (l2 ? l2->size_bytes : 0);
   if (inclusive_llc && llc.size_bytes < private_bytes)
-    bad(fmt::format("cache {} ({} bytes) is inclusive and must be at least as large as one core's "
+    bad(
+        fmt::format("cache {} ({} bytes) is inclusive and must be at least as large as one core's "
                     "private caches ({} bytes)",
                     llc.name, llc.size_bytes, private_bytes));
   if (l2 && l2->size_bytes < l1.size_bytes)
-    bad(fmt::format("cache {} ({} bytes) is inclusive of {} and must not be smaller ({} bytes)", l2->name,
-                    l2->size_bytes, l1.name, l1.size_bytes));
+    bad(fmt::format("cache {} ({} bytes) is inclusive of {} and must not be smaller ({} bytes)",
+                    l2->name, l2->size_bytes, l1.name, l1.size_bytes));
 }
 
 namespace {
 nlohmann::json level_json(const LevelParams& l, bool shared) {
-  return {{"name", l.name},          {"shared", shared},
-          {"size_bytes", l.size_bytes}, {"ways", l.ways},
-          {"sets", l.sets()},         {"hit_latency", l.hit_latency.value()},
+  return {{"name", l.name},
+          {"shared", shared},
+          {"size_bytes", l.size_bytes},
+          {"ways", l.ways},
+          {"sets", l.sets()},
+          {"hit_latency", l.hit_latency.value()},
           {"replacement", std::string(to_string(l.replacement))}};
 }
 }  // namespace

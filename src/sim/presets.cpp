@@ -40,7 +40,8 @@ SimParams pact17(int cores) {
   p.l1 = {"L1", 64 * kKiB, 16, Cycles{2}, Replacement::kLru};
   p.l2.reset();
   // "1MB tile/ core": the shared L2 grows with the core count.
-  p.llc = {"L2", static_cast<std::uint64_t>(cores > 0 ? cores : 1) * kMiB, 16, Cycles{20}, Replacement::kLru};
+  p.llc = {"L2", static_cast<std::uint64_t>(cores > 0 ? cores : 1) * kMiB, 16, Cycles{20},
+           Replacement::kLru};
   p.nvm.read_ns = 60.0;  // §3.3.1: the DDR-PCM timings "would yield ... 60ns and 150ns"
   p.nvm.write_ns = 150.0;
   p.nvm.write_queue_entries = 64;  // "32-entry RQ & 64-entry WQ"
@@ -52,9 +53,11 @@ SimParams pact17(int cores) {
 SimParams cachegrind_like(CacheGeometry d1, CacheGeometry ll) {
   for (const auto& [what, g] : {std::pair{"D1", d1}, std::pair{"LL", ll}}) {
     if (g.line_bytes != kCacheLineBytes)
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("cachegrind {} line size {} is not supported: the simulator models {}-byte lines",
-                              what, g.line_bytes, kCacheLineBytes));
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          fmt::format(
+              "cachegrind {} line size {} is not supported: the simulator models {}-byte lines",
+              what, g.line_bytes, kCacheLineBytes));
   }
   SimParams p;
   p.name = "cachegrind";
@@ -68,14 +71,16 @@ SimParams cachegrind_like(CacheGeometry d1, CacheGeometry ll) {
   return p;
 }
 
-std::vector<std::string_view> preset_names() { return {"lp-isca18", "pact17", "cachegrind"}; }
+std::vector<std::string_view> preset_names() {
+  return {"lp-isca18", "pact17", "cachegrind"};
+}
 
 SimParams preset(std::string_view name) {
   if (name == "lp-isca18") return lp_isca18();
   if (name == "pact17") return pact17();
   if (name == "cachegrind") return cachegrind_like({64 * kKiB, 8, 64}, {512 * kKiB, 8, 64});
-  throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("unknown simulator preset '{}' (known: {})", name, fmt::join(preset_names(), ", ")));
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown simulator preset '{}' (known: {})",
+                                                       name, fmt::join(preset_names(), ", ")));
 }
 
 }  // namespace pmlab::sim

@@ -31,9 +31,12 @@ class LruPolicy {
   [[nodiscard]] std::size_t victim(std::size_t base) const {
     // The presets' associativities get a fully unrolled, branch-free scan (cmov, no mispredicts).
     switch (ways_) {
-      case 8: return oldest<8>(base);
-      case 16: return oldest<16>(base);
-      default: break;
+      case 8:
+        return oldest<8>(base);
+      case 16:
+        return oldest<16>(base);
+      default:
+        break;
     }
     std::size_t best = base;
     for (std::size_t s = base + 1; s < base + ways_; ++s)
@@ -67,7 +70,8 @@ class LruPolicy {
 // Uniform random victim from a fixed-seed xorshift64: reproducible run to run.
 class RandomPolicy {
  public:
-  RandomPolicy(std::uint32_t ways, std::uint64_t seed) : ways_(ways), seed_(seed | 1), state_(seed_) {}
+  RandomPolicy(std::uint32_t ways, std::uint64_t seed)
+      : ways_(ways), seed_(seed | 1), state_(seed_) {}
   void on_hit(std::size_t) {}
   void on_fill(std::size_t) {}
   void on_invalidate(std::size_t) {}

@@ -28,7 +28,8 @@ class WriteQueue {
     const std::size_t units = std::max<std::size_t>(1, unit_free_.size() / share);
     std::uint64_t accepted = t;
     if (count_ >= entries) accepted = std::max(t, start_[(count_ - entries) % start_.size()]);
-    auto unit = std::min_element(unit_free_.begin(), unit_free_.begin() + static_cast<std::ptrdiff_t>(units));
+    auto unit = std::min_element(unit_free_.begin(),
+                                 unit_free_.begin() + static_cast<std::ptrdiff_t>(units));
     const std::uint64_t start = std::max(accepted, *unit);
     *unit = start + write_cycles_;
     start_[count_ % start_.size()] = start;

@@ -1,4 +1,5 @@
-// `pmlab sim` end to end (JSON keys, --vs base, LP vs eager writes, errors) and the SimSession crash/recover API.
+// `pmlab sim` end to end (JSON keys, --vs base, LP vs eager writes, errors) and the SimSession
+// crash/recover API.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -19,13 +20,15 @@ namespace {
 namespace fs = std::filesystem;
 
 // A machine small enough that n = 128 spills C out of the LLC, so schemes differ in NVM writes.
-const std::vector<std::string> kSmallMachine{"--config", "lp-isca18", "--l1-size", "16K", "--llc-size", "128K"};
+const std::vector<std::string> kSmallMachine{"--config", "lp-isca18",  "--l1-size",
+                                             "16K",      "--llc-size", "128K"};
 
 class SimCli : public ::testing::Test {
  protected:
   ProcessResult pmlab(std::vector<std::string> args) {
     args.insert(args.begin(), {PMLAB_BINARY, "sim", "tmm", "--no-progress"});
-    const std::string scratch = (fs::temp_directory_path() / ("pmlab-simcli-" + std::to_string(getpid()))).string();
+    const std::string scratch =
+        (fs::temp_directory_path() / ("pmlab-simcli-" + std::to_string(getpid()))).string();
     return run_process(args, scratch);
   }
   nlohmann::json sim_json(std::vector<std::string> args) {
@@ -34,7 +37,8 @@ class SimCli : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
   }
-  static std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  static std::vector<std::string> with(std::vector<std::string> a,
+                                       const std::vector<std::string>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   }
@@ -42,13 +46,39 @@ class SimCli : public ::testing::Test {
 
 TEST_F(SimCli, JsonHasTheDocumentedKeys) {
   const auto j = sim_json({"--scheme", "lp", "--n", "64", "--bs", "16", "--config", "lp-isca18"});
-  for (const char* k : {"kernel", "scheme", "config", "n", "bs", "threads", "checksum", "seed", "flush", "drain",
-                        "machine", "ops", "wall_seconds", "refs_per_second", "cycles", "core_cycles", "loads",
-                        "stores", "accesses", "filtered_accesses", "flushes", "dirty_flushes", "fences",
-                        "fence_stall_cycles", "nvm_reads", "nvm_writes", "nvm_writes_by_cause",
-                        "write_queue_stall_cycles", "levels", "coherence"})
+  for (const char* k : {"kernel",
+                        "scheme",
+                        "config",
+                        "n",
+                        "bs",
+                        "threads",
+                        "checksum",
+                        "seed",
+                        "flush",
+                        "drain",
+                        "machine",
+                        "ops",
+                        "wall_seconds",
+                        "refs_per_second",
+                        "cycles",
+                        "core_cycles",
+                        "loads",
+                        "stores",
+                        "accesses",
+                        "filtered_accesses",
+                        "flushes",
+                        "dirty_flushes",
+                        "fences",
+                        "fence_stall_cycles",
+                        "nvm_reads",
+                        "nvm_writes",
+                        "nvm_writes_by_cause",
+                        "write_queue_stall_cycles",
+                        "levels",
+                        "coherence"})
     EXPECT_TRUE(j.contains(k)) << k;
-  for (const char* c : {"eviction", "flush", "periodic", "drain"}) EXPECT_TRUE(j["nvm_writes_by_cause"].contains(c)) << c;
+  for (const char* c : {"eviction", "flush", "periodic", "drain"})
+    EXPECT_TRUE(j["nvm_writes_by_cause"].contains(c)) << c;
   for (const char* l : {"L1", "L2"})
     for (const char* k : {"hits", "misses", "miss_rate", "evictions", "dirty_evictions"})
       EXPECT_TRUE(j["levels"][l].contains(k)) << l << "." << k;
@@ -88,16 +118,20 @@ TEST_F(SimCli, LpWritesStayNearBaseWhileEagerSchemesWriteMore) {
   const double lp_writes = lp["normalized"]["nvm_writes"].get<double>();
   EXPECT_NEAR(lp_writes, 1.0, 0.03);
   EXPECT_EQ(lp["flushes"], 0);  // LP never flushes
-  const auto ep = sim_json(with({"--scheme", "ep-ii", "--n", "128", "--vs", "base"}, kSmallMachine));
+  const auto ep =
+      sim_json(with({"--scheme", "ep-ii", "--n", "128", "--vs", "base"}, kSmallMachine));
   EXPECT_GT(ep["normalized"]["nvm_writes"].get<double>(), lp_writes + 0.03);
   EXPECT_GT(ep["nvm_writes_by_cause"]["flush"].get<std::uint64_t>(), 0u);
-  const auto wal = sim_json(with({"--scheme", "wal-ii", "--n", "128", "--vs", "base"}, kSmallMachine));
+  const auto wal =
+      sim_json(with({"--scheme", "wal-ii", "--n", "128", "--vs", "base"}, kSmallMachine));
   EXPECT_GT(wal["normalized"]["nvm_writes"].get<double>(), 1.8);  // the undo log doubles C's writes
 }
 
 TEST_F(SimCli, EverySimulatedSchemeVerifiesBitExact) {
-  for (const char* s : {"base", "lp", "ep-ii", "ep-jj", "wal-ii", "wal-jj", "cp", "hr-ii-x32", "hr-jj-x64"}) {
-    const ProcessResult r = pmlab(with({"--scheme", s, "--n", "40", "--bs", "16", "--threads", "3", "--verify"}, kSmallMachine));
+  for (const char* s :
+       {"base", "lp", "ep-ii", "ep-jj", "wal-ii", "wal-jj", "cp", "hr-ii-x32", "hr-jj-x64"}) {
+    const ProcessResult r = pmlab(with(
+        {"--scheme", s, "--n", "40", "--bs", "16", "--threads", "3", "--verify"}, kSmallMachine));
     EXPECT_EQ(r.exit_code, 0) << s << ": " << r.err;
     EXPECT_NE(r.out.find("verify: OK"), std::string::npos) << s << ": " << r.out;
   }
@@ -133,7 +167,8 @@ TEST_F(SimCli, BadPresetsAndParametersExitTwo) {
     EXPECT_EQ(r.exit_code, 2) << joined << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << joined << "stderr: " << r.err;
   }
-  const ProcessResult unknown_kernel = run_process({PMLAB_BINARY, "sim", "gemm"}, "/tmp/pmlab-simcli-k");
+  const ProcessResult unknown_kernel =
+      run_process({PMLAB_BINARY, "sim", "gemm"}, "/tmp/pmlab-simcli-k");
   EXPECT_EQ(unknown_kernel.exit_code, 2);
   EXPECT_NE(unknown_kernel.err.find("unknown kernel"), std::string::npos) << unknown_kernel.err;
 }
@@ -150,8 +185,8 @@ TEST_F(SimCli, PmemobjIsRefused) {
 }
 
 TEST_F(SimCli, CachegrindConfigTakesCachegrindGeometry) {
-  const auto j = sim_json({"--scheme", "base", "--n", "32", "--config", "cachegrind", "--D1", "32768,8,64", "--LL",
-                           "262144,16,64"});
+  const auto j = sim_json({"--scheme", "base", "--n", "32", "--config", "cachegrind", "--D1",
+                           "32768,8,64", "--LL", "262144,16,64"});
   EXPECT_EQ(j["threads"], 1);
   EXPECT_EQ(j["machine"]["cores"], 1);
   EXPECT_EQ(j["machine"]["inclusive_llc"], false);

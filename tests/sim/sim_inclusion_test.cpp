@@ -1,4 +1,5 @@
-// The non-inclusive LLC (cachegrind's policy, 1 core): private copies survive LLC evictions, writes stay exact.
+// The non-inclusive LLC (cachegrind's policy, 1 core): private copies survive LLC evictions, writes
+// stay exact.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -15,7 +16,8 @@ namespace {
 
 using testing::ParamsBuilder;
 
-// 1 core; L1 one set of 4 ways; LLC one set of 2 ways (smaller than L1: allowed when not inclusive).
+// 1 core; L1 one set of 4 ways; LLC one set of 2 ways (smaller than L1: allowed when not
+// inclusive).
 SimParams tiny(bool inclusive) {
   SimParams p = ParamsBuilder().l1(1, 4).llc(1, 2).build();
   p.inclusive_llc = inclusive;
@@ -51,7 +53,8 @@ TEST(SimInclusion, LlcEvictionKeepsTheL1CopyAndCleansIt) {
     EXPECT_EQ(m.stats().nvm.writes_for(WriteCause::kEviction), 1u);
     m.load(0, LineAddr(0));
     EXPECT_EQ(m.stats().llc().misses, inclusive ? 4u : 3u) << "non-inclusive: still an L1 hit";
-    EXPECT_EQ(m.stats().coherence.back_invalidations, inclusive ? 2u : 0u);  // 0, then 1 for 0's refill
+    EXPECT_EQ(m.stats().coherence.back_invalidations,
+              inclusive ? 2u : 0u);  // 0, then 1 for 0's refill
   }
 }
 
@@ -59,7 +62,7 @@ TEST(SimInclusion, PrivateOnlyDirtyLinesAreWrittenExactlyOnce) {
   Machine m(tiny(false));
   m.store(0, LineAddr(0));
   m.load(0, LineAddr(1));
-  m.load(0, LineAddr(2));  // 0 leaves the LLC (1 write), stays in L1 clean
+  m.load(0, LineAddr(2));   // 0 leaves the LLC (1 write), stays in L1 clean
   m.store(0, LineAddr(0));  // dirty in L1 only
   EXPECT_TRUE(m.probe(0, LineAddr(0)).dirty);
   m.flush(0, LineAddr(0), FlushMode::kClwb);
@@ -72,7 +75,8 @@ TEST(SimInclusion, PrivateOnlyDirtyLinesAreWrittenExactlyOnce) {
   m.write_back_all(WriteCause::kDrain);
   EXPECT_EQ(m.stats().nvm.writes_for(WriteCause::kDrain), 1u);
   m.store(0, LineAddr(0));
-  for (std::uint64_t l = 3; l < 7; ++l) m.load(0, LineAddr(l));  // evicts 0 from L1: straight to NVM
+  for (std::uint64_t l = 3; l < 7; ++l)
+    m.load(0, LineAddr(l));  // evicts 0 from L1: straight to NVM
   EXPECT_FALSE(m.probe(0, LineAddr(0)).in_l1);
   EXPECT_EQ(m.stats().nvm.writes_for(WriteCause::kEviction), 2u);
   m.store(0, LineAddr(0));
@@ -89,8 +93,9 @@ TEST(SimInclusion, CrashImageHoldsExactlyWhatReachedNvm) {
   auto* x = reinterpret_cast<std::uint64_t*>(buf.line_ptr(0));
   be.store(x, std::uint64_t{1});
   (void)be.load(reinterpret_cast<std::uint64_t*>(buf.line_ptr(1)));
-  (void)be.load(reinterpret_cast<std::uint64_t*>(buf.line_ptr(2)));  // x's line leaves the LLC: 1 is durable
-  be.store(x, std::uint64_t{2});                                      // only in L1
+  (void)be.load(
+      reinterpret_cast<std::uint64_t*>(buf.line_ptr(2)));  // x's line leaves the LLC: 1 is durable
+  be.store(x, std::uint64_t{2});                           // only in L1
   EXPECT_EQ(be.image().durable(x), 1u);
   be.flush(x);
   EXPECT_EQ(be.image().durable(x), 2u);
@@ -126,8 +131,10 @@ TEST(SimInclusion, FilterIsExactWithANonInclusiveLlc) {
           m->write_back_all(WriteCause::kPeriodic);
           continue;
         }
-        if (rng() % 3 == 0) m->store(0, LineAddr(line));
-        else m->load(0, LineAddr(line));
+        if (rng() % 3 == 0)
+          m->store(0, LineAddr(line));
+        else
+          m->load(0, LineAddr(line));
       }
     }
     nlohmann::json a = to_json(with.stats()), b = to_json(without.stats());

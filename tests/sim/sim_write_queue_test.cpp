@@ -1,4 +1,5 @@
-// Per-core shares of the write queue: cores running a loop never wait for writes from each other's future.
+// Per-core shares of the write queue: cores running a loop never wait for writes from each other's
+// future.
 #include <gtest/gtest.h>
 
 #include "pmlab/sim/machine.hpp"

@@ -1,4 +1,5 @@
-// Simulating kernel x scheme runs (scratch pool + SimBackend + per-kernel entry points), for `pmlab sim`, crash campaigns and eval.
+// Simulating kernel x scheme runs (scratch pool + SimBackend + per-kernel entry points), for `pmlab
+// sim`, crash campaigns and eval.
 #pragma once
 
 #include <cstdint>
@@ -93,10 +94,10 @@ class SimSession {
 
 struct SimRunResult {
   sim::SimStats stats;
-  std::uint64_t ops = 0;  // backend ops: loads, stores, flushes, fences
-  double seconds = 0;     // host wall time of the simulated execution (setup excluded)
-  double cpu_seconds = 0; // host CPU time of the same (the simulator is single-threaded)
-  std::optional<VerifyResult> verify;  // when spec.verify
+  std::uint64_t ops = 0;   // backend ops: loads, stores, flushes, fences
+  double seconds = 0;      // host wall time of the simulated execution (setup excluded)
+  double cpu_seconds = 0;  // host CPU time of the same (the simulator is single-threaded)
+  std::optional<VerifyResult> verify;            // when spec.verify
   [[nodiscard]] double refs_per_second() const;  // simulated line accesses per host second
 };
 

@@ -19,11 +19,11 @@ enum class FlushMode : std::uint8_t { kNone, kClflush, kClflushopt, kClwb };
 
 // Where a line currently lives, for tests and tools.
 struct LineState {
-  bool in_l1 = false;       // in the given core's L1
-  bool in_l2 = false;       // in the given core's private L2 (false without one)
-  bool in_llc = false;      // in the shared LLC
-  bool dirty = false;       // dirty in any cache of any core (one NVM write to clean it)
-  int private_copies = 0;   // cores whose private caches hold the line
+  bool in_l1 = false;      // in the given core's L1
+  bool in_l2 = false;      // in the given core's private L2 (false without one)
+  bool in_llc = false;     // in the shared LLC
+  bool dirty = false;      // dirty in any cache of any core (one NVM write to clean it)
+  int private_copies = 0;  // cores whose private caches hold the line
 };
 
 class Hierarchy;  // src/sim/hierarchy.hpp
@@ -35,10 +35,10 @@ inline constexpr std::uint64_t kNoEntry = std::numeric_limits<std::uint64_t>::ma
 struct alignas(64) CoreState {
   std::uint64_t* filter = nullptr;  // per L1 set (or one entry): the set's last-accessed line
   std::uint64_t filter_mask = 0;
-  std::uint64_t clock = 0;          // core-local time in cycles
-  std::uint64_t filtered = 0;       // accesses the filter served
+  std::uint64_t clock = 0;     // core-local time in cycles
+  std::uint64_t filtered = 0;  // accesses the filter served
   std::uint64_t filtered_stores = 0;
-  std::uint64_t flush_done = 0;     // completion time of the latest outstanding flush
+  std::uint64_t flush_done = 0;  // completion time of the latest outstanding flush
 };
 }  // namespace detail
 

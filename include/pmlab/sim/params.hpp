@@ -26,7 +26,9 @@ struct LevelParams {
   Cycles hit_latency{2};
   Replacement replacement = Replacement::kLru;
 
-  [[nodiscard]] std::uint64_t sets() const { return size_bytes / (std::uint64_t{ways} * kCacheLineBytes); }
+  [[nodiscard]] std::uint64_t sets() const {
+    return size_bytes / (std::uint64_t{ways} * kCacheLineBytes);
+  }
   void validate() const;  // throws pmlab::Error(kInvalidArgument)
 };
 

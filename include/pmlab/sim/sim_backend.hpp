@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string_view>
@@ -46,8 +46,8 @@ class SimBackend {
  public:
   // threads == 0 takes params.threads.
   explicit SimBackend(SimParams params, FlushMode flush = FlushMode::kClwb, int threads = 0);
-  [[nodiscard]] static SimBackend from_preset(std::string_view name, FlushMode flush = FlushMode::kClwb,
-                                              int threads = 0);
+  [[nodiscard]] static SimBackend from_preset(std::string_view name,
+                                              FlushMode flush = FlushMode::kClwb, int threads = 0);
 
   template <SimScalar T>
   [[nodiscard]] T load(const T* p) {
@@ -85,7 +85,9 @@ class SimBackend {
 
   // --- crash image ---
   // Registers [base, base+len) as persistent; its current bytes are taken as durable.
-  void register_persistent(const void* base, std::size_t len) { machine_.image().add_range(base, len); }
+  void register_persistent(const void* base, std::size_t len) {
+    machine_.image().add_range(base, len);
+  }
   // Crash before op k (k > ops(), else kInvalidArgument).
   void arm_crash(std::uint64_t k);
   void disarm_crash() { crash_at_ = kDisarmed; }
@@ -124,8 +126,10 @@ class SimBackend {
   }
   template <bool IsStore>
   void touch(LineAddr line) {
-    if constexpr (IsStore) machine_.store(core_, line);
-    else machine_.load(core_, line);
+    if constexpr (IsStore)
+      machine_.store(core_, line);
+    else
+      machine_.load(core_, line);
   }
   void set_thread(int t) {
     thread_ = t;
