@@ -33,7 +33,7 @@ test: build
 test-sanitize: deps
 	@cmake --preset asan-ubsan >/dev/null
 	@cmake --build --preset asan-ubsan -j $(JOBS)
-	@ASAN_OPTIONS=detect_leaks=0 PMLAB_CRASH_TRIALS=6 ctest --preset asan-ubsan -j $(JOBS)
+	@ASAN_OPTIONS=detect_leaks=0 PMLAB_CRASH_TRIALS=6 PMLAB_TEST_SCALE=0.2 ctest --preset asan-ubsan -j $(JOBS)
 
 bench: build
 	@scripts/backend-overhead $(BUILD_DIR)/bench/bench_backend

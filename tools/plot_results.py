@@ -47,10 +47,51 @@ def sim_writes(res, out):
         ax.set_xticks(list(x))
         ax.set_xticklabels(names, rotation=70, fontsize=7)
         ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")  # CP's cycles would flatten every other bar
         ax.set_title(f"tmm on {b['preset']} (n={b['n']}), vs base")
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "sim_tmm.png", dpi=110)
+    plt.close(fig)
+
+
+def family(scheme):
+    """lp, ep, wal, cp, hr: tmm's ii variants (and HR's x64) stand for the family."""
+    if scheme in ("ep-jj", "wal-jj", "hr-ii-x32", "hr-jj-x32", "hr-jj-x64"):
+        return None
+    return scheme.split("-")[0]
+
+
+def sim_kernels(res, out):
+    """NVM writes vs base per kernel and scheme family, one panel per preset (LP Fig. 13)."""
+    blocks = [b for b in res.get("sim", []) if "rows" in b]
+    presets = sorted({b["preset"] for b in blocks})
+    if len({b["kernel"] for b in blocks}) < 2:
+        return
+    families = ["lp", "ep", "wal", "hr", "cp"]
+    colors = {"lp": "tab:green", "ep": "tab:red", "wal": "tab:purple", "hr": "tab:orange",
+              "cp": "tab:gray"}
+    fig, axes = plt.subplots(1, len(presets), figsize=(6 * len(presets), 3.6), squeeze=False)
+    for ax, preset in zip(axes[0], presets):
+        kernels = [b for b in blocks if b["preset"] == preset]
+        width = 0.8 / len(families)
+        for fi, fam in enumerate(families):
+            ys = []
+            for b in kernels:
+                row = next((r for r in b["rows"] if family(r["scheme"]) == fam), None)
+                ys.append(row["writes_vs_base"] if row else float("nan"))
+            xs = [i - 0.4 + width * (fi + 0.5) for i in range(len(kernels))]
+            ax.bar(xs, ys, width, label=fam, color=colors[fam])
+        ax.set_xticks(range(len(kernels)))
+        ax.set_xticklabels([b["kernel"] for b in kernels])
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel("NVM writes / base")
+        ax.set_title(f"simulated NVM writes on {preset} (cf. LP Fig. 13, thesis Fig. 3.6)",
+                     fontsize=9)
+        ax.legend(fontsize=7, ncol=5)
+    fig.tight_layout()
+    fig.savefig(out / "sim_kernels.png", dpi=110)
     plt.close(fig)
 
 
@@ -118,7 +159,8 @@ def crash_recovery(res, out):
 def main():
     res = json.loads(Path(sys.argv[1]).read_text())
     out = Path(sys.argv[2])
-    for fn in (native_overhead, sim_writes, checksum_overhead, sensitivity, crash_recovery):
+    for fn in (native_overhead, sim_writes, sim_kernels, checksum_overhead, sensitivity,
+               crash_recovery):
         fn(res, out)
 
 

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include "pmlab/driver/bench.hpp"
 #include "pmlab/driver/kernel_driver.hpp"
 #include "pmlab/driver/tmm_schemes.hpp"
+#include "pmlab/driver/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -21,6 +23,7 @@ struct BenchArgs {
   std::uint32_t threads = 2;
   int reps = 15;
   std::uint64_t seed = 1;
+  std::optional<std::uint64_t> width;  // conv2d only
   std::string persist = "cpu";
   std::string flush = "clwb";
   std::string dir;
@@ -39,6 +42,7 @@ void draw_progress(std::size_t done, std::size_t total, const std::string& what)
 }
 
 int do_bench(const BenchArgs& a) {
+  if (a.width) driver::require_width_applies(a.kernel);
   driver::BenchOptions o;
   o.kernel = a.kernel;
   o.schemes = a.schemes;
@@ -47,6 +51,7 @@ int do_bench(const BenchArgs& a) {
   o.threads = a.threads;
   o.reps = a.reps;
   o.seed = a.seed;
+  o.extra = a.width.value_or(0);
   o.mode = driver::persist_mode_from_string(a.persist);
   o.flush = persist::flush_kind_from_string(a.flush);
   o.dir = a.dir;
@@ -83,6 +88,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
   cmd->add_option("--reps", args->reps, "Repetitions per scheme")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the input matrices")->capture_default_str();
+  cmd->add_option("--width", args->width, driver::kWidthHelp)
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
   cmd->add_option("--persist", args->persist, "Persistence mode: cpu, auto, none")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "auto", "none"}));

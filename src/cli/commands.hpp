@@ -11,6 +11,7 @@ inline constexpr int kExitVerifyFailed = 1;  // --verify found a mismatch / a cr
 inline constexpr int kExitUsage = 2;         // bad flags or impossible parameters
 inline constexpr int kExitPool = 3;          // pool corrupt, mismatched, busy, or I/O error
 inline constexpr int kExitInternal = 4;      // unexpected internal error
+inline constexpr int kExitInterrupted = 130;  // stopped by Ctrl-C / SIGTERM (128 + SIGINT)
 
 // Each add_* registers a subcommand whose callback does the work and records its exit code.
 void add_run_command(CLI::App& app, int& exit_code);

@@ -8,29 +8,40 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
 #include "pmlab/driver/crash_campaign.hpp"
-#include "pmlab/sim/presets.hpp"
+#include "pmlab/driver/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
 
+// Campaign default machine: lp-isca18 with 2 cores, L1 4 KiB, no private L2, LLC 32 KiB, so
+// that CI-sized problems evict (the interesting crashes). Every machine option can change it.
+MachineArgs campaign_machine() {
+  MachineArgs m;
+  m.cores = 2;
+  m.l1_size = "4096";
+  m.l2_size = "0";
+  m.llc_size = "32768";
+  return m;
+}
+
 struct CrashArgs {
   std::string kernel;
   std::string scheme = "lp";
-  std::string config = "lp-isca18";
   std::uint64_t n = 64;
   std::uint64_t bs = 8;
   std::uint32_t threads = 2;
   std::string checksum = "modular";
   std::uint64_t trials = 200;
   std::optional<std::uint64_t> seed;
-  int cores = 2;
-  std::uint64_t l1_size = 4096;
-  std::uint64_t llc_size = 32768;
+  std::optional<std::uint64_t> width;  // conv2d only (RunParams.extra)
   std::string flush = "clflushopt";
   double recovery_crash_rate = 0.3;
+  int jobs = 2;
+  MachineArgs machine = campaign_machine();
   std::optional<std::uint64_t> replay;
   std::vector<std::uint64_t> replay_recovery;
   bool per_trial = false;
@@ -52,23 +63,28 @@ driver::SimRunSpec make_spec(const CrashArgs& a) {
   spec.run.bs = a.bs;
   spec.run.threads = a.threads;
   spec.run.checksum = lp::checksum_kind_from_string(a.checksum);
-  driver::MachineOverrides o;
-  o.cores = a.cores;
-  o.l1_size = a.l1_size;
-  o.llc_size = a.llc_size;
-  o.l2_size = 0;
-  spec.machine = driver::machine_from(a.config, o);
+  if (a.width) {
+    driver::require_width_applies(a.kernel);
+    spec.run.extra = *a.width;
+  }
+  spec.machine = build_machine(a.machine);
   spec.flush = flush_mode(a.flush);
   driver::validate(spec);
+  apply_periodic_flush(a.machine, spec);  // a percentage: of the fault-free run's cycles
   return spec;
 }
 
-std::string replay_command(const CrashArgs& a, const driver::TrialResult& t) {
+// The resolved cleaning period is repeated in cycles: no calibration run on replay.
+std::string replay_command(const CrashArgs& a, const driver::SimRunSpec& spec,
+                           const driver::TrialResult& t) {
   std::string cmd = fmt::format(
-      "pmlab crash {} --scheme {} --n {} --bs {} --threads {} --checksum {} --config {} "
-      "--cores {} --l1-size {} --llc-size {} --flush {} --replay {}",
-      a.kernel, a.scheme, a.n, a.bs, a.threads, a.checksum, a.config, a.cores, a.l1_size,
-      a.llc_size, a.flush, t.crash_op);
+      "pmlab crash {} --scheme {} --n {} --bs {} --threads {} --checksum {} {} --flush {} "
+      "--replay {}",
+      a.kernel, a.scheme, a.n, a.bs, a.threads, a.checksum, machine_flags(a.machine), a.flush,
+      t.crash_op);
+  if (const auto period = spec.machine.periodic_flush_cycles.value(); period > 0)
+    cmd += fmt::format(" --periodic-flush {}", period);
+  if (a.width) cmd += fmt::format(" --width {}", *a.width);
   for (auto k : t.recovery_crashes) cmd += fmt::format(" --replay-recovery {}", k);
   return cmd;
 }
@@ -96,6 +112,7 @@ int do_crash(const CrashArgs& a) {
   opt.trials = a.trials;
   opt.seed = a.seed ? *a.seed : std::random_device{}();
   opt.recovery_crash_rate = a.recovery_crash_rate;
+  opt.jobs = a.jobs;
   ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials);
   opt.progress = [&](std::uint64_t done, std::uint64_t) { bar.update(done); };
   auto r = driver::run_campaign(opt);
@@ -104,26 +121,42 @@ int do_crash(const CrashArgs& a) {
   j["seed"] = opt.seed;
   if (a.json) {
     for (auto& f : j["failures"])
-      f["replay"] = replay_command(a, r.results[f["trial"].get<std::size_t>()]);
+      f["replay"] = replay_command(a, spec, r.results[f["trial"].get<std::size_t>()]);
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print(
         "crash campaign {} --scheme {} n={} bs={} threads={} seed={}: {} / {} trials bit-exact "
-        "({:.0f} trials/s)\n",
+        "({:.0f} trials/s, {})\n",
         a.kernel, a.scheme, a.n, a.bs, a.threads, opt.seed, r.passed, r.trials,
-        r.trials_per_second());
-    fmt::print("  fault-free run: {} ops, {} region commits; crashes inside recovery: {}\n",
-               r.fault_free_ops, r.commits, j["crashes_during_recovery"].get<std::uint64_t>());
+        r.trials_per_second(),
+        r.jobs > 0 ? fmt::format("{} forked at once", r.jobs) : std::string("sequential"));
+    fmt::print(
+        "  fault-free run: {} ops, {} cycles, {} region commits, {} fences; crashes inside "
+        "recovery: {}\n",
+        r.fault_free_ops, r.fault_free_cycles, r.commits, r.fences,
+        j["crashes_during_recovery"].get<std::uint64_t>());
     fmt::print(
         "  recovery work (ops): median {}, p90 {}, max {}; unnecessary recomputations (R3): {}\n",
         j["recovery_ops"]["median"].get<std::uint64_t>(),
         j["recovery_ops"]["p90"].get<std::uint64_t>(),
         j["recovery_ops"]["max"].get<std::uint64_t>(),
         j["unnecessary_recomputations"].get<std::uint64_t>());
+    fmt::print(
+        "  regions recomputed by recovery: median {}, p90 {}, max {}; redone in all (recovery + "
+        "resumed run): median {}, p90 {}, max {}\n",
+        j["regions_recomputed"]["median"].get<std::uint64_t>(),
+        j["regions_recomputed"]["p90"].get<std::uint64_t>(),
+        j["regions_recomputed"]["max"].get<std::uint64_t>(),
+        j["regions_redone"]["median"].get<std::uint64_t>(),
+        j["regions_redone"]["p90"].get<std::uint64_t>(),
+        j["regions_redone"]["max"].get<std::uint64_t>());
+    if (r.periodic_flush_cycles > 0)
+      fmt::print("  periodic flush every {} cycles: at most {} region commits in any such window\n",
+                 r.periodic_flush_cycles, r.max_commits_per_period);
     for (const auto& t : r.results)
       if (!t.passed)
         fmt::print("  FAILED trial {} ({} crash at op {}): {}\n    replay: {}\n", t.index,
-                   driver::to_string(t.kind), t.crash_op, t.failure, replay_command(a, t));
+                   driver::to_string(t.kind), t.crash_op, t.failure, replay_command(a, spec, t));
   }
   return r.passed == r.trials ? kExitOk : kExitVerifyFailed;
 }
@@ -135,7 +168,8 @@ void add_crash_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "crash",
       "Power-failure campaign in the simulator: each trial cuts the power at a random op "
-      "(uniform, plus the corners: first/last op, just before/after/inside a region commit), "
+      "(uniform, plus the corners: first/last op, just before/after/inside a region commit, "
+      "before/after a fence and between two, i.e. inside log and index updates), "
       "restores memory from the NVM image, clears the caches, runs the scheme's recovery "
       "(itself cut again at random in some trials) and the rest of the run, and compares the "
       "result with the fault-free one bit for bit. Exit 1 if any trial fails; each failure "
@@ -150,25 +184,27 @@ void add_crash_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 10'000'000u));
   cmd->add_option("--seed", a->seed, "Campaign seed (default: random, printed for replay)");
-  cmd->add_option("--config", a->config, "Machine preset (lp-isca18, pact17, ...)")
-      ->capture_default_str();
-  cmd->add_option("--cores", a->cores, "Simulated cores")->capture_default_str();
-  cmd->add_option("--l1-size", a->l1_size,
-                  "L1 bytes; small by default so CI-sized runs evict (the interesting crashes)")
-      ->capture_default_str();
-  cmd->add_option("--llc-size", a->llc_size, "Shared LLC bytes (small by default, see --l1-size)")
-      ->capture_default_str();
+  cmd->add_option("--width", a->width, driver::kWidthHelp)
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
   cmd->add_option("--flush", a->flush, "Flush instruction of the eager schemes")
       ->capture_default_str();
   cmd->add_option("--recovery-crash-rate", a->recovery_crash_rate,
                   "Chance that a restart is cut again (up to 3 times per trial)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--jobs", a->jobs,
+                  "Trials at once, each a fork()ed child of one fault-free simulation that cuts "
+                  "the power at its crash point; 0 = a fresh simulation per trial in this "
+                  "process (slower, identical results)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
   cmd->add_option("--replay", a->replay, "Replay one trial: crash before this op");
   cmd->add_option("--replay-recovery", a->replay_recovery,
                   "With --replay: crash again before this op (repeatable)");
   cmd->add_flag("--per-trial", a->per_trial, "With --json: list every trial, not only failures");
   cmd->add_flag("--json", a->json, "Print JSON");
+  // Small caches by default so CI-sized runs evict (the interesting crashes).
+  add_machine_options(*cmd, a->machine);
   cmd->callback([a, &exit_code] { exit_code = do_crash(*a); });
 }
 

@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
       "pmlab: failure-safe loop kernels on persistent memory (Lazy Persistency and its rivals),\n"
       "natively and in a persistence simulator.\n\n"
       "Exit codes: 0 ok, 1 verification failed, 2 bad usage or parameters,\n"
-      "3 pool corrupt/mismatched/busy or I/O error, 4 internal error."};
+      "3 pool corrupt/mismatched/busy or I/O error, 4 internal error,\n"
+      "130 interrupted (Ctrl-C or SIGTERM; temporary files removed)."};
   app.require_subcommand(1);
   app.set_version_flag("--version", PMLAB_VERSION);
   int exit_code = kExitOk;
@@ -32,6 +33,8 @@ int main(int argc, char** argv) {
       case pmlab::ErrorCode::kInvalidArgument:
       case pmlab::ErrorCode::kUnsupported:
         return kExitUsage;
+      case pmlab::ErrorCode::kInterrupted:
+        return kExitInterrupted;
       default:
         return kExitPool;
     }

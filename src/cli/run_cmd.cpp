@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/driver/kernel_driver.hpp"
+#include "pmlab/driver/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -23,6 +24,7 @@ struct RunArgs {
   std::uint32_t threads = 1;
   std::string checksum = "modular";
   std::uint64_t seed = 1;
+  std::uint64_t width = 0;  // conv2d only; 0 = the kernel's default
   std::string pool;
   std::string persist = "cpu";
   std::string flush = "clwb";
@@ -36,9 +38,9 @@ bool file_exists(const std::string& p) {
 }
 
 struct Given {
-  bool kernel, scheme, n, bs, threads, checksum, seed;
+  bool kernel, scheme, n, bs, threads, checksum, seed, width;
   [[nodiscard]] bool any() const {
-    return kernel || scheme || n || bs || threads || checksum || seed;
+    return kernel || scheme || n || bs || threads || checksum || seed || width;
   }
 };
 
@@ -52,10 +54,17 @@ pool::RunParams merge(const RunArgs& a, const Given& g, const pool::RunParams& b
   if (g.threads) p.threads = a.threads;
   if (g.checksum) p.checksum = lp::checksum_kind_from_string(a.checksum);
   if (g.seed) p.seed = a.seed;
+  if (g.width) p.extra = a.width;
   return p;
 }
 
 int do_run(const RunArgs& a, const Given& g) {
+  if (g.width) {
+    // The kernel named here, else the one stored in the pool (read before anything is opened).
+    const std::string kernel =
+        g.kernel ? a.kernel : (file_exists(a.pool) ? pool::Pool::read_params(a.pool).kernel : "");
+    if (!kernel.empty()) driver::require_width_applies(kernel);
+  }
   driver::ExecOptions opt{driver::persist_mode_from_string(a.persist),
                           persist::flush_kind_from_string(a.flush)};
   const bool exists = file_exists(a.pool);
@@ -74,7 +83,7 @@ int do_run(const RunArgs& a, const Given& g) {
                               "--pool {}`)",
                               a.pool, a.pool));
     pool::RunParams defaults;
-    auto params = merge(a, Given{true, true, true, true, true, true, true}, defaults);
+    auto params = merge(a, Given{true, true, true, true, true, true, true, true}, defaults);
     const auto& k = driver::find_kernel(params.kernel);
     k.validate(params);
     pool.emplace(pool::Pool::create(a.pool, params, k.arrays(params), k.init));
@@ -96,6 +105,7 @@ int do_run(const RunArgs& a, const Given& g) {
         {"threads", params.threads},
         {"checksum", std::string(lp::to_string(params.checksum))},
         {"seed", params.seed},
+        {"extra", params.extra},  // kernel-specific: conv2d's --width (0 = default)
         {"pool", a.pool},
         {"persist", a.persist},
         {"flush", a.flush},
@@ -121,9 +131,10 @@ int do_run(const RunArgs& a, const Given& g) {
     }
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("pmlab run {} --scheme {} --n {} --bs {} --threads {} --checksum {}  pool={}\n",
+    fmt::print("pmlab run {} --scheme {} --n {} --bs {} --threads {} --checksum {}{}  pool={}\n",
                params.kernel, params.scheme, params.n, params.bs, params.threads,
-               lp::to_string(params.checksum), a.pool);
+               lp::to_string(params.checksum),
+               params.extra != 0 ? fmt::format(" --width {}", params.extra) : "", a.pool);
     if (report.resumed) {
       fmt::print("  resumed an interrupted run (start #{}): {}\n", pool->starts(),
                  report.recovery_action);
@@ -179,6 +190,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
                    ->capture_default_str();
   auto* o_seed = cmd->add_option("--seed", args->seed, "Seed of the deterministic input matrices")
                      ->capture_default_str();
+  auto* o_width =
+      cmd->add_option("--width", args->width,
+                      std::string(driver::kWidthHelp) +
+                          "; stored in the pool: resuming with another width is refused")
+          ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
   cmd->add_option("--pool", args->pool, "Pool file to create or resume")->required();
   cmd->add_option("--persist", args->persist,
                   "Persistence mode for flushes: cpu (flush instructions + sfence), auto "
@@ -192,14 +208,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--verify", args->verify,
                 "Compare the result with a fault-free reference, bit for bit (exit 1 on mismatch)");
   cmd->add_flag("--json", args->json, "Print a JSON report instead of text");
-  cmd->callback([args, &exit_code, cmd, o_scheme, o_n, o_bs, o_thr, o_ck, o_seed] {
+  cmd->callback([args, &exit_code, cmd, o_scheme, o_n, o_bs, o_thr, o_ck, o_seed, o_width] {
     Given g{cmd->get_option("kernel")->count() > 0,
             o_scheme->count() > 0,
             o_n->count() > 0,
             o_bs->count() > 0,
             o_thr->count() > 0,
             o_ck->count() > 0,
-            o_seed->count() > 0};
+            o_seed->count() > 0,
+            o_width->count() > 0};
     exit_code = do_run(*args, g);
   });
 }

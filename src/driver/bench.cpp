@@ -60,6 +60,7 @@ Measurement measure_with_driver(const BenchOptions& opt, const std::string& sche
   p.bs = opt.bs;
   p.threads = opt.threads;
   p.seed = opt.seed;
+  p.extra = opt.extra;
   const auto& k = find_kernel(opt.kernel);
   const auto path = (dir / scheme).string();
   Measurement m;
@@ -83,6 +84,7 @@ Measurement measure(const BenchOptions& opt, const std::string& scheme, const fs
   p.bs = opt.bs;
   p.threads = opt.threads;
   p.seed = opt.seed;
+  p.extra = opt.extra;
   const auto& k = find_kernel(opt.kernel);
   const auto path = (dir / scheme).string();
   Measurement m;
@@ -140,6 +142,7 @@ void validate(const BenchOptions& opt, const std::vector<std::string>& schemes) 
   p.n = opt.n;
   p.bs = opt.bs;
   p.threads = opt.threads;
+  p.extra = opt.extra;
   k.validate(p);
   if (opt.mode == persist::PersistMode::kCpu && !persist::cpu_supports(opt.flush))
     throw Error(ErrorCode::kUnsupported,
@@ -227,6 +230,11 @@ BenchResult run_bench(const BenchOptions& opt) {
     // Rotate the order each repetition so no scheme always runs first (cold) or last.
     for (std::size_t j = 0; j < ns; ++j) {
       const std::size_t s = (j + static_cast<std::size_t>(rep)) % ns;
+      if (opt.stop && opt.stop->load())
+        throw Error(ErrorCode::kInterrupted,
+                    fmt::format("bench interrupted after {} of {} measurements; temporary pools "
+                                "removed",
+                                done, total));
       if (opt.progress)
         opt.progress(done, total, fmt::format("rep {}/{} {}", rep + 1, opt.reps, schemes[s]));
       auto m = measure(opt, schemes[s], dir);

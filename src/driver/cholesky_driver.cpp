@@ -1,158 +1,125 @@
-// Kernel driver for tiled Cholesky: arrays, SPD input, resumable base/LP runs, verification.
-#include <bit>
-#include <chrono>
-#include <cstring>
+// Tiled Cholesky as the drivers see it: arrays, SPD input, scheme table (base, lp, ep, wal, cp, hr-x8),
+// verification — one description for `pmlab run` and the simulator.
+#include <tuple>
+#include <vector>
 
-#include <fmt/format.h>
-
-#include "pmlab/core/error.hpp"
-#include "pmlab/driver/kernel_driver.hpp"
-#include "pmlab/driver/native_dispatch.hpp"
-#include "pmlab/kernels/cholesky.hpp"
-#include "pmlab/scheme/index_record.hpp"
+#include "pmlab/driver/kernel_checks.hpp"
+#include "pmlab/driver/resumable.hpp"
+#include "pmlab/driver/sim_kernel.hpp"
+#include "pmlab/kernels/cholesky_rivals.hpp"
+#include "pmlab/driver/rival_schemes.hpp"
 
 namespace pmlab::driver {
 namespace {
 
 namespace ch = kernels::cholesky;
+using Ctx = SchemeContext<ch::Operands>;
 
-constexpr std::uint64_t kMaxN = 1u << 16;
-constexpr std::uint64_t kMaxTableBytes = 2ull << 30;  // 2 GiB
-
-std::uint64_t tiles_of(const pool::RunParams& p) {
-  return (p.n + p.bs - 1) / p.bs;
+// Sizes only (no arrays): table and record counts.
+ch::Operands shape_of(const pool::RunParams& p) {
+  return {{nullptr, p.n, p.n}, {nullptr, p.n, p.n}, {p.n, p.bs}};
 }
 
-void validate_cholesky(const pool::RunParams& p) {
-  if (p.n < 1 || p.n > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("cholesky: --n must be in [1, {}], got {}", kMaxN, p.n));
-  if (p.bs < 1 || p.bs > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("cholesky: --bs must be in [1, {}], got {}", kMaxN, p.bs));
-  if (p.threads < 1 || p.threads > 1024)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("cholesky: --threads must be in [1, 1024], got {}", p.threads));
-  if (p.scheme != "base" && p.scheme != "lp" && p.scheme != "ep")
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("unknown scheme '{}' for cholesky (known: base, lp, ep)", p.scheme));
-  // One checksum slot per (step, tile): T(T+1)(T+2)/6 of them.
-  const std::uint64_t bytes = lp::ChecksumTable::bytes_for(ch::Operands::tetra(tiles_of(p)));
-  if (p.scheme == "lp" && bytes > kMaxTableBytes)
-    throw Error(
-        ErrorCode::kInvalidArgument,
-        fmt::format(
-            "cholesky: --bs {} is too small for --n {}: the LP checksum table (one slot per "
-            "step and tile) would take {} MiB; use a larger --bs",
-            p.bs, p.n, bytes >> 20));
-}
+// Outer iteration = factorization step k (one tile column).
+constexpr auto kSchemes = std::tuple{
+    Scheme{.name = "base",
+           .run = [](mem::Backend auto& be, const Ctx& c,
+                     std::size_t first) { ch::run_base(be, c.op, first); },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "restart";  // base keeps no persistent progress
+             ch::restart(be, c.op);
+             return 0;
+           }},
+    Scheme{.name = "lp",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 // One checksum slot per (step, tile): T(T+1)(T+2)/6 of them.
+                 return std::vector{lp_table_spec(shape_of(p).table_slots())};
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                 lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                   ch::run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), first);
+                 });
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "lp-recovery";
+             return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+               return ch::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
+                                                            r.recovery);
+             });
+           }},
+    Scheme{.name = "ep",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 return std::vector{ep_index_spec(ch::ep_records(shape_of(p)))};
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                 ch::run_ep(be, c.op, c.index_records(ch::ep_records(c.op)), first);
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "ep-recovery";
+             return ch::recover_ep(be, c.op, c.index_records(ch::ep_records(c.op)), r.recovery);
+           }},
+    wal_scheme<shape_of>(),
+    cp_scheme<shape_of>(),
+    hr_scheme<shape_of, 8>("hr-x8"),
+};
 
-std::vector<pool::ArraySpec> cholesky_arrays(const pool::RunParams& p) {
-  const std::uint64_t mat = p.n * p.n * sizeof(double);
-  std::vector<pool::ArraySpec> arrays{{"a", mat}, {"l", mat}};
-  if (p.scheme == "lp")
-    arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(ch::Operands::tetra(tiles_of(p)))});
-  if (p.scheme == "ep")
-    arrays.push_back(
-        {"ep_index", scheme::IndexRecordTable<1>::bytes_for(tiles_of(p) * tiles_of(p))});
-  return arrays;
-}
+struct Cholesky {
+  using Operands = ch::Operands;
+  static constexpr std::string_view kName = "cholesky";
+  static constexpr std::uint64_t kCrashTestMaxN = 600;
+  static constexpr bool kPowerOfTwoN = false;
+  static constexpr const auto& schemes = kSchemes;
 
-void cholesky_init(pool::Pool& pool) {
-  const auto& p = pool.params();
-  ch::fill_input(pool.array<double>("a"), p.n, p.seed);
-  ch::fill_work(pool.array<double>("l"), pool.array<const double>("a"), p.n);
-}
-
-ch::Operands operands_of(const pool::Pool& pool) {
-  const std::size_t n = pool.params().n;
-  return {{pool.array<const double>("a"), n, n},
-          {pool.array<double>("l"), n, n},
-          {n, pool.params().bs}};
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-RunReport cholesky_execute(pool::Pool& pool, const ExecOptions& opt) {
-  const auto& p = pool.params();
-  validate_cholesky(p);
-  RunReport report;
-  if (pool.state() == pool::RunState::kDone) {
-    report.recovery_action = "none (run already complete)";
-    return report;
+  static void validate(const pool::RunParams& p) {
+    require_sizes(kName, p, 1u << 16);
+    require_table_fits(kName, p, lp::ChecksumTable::bytes_for(shape_of(p).table_slots()),
+                       "step and tile");
   }
-  report.resumed = pool.state() == pool::RunState::kRunning;
-  pool.count_start();
-  pool.set_state(pool::RunState::kRunning);
-  const ch::Operands op = operands_of(pool);
-  const bool lazy = p.scheme == "lp";
-  const lp::ChecksumTable table =
-      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
-           : lp::ChecksumTable();
-  const bool eager = p.scheme == "ep";
-  const scheme::IndexRecordTable<1> records =
-      eager ? scheme::IndexRecordTable<1>(pool.array<scheme::IndexRecordLayout<1>>("ep_index"),
-                                          ch::ep_records(op))
-            : scheme::IndexRecordTable<1>();
-  with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
-    auto t0 = std::chrono::steady_clock::now();
-    std::size_t first_k = 0;
-    if (report.resumed && lazy) {
-      report.recovery_action = "lp-recovery";
-      first_k = lp::with_checksum_kind(p.checksum, [&](auto kind) {
-        return ch::recover_lp<decltype(kind)::value>(be, op, table, report.recovery);
-      });
-    } else if (report.resumed && eager) {
-      report.recovery_action = "ep-recovery";
-      first_k = ch::recover_ep(be, op, records, report.recovery);
-    } else if (report.resumed) {
-      report.recovery_action = "restart";  // base keeps no persistent progress
-      ch::restart(be, op);
-    }
-    report.recovery_seconds = seconds_since(t0);
-    report.resume_point = first_k;
-    auto t1 = std::chrono::steady_clock::now();
-    if (lazy)
-      lp::with_checksum_kind(p.checksum, [&](auto kind) {
-        ch::run_lp<decltype(kind)::value>(be, op, table, first_k);
-      });
-    else if (eager)
-      ch::run_ep(be, op, records, first_k);
-    else
-      ch::run_base(be, op, first_k);
-    report.compute_seconds = seconds_since(t1);
-    pool.persist(op.l.data(), op.l.bytes());  // "done" only once L is durable
-  });
-  pool.set_state(pool::RunState::kDone);
-  return report;
-}
-
-VerifyResult cholesky_verify(const pool::Pool& pool) {
-  const auto& p = pool.params();
-  const std::size_t n = p.n;
-  std::vector<double> a(n * n), l(n * n);
-  ch::fill_input(a.data(), n, p.seed);
-  ch::fill_work(l.data(), a.data(), n);
-  mem::PlainBackend be({}, 1);
-  ch::run_base(be, ch::Operands{{a.data(), n, n}, {l.data(), n, n}, {n, p.bs}});
-  VerifyResult v;
-  v.elements = n * n;
-  const double* got = pool.array<const double>("l");
-  for (std::size_t i = 0; i < n * n; ++i)
-    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(l[i]) &&
-        v.mismatches++ == 0)
-      v.first_mismatch = fmt::format("L[{}][{}] = {:a}, expected {:a}", i / n, i % n, got[i], l[i]);
-  return v;
-}
+  static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
+    const std::uint64_t mat = p.n * p.n * sizeof(double);
+    return {{"a", mat}, {"l", mat}};
+  }
+  static void init(pool::Pool& pool) {
+    const auto& p = pool.params();
+    ch::fill_input(pool.array<double>("a"), p.n, p.seed);
+    ch::fill_work(pool.array<double>("l"), pool.array<const double>("a"), p.n);
+  }
+  static Operands operands(const pool::Pool& pool) {
+    const std::size_t n = pool.params().n;
+    return {{pool.array<const double>("a"), n, n},
+            {pool.array<double>("l"), n, n},
+            {n, pool.params().bs}};
+  }
+  static OutputBytes output(const Operands& op) { return {op.l.data(), op.l.bytes()}; }
+  static VerifyResult verify(const pool::Pool& pool) {
+    const auto& p = pool.params();
+    const std::size_t n = p.n;
+    std::vector<double> a(n * n), l(n * n);
+    ch::fill_input(a.data(), n, p.seed);
+    ch::fill_work(l.data(), a.data(), n);
+    mem::PlainBackend be({}, 1);
+    ch::run_base(be, ch::Operands{{a.data(), n, n}, {l.data(), n, n}, {n, p.bs}});
+    return compare_bits(pool.array<const double>("l"), l,
+                        [n](std::size_t i) { return fmt::format("L[{}][{}]", i / n, i % n); });
+  }
+  // n³/6 multiply-subtracts, two loads each, plus a load and a store per element per step.
+  static std::uint64_t base_refs(const pool::RunParams& p) {
+    return p.n * p.n * p.n / 3 + p.n * p.n * ((p.n + p.bs - 1) / p.bs);
+  }
+};
+static_assert(ResumableKernel<Cholesky>);
 
 }  // namespace
 
 KernelDriver make_cholesky_driver() {
-  return KernelDriver{"cholesky",        {"base", "lp", "ep"}, 600,
-                      validate_cholesky, cholesky_arrays,      cholesky_init,
-                      cholesky_execute,  cholesky_verify};
+  return make_kernel_driver<Cholesky>();
+}
+SimKernel make_cholesky_sim() {
+  return make_sim_kernel<Cholesky>();
 }
 
 }  // namespace pmlab::driver

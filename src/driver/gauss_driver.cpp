@@ -1,158 +1,127 @@
-// Kernel driver for Gauss: arrays, [A | b] input, resumable base/LP runs, verification.
-#include <bit>
-#include <chrono>
+// Gaussian elimination as the drivers see it: arrays, [A | b] input, scheme table (base, lp, ep, wal, cp, hr-x8),
+// verification — one description for `pmlab run` and the simulator.
 #include <cstring>
+#include <tuple>
+#include <vector>
 
-#include <fmt/format.h>
-
-#include "pmlab/core/error.hpp"
-#include "pmlab/driver/kernel_driver.hpp"
-#include "pmlab/driver/native_dispatch.hpp"
-#include "pmlab/kernels/gauss.hpp"
-#include "pmlab/scheme/index_record.hpp"
+#include "pmlab/driver/kernel_checks.hpp"
+#include "pmlab/driver/resumable.hpp"
+#include "pmlab/driver/sim_kernel.hpp"
+#include "pmlab/kernels/gauss_rivals.hpp"
+#include "pmlab/driver/rival_schemes.hpp"
 
 namespace pmlab::driver {
 namespace {
 
-namespace ch = kernels::gauss;
+namespace ga = kernels::gauss;
+using Ctx = SchemeContext<ga::Operands>;
 
-constexpr std::uint64_t kMaxN = 1u << 16;
-constexpr std::uint64_t kMaxTableBytes = 2ull << 30;  // 2 GiB
-
-// One slot per (column step, row block) plus one per final row.
-std::uint64_t table_slots(const pool::RunParams& p) {
-  return ch::Operands{{}, {}, p.n, p.bs}.table_slots();
+// Sizes only (no arrays): table and record counts.
+ga::Operands shape_of(const pool::RunParams& p) {
+  return {{nullptr, p.n, p.n + 1}, {nullptr, p.n, p.n + 1}, p.n, p.bs};
 }
 
-void validate_gauss(const pool::RunParams& p) {
-  if (p.n < 1 || p.n > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("gauss: --n must be in [1, {}], got {}", kMaxN, p.n));
-  if (p.bs < 1 || p.bs > kMaxN)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("gauss: --bs must be in [1, {}], got {}", kMaxN, p.bs));
-  if (p.threads < 1 || p.threads > 1024)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("gauss: --threads must be in [1, 1024], got {}", p.threads));
-  if (p.scheme != "base" && p.scheme != "lp" && p.scheme != "ep")
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("unknown scheme '{}' for gauss (known: base, lp, ep)", p.scheme));
-  const std::uint64_t bytes = lp::ChecksumTable::bytes_for(table_slots(p));
-  if (p.scheme == "lp" && bytes > kMaxTableBytes)
-    throw Error(
-        ErrorCode::kInvalidArgument,
-        fmt::format("gauss: --bs {} is too small for --n {}: the LP checksum table (one slot per "
-                    "column step and row block) would take {} MiB; use a larger --bs",
-                    p.bs, p.n, bytes >> 20));
-}
+// Outer iteration = elimination step k (column k); the row blocks are the regions.
+constexpr auto kSchemes = std::tuple{
+    Scheme{.name = "base",
+           .run = [](mem::Backend auto& be, const Ctx& c,
+                     std::size_t first) { ga::run_base(be, c.op, first); },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "restart";  // base keeps no persistent progress
+             ga::restart(be, c.op);
+             return 0;
+           }},
+    Scheme{.name = "lp",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 // One slot per (column step, row block) plus one per final row.
+                 return std::vector{lp_table_spec(shape_of(p).table_slots())};
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                 lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                   ga::run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), first);
+                 });
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "lp-recovery";
+             return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+               return ga::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
+                                                            r.recovery);
+             });
+           }},
+    Scheme{.name = "ep",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 return std::vector{ep_index_spec(shape_of(p).blocks())};  // one per row block
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                 ga::run_ep(be, c.op, c.index_records(c.op.blocks()), first);
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "ep-recovery";
+             return ga::recover_ep(be, c.op, c.index_records(c.op.blocks()), r.recovery);
+           }},
+    wal_scheme<shape_of>(),
+    cp_scheme<shape_of>(),
+    hr_scheme<shape_of, 8>("hr-x8"),
+};
 
-std::vector<pool::ArraySpec> gauss_arrays(const pool::RunParams& p) {
-  const std::uint64_t mat = p.n * (p.n + 1) * sizeof(double);
-  std::vector<pool::ArraySpec> arrays{{"a", mat}, {"w", mat}};
-  if (p.scheme == "lp")
-    arrays.push_back({"lp_table", lp::ChecksumTable::bytes_for(table_slots(p))});
-  if (p.scheme == "ep")
-    arrays.push_back({"ep_index", scheme::IndexRecordTable<1>::bytes_for((p.n + p.bs - 1) / p.bs)});
-  return arrays;
-}
+struct Gauss {
+  using Operands = ga::Operands;
+  static constexpr std::string_view kName = "gauss";
+  static constexpr std::uint64_t kCrashTestMaxN = 400;
+  static constexpr bool kPowerOfTwoN = false;
+  static constexpr const auto& schemes = kSchemes;
 
-void gauss_init(pool::Pool& pool) {
-  const auto& p = pool.params();
-  ch::fill_input(pool.array<double>("a"), p.n, p.seed);
-  std::memcpy(pool.array<double>("w"), pool.array<const double>("a"),
-              p.n * (p.n + 1) * sizeof(double));
-}
-
-ch::Operands operands_of(const pool::Pool& pool) {
-  const std::size_t n = pool.params().n;
-  return {{pool.array<const double>("a"), n, n + 1},
-          {pool.array<double>("w"), n, n + 1},
-          n,
-          pool.params().bs};
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-RunReport gauss_execute(pool::Pool& pool, const ExecOptions& opt) {
-  const auto& p = pool.params();
-  validate_gauss(p);
-  RunReport report;
-  if (pool.state() == pool::RunState::kDone) {
-    report.recovery_action = "none (run already complete)";
-    return report;
+  static void validate(const pool::RunParams& p) {
+    require_sizes(kName, p, 1u << 16);
+    require_table_fits(kName, p, lp::ChecksumTable::bytes_for(shape_of(p).table_slots()),
+                       "column step and row block");
   }
-  report.resumed = pool.state() == pool::RunState::kRunning;
-  pool.count_start();
-  pool.set_state(pool::RunState::kRunning);
-  const ch::Operands op = operands_of(pool);
-  const bool lazy = p.scheme == "lp";
-  const lp::ChecksumTable table =
-      lazy ? lp::ChecksumTable(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots())
-           : lp::ChecksumTable();
-  const bool eager = p.scheme == "ep";
-  const scheme::IndexRecordTable<1> records =
-      eager ? scheme::IndexRecordTable<1>(pool.array<scheme::IndexRecordLayout<1>>("ep_index"),
-                                          op.blocks())
-            : scheme::IndexRecordTable<1>();
-  with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
-    auto t0 = std::chrono::steady_clock::now();
-    std::size_t first_k = 0;
-    if (report.resumed && lazy) {
-      report.recovery_action = "lp-recovery";
-      first_k = lp::with_checksum_kind(p.checksum, [&](auto kind) {
-        return ch::recover_lp<decltype(kind)::value>(be, op, table, report.recovery);
-      });
-    } else if (report.resumed && eager) {
-      report.recovery_action = "ep-recovery";
-      first_k = ch::recover_ep(be, op, records, report.recovery);
-    } else if (report.resumed) {
-      report.recovery_action = "restart";  // base keeps no persistent progress
-      ch::restart(be, op);
-    }
-    report.recovery_seconds = seconds_since(t0);
-    report.resume_point = first_k;
-    auto t1 = std::chrono::steady_clock::now();
-    if (lazy)
-      lp::with_checksum_kind(p.checksum, [&](auto kind) {
-        ch::run_lp<decltype(kind)::value>(be, op, table, first_k);
-      });
-    else if (eager)
-      ch::run_ep(be, op, records, first_k);
-    else
-      ch::run_base(be, op, first_k);
-    report.compute_seconds = seconds_since(t1);
-    pool.persist(op.w.data(), op.w.bytes());  // "done" only once [U | y] is durable
-  });
-  pool.set_state(pool::RunState::kDone);
-  return report;
-}
-
-VerifyResult gauss_verify(const pool::Pool& pool) {
-  const auto& p = pool.params();
-  const std::size_t n = p.n;
-  std::vector<double> a(n * (n + 1));
-  ch::fill_input(a.data(), n, p.seed);
-  std::vector<double> l = a;
-  mem::PlainBackend be({}, 1);
-  ch::run_base(be, ch::Operands{{a.data(), n, n + 1}, {l.data(), n, n + 1}, n, p.bs});
-  VerifyResult v;
-  v.elements = n * (n + 1);
-  const double* got = pool.array<const double>("w");
-  for (std::size_t i = 0; i < n * (n + 1); ++i)
-    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(l[i]) &&
-        v.mismatches++ == 0)
-      v.first_mismatch =
-          fmt::format("W[{}][{}] = {:a}, expected {:a}", i / (n + 1), i % (n + 1), got[i], l[i]);
-  return v;
-}
+  static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
+    const std::uint64_t mat = p.n * (p.n + 1) * sizeof(double);
+    return {{"a", mat}, {"w", mat}};
+  }
+  static void init(pool::Pool& pool) {
+    const auto& p = pool.params();
+    ga::fill_input(pool.array<double>("a"), p.n, p.seed);
+    std::memcpy(pool.array<double>("w"), pool.array<const double>("a"),
+                p.n * (p.n + 1) * sizeof(double));
+  }
+  static Operands operands(const pool::Pool& pool) {
+    const std::size_t n = pool.params().n;
+    return {{pool.array<const double>("a"), n, n + 1},
+            {pool.array<double>("w"), n, n + 1},
+            n,
+            pool.params().bs};
+  }
+  static OutputBytes output(const Operands& op) { return {op.w.data(), op.w.bytes()}; }
+  static VerifyResult verify(const pool::Pool& pool) {
+    const auto& p = pool.params();
+    const std::size_t n = p.n;
+    std::vector<double> a(n * (n + 1));
+    ga::fill_input(a.data(), n, p.seed);
+    std::vector<double> w = a;
+    mem::PlainBackend be({}, 1);
+    ga::run_base(be, ga::Operands{{a.data(), n, n + 1}, {w.data(), n, n + 1}, n, p.bs});
+    return compare_bits(pool.array<const double>("w"), w, [n](std::size_t i) {
+      return fmt::format("W[{}][{}]", i / (n + 1), i % (n + 1));
+    });
+  }
+  // Step k: two loads and a store per element of the trailing (n-k) x (n-k+1) block.
+  static std::uint64_t base_refs(const pool::RunParams& p) { return p.n * p.n * p.n; }
+};
+static_assert(ResumableKernel<Gauss>);
 
 }  // namespace
 
 KernelDriver make_gauss_driver() {
-  return KernelDriver{"gauss",      {"base", "lp", "ep"}, 400,           validate_gauss,
-                      gauss_arrays, gauss_init,           gauss_execute, gauss_verify};
+  return make_kernel_driver<Gauss>();
+}
+SimKernel make_gauss_sim() {
+  return make_sim_kernel<Gauss>();
 }
 
 }  // namespace pmlab::driver

@@ -63,6 +63,7 @@ sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o) 
   if (o.freq_ghz) p.freq_ghz = *o.freq_ghz;
   if (o.write_queue_entries) p.nvm.write_queue_entries = *o.write_queue_entries;
   if (o.write_units) p.nvm.write_units = *o.write_units;
+  if (o.periodic_flush_cycles) p.periodic_flush_cycles = Cycles{*o.periodic_flush_cycles};
   p.validate();
   return p;
 }
@@ -127,8 +128,18 @@ SimKernel make_tmm_sim() {
 
 }  // namespace
 
+// Built from each kernel's description and scheme table (src/driver/<kernel>_driver.cpp, via
+// make_sim_kernel in driver/sim_kernel.hpp): the simulator runs the native drivers' scheme code.
+SimKernel make_cholesky_sim();
+SimKernel make_lu_sim();
+SimKernel make_gauss_sim();
+SimKernel make_conv2d_sim();
+SimKernel make_fft_sim();
+
 const std::vector<SimKernel>& sim_kernels() {
-  static const std::vector<SimKernel> kernels{make_tmm_sim()};
+  static const std::vector<SimKernel> kernels{make_tmm_sim(),    make_cholesky_sim(),
+                                              make_lu_sim(),     make_gauss_sim(),
+                                              make_conv2d_sim(), make_fft_sim()};
   return kernels;
 }
 

@@ -88,6 +88,8 @@ class Cache {
     state_[slot] = static_cast<std::uint8_t>(state_[slot] & ~bits);
   }
   [[nodiscard]] std::size_t slots() const { return tags_.size(); }
+  [[nodiscard]] std::uint64_t sets() const { return sets_; }
+  [[nodiscard]] std::uint32_t ways() const { return ways_; }
 
   // Directory (LLC only): which cores' private caches hold the line, and which one (if any)
   // holds it exclusively and so may have it dirty.

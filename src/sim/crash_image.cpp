@@ -35,12 +35,14 @@ void CrashImage::capture_line(LineAddr line) {
   for (; it != ranges_.end() && it->base < hi; ++it) {
     const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
     if (from >= to) continue;
-    std::memcpy(it->shadow.data() + (from - it->base), reinterpret_cast<const void*>(from), to - from);
+    std::memcpy(it->shadow.data() + (from - it->base), reinterpret_cast<const void*>(from),
+                to - from);
   }
 }
 
 void CrashImage::restore_to_live() const {
-  for (const Range& r : ranges_) std::memcpy(reinterpret_cast<void*>(r.base), r.shadow.data(), r.len);
+  for (const Range& r : ranges_)
+    std::memcpy(reinterpret_cast<void*>(r.base), r.shadow.data(), r.len);
 }
 
 const CrashImage::Range* CrashImage::find(std::uintptr_t addr) const {
@@ -61,7 +63,8 @@ const std::byte* CrashImage::durable_bytes(const void* p, std::size_t n) const {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   const Range* r = find(a);
   if (r == nullptr || a + n > r->base + r->len)
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("address {:#x} is not inside a persistent range", a));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("address {:#x} is not inside a persistent range", a));
   return r->shadow.data() + (a - r->base);
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 namespace pmlab::sim {
 
@@ -15,6 +16,9 @@ template <class Fn>
 void for_each_core(std::uint64_t mask, Fn&& fn) {
   for (; mask != 0; mask &= mask - 1) fn(std::countr_zero(mask));
 }
+
+// Due times p·T + s·T/S: the products may exceed 64 bits for huge T.
+__extension__ using U = unsigned __int128;
 }  // namespace
 
 Hierarchy::Hierarchy(const SimParams& p)
@@ -35,6 +39,9 @@ Hierarchy::Hierarchy(const SimParams& p)
     cores_[c].filter_mask = entries - 1;
   }
   filter_on_hit_only_ = p.l1.replacement == Replacement::kSrrip;
+  period_ = p.periodic_flush_cycles.value();
+  since_.assign(llc_.slots(), detail::kNever);
+  restart_sweep();
   private_.reserve(static_cast<std::size_t>(p.cores * npriv_));
   for (int c = 0; c < p.cores; ++c) {
     const auto salt = static_cast<std::uint64_t>(c) * 0x9e3779b97f4a7c15ull;
@@ -106,15 +113,47 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
     }
     if (npriv_ == 2) s1 = fill_private(core, 0, line, st);
   }
+  bool newly_dirty = false;
   if (is_store) {
-    if ((l1.state(s1) & kExclusive) == 0) lat += upgrade(core, line);
+    const std::uint8_t st = l1.state(s1);
+    if ((st & kExclusive) == 0) lat += upgrade(core, line);
+    newly_dirty = (st & kDirty) == 0;  // filtered stores hit dirty lines only, never this
     l1.add_state(s1, kExclusive | kDirty);
   }
   cs.clock += lat;
+  if (newly_dirty) open_episode(core, line, s1, cs.clock);
   // This line is now the last one accessed in its L1 set (see Machine::load).
   const bool filter = params_.same_line_filter && (l1_hit || !filter_on_hit_only_);
   filter_entry(core, line) =
       filter ? (line << 1) | ((l1.state(s1) & kDirty) != 0 ? 1u : 0u) : detail::kNoEntry;
+  // Not after L1 load hits (filtered or not, see CoreState::deadline). After the filter
+  // update: cleaning this line must clear its entry.
+  if (cs.clock >= cs.deadline && (is_store || !l1_hit)) [[unlikely]]
+    periodic_tick(core);
+}
+
+// A store dirtied `line`'s L1 copy. If no copy was dirty, the line is now newer than NVM.
+void Hierarchy::open_episode(int core, std::uint64_t line, std::size_t l1_slot, std::uint64_t t) {
+  // With L1 as the last private level its link names the LLC slot (checked: a non-inclusive
+  // LLC may have dropped the line); with a private L2, search.
+  std::size_t ls = npriv_ == 1 ? priv(core, 0).link(l1_slot) : llc_.find(line);
+  if (ls != kNoSlot && llc_.tag(ls) != line) ls = kNoSlot;
+  if (ls != kNoSlot) {
+    if (since_[ls] == detail::kNever) since_[ls] = t;
+  } else {
+    private_since_.try_emplace(line, t);  // non-inclusive LLC: held privately only
+  }
+}
+
+// Ends `line`'s dirty stretch (its stamp is cleared); kNever if none was open.
+std::uint64_t Hierarchy::take_since(std::size_t llc_slot, std::uint64_t line) {
+  if (llc_slot != kNoSlot) return std::exchange(since_[llc_slot], detail::kNever);
+  if (private_since_.empty()) return detail::kNever;
+  const auto it = private_since_.find(line);
+  if (it == private_since_.end()) return detail::kNever;
+  const std::uint64_t t = it->second;
+  private_since_.erase(it);
+  return t;
 }
 
 // A private miss: find the line in the LLC (or NVM), update the directory, return the
@@ -221,7 +260,7 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
     std::size_t ls = c.link(slot);
     if (llc_.tag(ls) != v) ls = kNoSlot;  // only a non-inclusive LLC can have dropped it
     if (ls == kNoSlot) {  // a non-inclusive LLC dropped it: a dirty victim goes to NVM directly
-      if (dirty) write_back_victim(v, core);
+      if (dirty) write_back_victim(v, core, take_since(kNoSlot, v));
     } else {
       if (dirty) llc_.add_state(ls, kDirty);
       llc_.set_sharers(ls, llc_.sharers(ls) & ~bit_of(core));
@@ -241,6 +280,7 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
 // newest bytes still leave exactly once and the crash image stays exact.
 void Hierarchy::evict_llc(std::size_t slot, int core) {
   const std::uint64_t v = llc_.tag(slot);
+  const std::uint64_t since = take_since(slot, v);
   bool dirty = (llc_.state(slot) & kDirty) != 0;
   const bool inclusive = params_.inclusive_llc;
   for_each_core(llc_.sharers(slot), [&](int c) {
@@ -251,14 +291,14 @@ void Hierarchy::evict_llc(std::size_t slot, int core) {
   llc_.invalidate(slot);
   if (!dirty) return;
   ++llc_.counters().dirty_evictions;
-  write_back_victim(v, core);
+  write_back_victim(v, core, since);
 }
 
 // An evicted dirty line goes to the write queue; a full queue stalls the core whose miss
 // caused the eviction.
-void Hierarchy::write_back_victim(std::uint64_t v, int core) {
+void Hierarchy::write_back_victim(std::uint64_t v, int core, std::uint64_t since) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  const std::uint64_t accepted = nvm_write(v, WriteCause::kEviction, cs.clock, core);
+  const std::uint64_t accepted = nvm_write(v, WriteCause::kEviction, cs.clock, core, since);
   if (accepted > cs.clock) {
     nvm_.write_queue_stall_cycles += accepted - cs.clock;
     cs.clock = accepted;
@@ -266,8 +306,15 @@ void Hierarchy::write_back_victim(std::uint64_t v, int core) {
 }
 
 // One line reaches the persistence domain: count it, copy its live bytes to the crash image.
-std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t,
-                                   int core) {
+std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core,
+                                   std::uint64_t since) {
+  if (since != detail::kNever) {
+    // Clocks of different cores meet only at barriers: a stretch may look negative; it is 0.
+    const std::uint64_t d = t > since ? t - since : 0;
+    ++vol_.episodes;
+    vol_.total_cycles += d;
+    vol_.max_cycles = std::max(vol_.max_cycles, d);
+  }
   ++nvm_.writes;
   ++nvm_.writes_by_cause[static_cast<std::size_t>(cause)];
   image_.capture_line(LineAddr(line));
@@ -282,7 +329,9 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   bool dirty = false;
   const bool keep = mode == FlushMode::kClwb;
   const std::size_t s = llc_.find(line);
+  std::uint64_t since = detail::kNever;
   if (s != kNoSlot) {  // not in the LLC = not cached anywhere (inclusion)
+    since = take_since(s, line);
     dirty = (llc_.state(s) & kDirty) != 0;
     for_each_core(llc_.sharers(s), [&](int c) {
       dirty |= strip_private(c, line, keep ? Strip::kClean : Strip::kInvalidate);
@@ -295,17 +344,20 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
                   .inclusive_llc) {  // a non-inclusive LLC: the line may be cached privately only
     for (int c = 0; c < params_.cores; ++c)
       dirty |= strip_private(c, line, keep ? Strip::kClean : Strip::kInvalidate);
+    since = take_since(kNoSlot, line);
   }
   // The flush travels to the LLC; a dirty line then completes when the controller accepts it.
   std::uint64_t done = t + llc_.latency().value();
   if (dirty) {
     ++dirty_flushes_;
-    done = nvm_write(line, WriteCause::kFlush, done, core);
+    done = nvm_write(line, WriteCause::kFlush, done, core, since);
   }
   if (mode == FlushMode::kClflush)
     cs.clock = done;  // serialising: waits for itself
   else
     cs.flush_done = std::max(cs.flush_done, done);
+  if (cs.clock >= cs.deadline) [[unlikely]]
+    periodic_tick(core);
 }
 
 void Hierarchy::fence(int core) {
@@ -316,6 +368,8 @@ void Hierarchy::fence(int core) {
     fence_stall_ += cs.flush_done - cs.clock;
     cs.clock = cs.flush_done;
   }
+  if (cs.clock >= cs.deadline) [[unlikely]]
+    periodic_tick(core);
 }
 
 void Hierarchy::fork_clocks(int from, int active_cores) {
@@ -329,6 +383,7 @@ void Hierarchy::join_clocks() {
   std::uint64_t t = 0;
   for (const auto& c : cores_) t = std::max(t, c.clock);
   for (auto& c : cores_) c.clock = t;
+  if (t >= next_due_) periodic_tick(0);
 }
 
 void Hierarchy::write_back_all(WriteCause cause) {
@@ -341,7 +396,7 @@ void Hierarchy::write_back_all(WriteCause cause) {
     for_each_core(llc_.sharers(s), [&](int c) { dirty |= strip_private(c, line, Strip::kClean); });
     if (!dirty) continue;
     llc_.drop_state(s, kDirty);
-    nvm_write(line, cause, t, 0);
+    nvm_write(line, cause, t, 0, take_since(s, line));
   }
   if (params_.inclusive_llc) return;
   // Non-inclusive: private dirty lines the LLC no longer holds (those it holds are clean now).
@@ -352,7 +407,7 @@ void Hierarchy::write_back_all(WriteCause cause) {
         if (pc.tag(s) == kInvalidTag || (pc.state(s) & kDirty) == 0) continue;
         const std::uint64_t line = pc.tag(s);
         strip_private(c, line, Strip::kClean);
-        nvm_write(line, cause, t, 0);
+        nvm_write(line, cause, t, 0, take_since(kNoSlot, line));
       }
     }
   }
@@ -364,6 +419,9 @@ void Hierarchy::power_fail() {
   std::fill(filter_.begin(), filter_.end(), detail::kNoEntry);
   for (auto& c : cores_) c.flush_done = 0;
   for (auto& q : wq_) q.reset();
+  // Dirty stretches cut by the failure end without a write: they count nowhere.
+  std::fill(since_.begin(), since_.end(), detail::kNever);
+  private_since_.clear();
 }
 
 void Hierarchy::reset_stats() {
@@ -378,6 +436,102 @@ void Hierarchy::reset_stats() {
   loads_ = stores_ = flushes_ = dirty_flushes_ = fences_ = fence_stall_ = 0;
   nvm_ = NvmStats{};
   coh_ = CoherenceStats{};
+  vol_ = VolatilityStats{};
+  // Clocks restart at 0: lines dirty now count as dirty since 0, the sweep starts over.
+  for (auto& t : since_)
+    if (t != detail::kNever) t = 0;
+  for (auto& [line, t] : private_since_) t = 0;
+  restart_sweep();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Periodic cleaning (LP §III-E): a sweep pointer walks the LLC sets, cleaning set s when the
+// clock passes p·T + (s+1)·T/S, so each dirty line is written back (and kept, clean) once per
+// period and the write-backs are spread evenly over it, as DRAM refreshes are.
+
+std::uint64_t Hierarchy::sweep_due() const {
+  const U due = U{sweep_period_} * period_ + U{sweep_set_ + 1} * period_ / llc_.sets();
+  return due >= U{detail::kNever} ? detail::kNever : static_cast<std::uint64_t>(due);
+}
+
+void Hierarchy::restart_sweep() {
+  sweep_set_ = sweep_period_ = 0;
+  next_due_ = period_ == 0 ? detail::kNever : sweep_due();
+  set_deadlines();
+}
+
+void Hierarchy::set_deadlines() {
+  for (auto& c : cores_) c.deadline = next_due_;
+}
+
+// The cleaning hardware follows whichever core's clock is furthest ahead: the triggering core
+// has reached `now`, and every set due by then is cleaned before its next op.
+void Hierarchy::periodic_tick(int core) {
+  const std::uint64_t now = cores_[static_cast<std::size_t>(core)].clock;
+  if (now < next_due_) return;
+  const std::uint64_t sets = llc_.sets();
+  if (now - next_due_ >= period_) {
+    // A whole period or more is due (a long stall, or T < a few cycles): every set is due at
+    // least once and nothing ran in between, so one cleaning of each is exactly the same.
+    for (std::uint64_t i = 0; i < sets; ++i) clean_set((sweep_set_ + i) % sets, now, core);
+    // Resume at the first set due after `now`: the smallest s with (s+1)·T/S > now − p·T,
+    // i.e. s + 1 >= ceil((r + 1)·S / T); r < T keeps it below S.
+    sweep_period_ = now / period_;
+    const std::uint64_t r = now - sweep_period_ * period_;
+    sweep_set_ = static_cast<std::uint64_t>((U{r + 1} * sets + period_ - 1) / period_) - 1;
+  } else {
+    while (next_due_ <= now) {
+      clean_set(sweep_set_, now, core);
+      if (++sweep_set_ == sets) {
+        sweep_set_ = 0;
+        ++sweep_period_;
+      }
+      next_due_ = sweep_due();
+    }
+  }
+  next_due_ = sweep_due();
+  set_deadlines();
+}
+
+// Writes back every dirty line of LLC set `set` (copies stay, clean). The writes enter the
+// triggering core's write-queue share at `t` like any other write, but never stall the core:
+// the cleaning runs in the background, and only competes for the controller.
+void Hierarchy::clean_set(std::uint64_t set, std::uint64_t t, int core) {
+  const std::size_t base = static_cast<std::size_t>(set) * llc_.ways();
+  for (std::size_t s = base; s < base + llc_.ways(); ++s) {
+    const std::uint64_t line = llc_.tag(s);
+    if (line == kInvalidTag) continue;
+    bool dirty = (llc_.state(s) & kDirty) != 0;
+    // Only the exclusive owner's private copies can be dirty (a Shared copy never is).
+    if (const int owner = llc_.owner(s); owner >= 0)
+      dirty |= strip_private(owner, line, Strip::kClean);
+    if (!dirty) continue;
+    llc_.drop_state(s, kDirty);
+    nvm_write(line, WriteCause::kPeriodic, t, core, take_since(s, line));
+  }
+  if (params_.inclusive_llc) return;
+  // Non-inclusive LLC (1 core): private lines the LLC no longer holds are swept with it, the
+  // private sets spread over the LLC's the same way, so each is cleaned once per period too.
+  for (int c = 0; c < params_.cores; ++c) {
+    for (int lv = 0; lv < npriv_; ++lv) {
+      const Cache& pc = priv(c, lv);
+      const std::uint64_t from = set * pc.sets() / llc_.sets();
+      const std::uint64_t to = (set + 1) * pc.sets() / llc_.sets();
+      for (std::size_t s = from * pc.ways(); s < to * pc.ways(); ++s) {
+        const std::uint64_t line = pc.tag(s);
+        if (line == kInvalidTag || (pc.state(s) & kDirty) == 0 || llc_.find(line) != kNoSlot)
+          continue;
+        strip_private(c, line, Strip::kClean);
+        nvm_write(line, WriteCause::kPeriodic, t, core, take_since(kNoSlot, line));
+      }
+    }
+  }
+}
+
+void Hierarchy::stop_modelling() {
+  period_ = 0;
+  next_due_ = detail::kNever;
+  set_deadlines();
 }
 
 LineState Hierarchy::probe(int core, std::uint64_t line) const {
@@ -442,6 +596,15 @@ SimStats Hierarchy::stats() const {
   }
   s.levels.front().hits += s.filtered_accesses;  // the filter serves only L1 hits
   s.cycles = Cycles(max_clock);
+  s.volatility = vol_;
+  const auto open = [&](std::uint64_t since) {
+    ++s.volatility.open_lines;
+    s.volatility.open_max_cycles =
+        std::max(s.volatility.open_max_cycles, max_clock > since ? max_clock - since : 0);
+  };
+  for (std::uint64_t t : since_)
+    if (t != detail::kNever) open(t);
+  for (const auto& [line, t] : private_since_) open(t);
   return s;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "cache.hpp"
@@ -33,6 +34,9 @@ class Hierarchy {
   void write_back_all(WriteCause cause);
   void power_fail();
   void reset_stats();
+  // Periodic cleaning: cleans every LLC set whose due time `core`'s clock has reached.
+  void periodic_tick(int core);
+  void stop_modelling();  // Machine::stop_modelling: no more periodic cleaning
 
   [[nodiscard]] LineState probe(int core, std::uint64_t line) const;
   [[nodiscard]] SimStats stats() const;
@@ -68,8 +72,23 @@ class Hierarchy {
   [[gnu::always_inline]] inline void evict_private(int core, int level,
                                                    std::size_t slot);  // for fill_private only
   void evict_llc(std::size_t slot, int core);
-  void write_back_victim(std::uint64_t line, int core);
-  std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core);
+  void write_back_victim(std::uint64_t line, int core, std::uint64_t since);
+  // `since`: when the line became dirty (volatility duration), kNever if unknown.
+  std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core,
+                          std::uint64_t since);
+
+  // Periodic cleaning (SimParams::periodic_flush_cycles = T over S LLC sets): set s is due at
+  // p·T + (s+1)·T/S in period p = 0, 1, ...
+  [[nodiscard]] std::uint64_t sweep_due() const;
+  void clean_set(std::uint64_t set, std::uint64_t t, int core);
+  void restart_sweep();  // clocks are back at 0
+  void set_deadlines();
+
+  // Volatility: a dirty stretch opens at the store that dirties a clean line and closes at its
+  // NVM write. The stamp lives with the LLC copy; a non-inclusive LLC's private-only lines use
+  // the map.
+  void open_episode(int core, std::uint64_t line, std::size_t l1_slot, std::uint64_t t);
+  std::uint64_t take_since(std::size_t llc_slot, std::uint64_t line);
 
   SimParams params_;
   int npriv_;
@@ -84,6 +103,12 @@ class Hierarchy {
   std::uint64_t nvm_read_cycles_;
   std::uint64_t flush_issue_;
   std::uint64_t fence_latency_;
+
+  std::uint64_t period_ = 0;  // T; 0 = no periodic cleaning
+  std::uint64_t sweep_set_ = 0, sweep_period_ = 0, next_due_ = detail::kNever;
+  std::vector<std::uint64_t> since_;  // per LLC slot: when its line became dirty, or kNever
+  std::unordered_map<std::uint64_t, std::uint64_t> private_since_;
+  VolatilityStats vol_;
 
   std::uint64_t loads_ = 0, stores_ = 0, flushes_ = 0, dirty_flushes_ = 0, fences_ = 0;
   std::uint64_t fence_stall_ = 0;

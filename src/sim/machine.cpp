@@ -49,13 +49,21 @@ Machine& Machine::operator=(Machine&&) noexcept = default;
 void Machine::access_slow(int core, LineAddr line, bool is_store) {
   impl_->access(core, line.value(), is_store);
 }
+void Machine::periodic_tick(int core) {
+  impl_->periodic_tick(core);
+}
 
 void Machine::flush(int core, LineAddr line, FlushMode mode) {
-  if (mode == FlushMode::kNone) return;
+  if (mode == FlushMode::kNone || functional_) return;
   impl_->flush(core, line.value(), mode);
 }
 void Machine::fence(int core) {
+  if (functional_) return;
   impl_->fence(core);
+}
+void Machine::stop_modelling() {
+  functional_ = true;
+  impl_->stop_modelling();
 }
 void Machine::fork_clocks(int from_core, int active_cores) {
   impl_->fork_clocks(from_core, active_cores > 0 ? active_cores : cores());

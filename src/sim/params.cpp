@@ -126,7 +126,8 @@ nlohmann::json to_json(const SimParams& p) {
             {"write_queue_entries", p.nvm.write_queue_entries},
             {"write_units", p.nvm.write_units}}},
           {"flush_issue_latency", p.flush_issue_latency.value()},
-          {"fence_latency", p.fence_latency.value()}};
+          {"fence_latency", p.fence_latency.value()},
+          {"periodic_flush_cycles", p.periodic_flush_cycles.value()}};
 }
 
 }  // namespace pmlab::sim

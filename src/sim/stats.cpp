@@ -7,10 +7,14 @@ namespace pmlab::sim {
 
 std::string_view to_string(WriteCause c) {
   switch (c) {
-    case WriteCause::kEviction: return "eviction";
-    case WriteCause::kFlush: return "flush";
-    case WriteCause::kPeriodic: return "periodic";
-    case WriteCause::kDrain: return "drain";
+    case WriteCause::kEviction:
+      return "eviction";
+    case WriteCause::kFlush:
+      return "flush";
+    case WriteCause::kPeriodic:
+      return "periodic";
+    case WriteCause::kDrain:
+      return "drain";
   }
   return "?";
 }
@@ -46,6 +50,11 @@ nlohmann::json to_json(const SimStats& s) {
                     {"interventions", s.coherence.interventions},
                     {"invalidations", s.coherence.invalidations},
                     {"back_invalidations", s.coherence.back_invalidations}};
+  j["volatility"] = {{"episodes", s.volatility.episodes},
+                     {"max_cycles", s.volatility.max_cycles},
+                     {"mean_cycles", s.volatility.mean_cycles()},
+                     {"open_lines", s.volatility.open_lines},
+                     {"open_max_cycles", s.volatility.open_max_cycles}};
   return j;
 }
 

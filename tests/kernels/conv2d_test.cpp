@@ -9,6 +9,7 @@
 #include "pmlab/kernels/conv2d.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/sim/sim_backend.hpp"
+#include "../support/test_scale.hpp"
 
 namespace pmlab::testing {
 namespace {
@@ -131,7 +132,7 @@ TEST(KernelConv2d, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) 
   std::mt19937_64 rng(seed);
   const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
-  std::uint64_t trials = 2500, crashes = 0, recoveries_with_work = 0, partial = 0;
+  std::uint64_t trials = pmlab::test::scaled_trials(2500), crashes = 0, recoveries_with_work = 0, partial = 0;
   for (std::uint64_t t = 0; t < trials; ++t) {
     const std::size_t n = rng() % 3 == 0 ? primes[rng() % 9] : 1 + rng() % 32, bs = 1 + rng() % 8;
     const std::size_t w = std::min<std::size_t>(2 * (rng() % 4) + 1, n % 2 ? n : n - 1);
@@ -209,7 +210,7 @@ TEST(KernelConv2d, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) 
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
-  std::uint64_t trials = 600, crashes = 0, partial = 0;
+  std::uint64_t trials = pmlab::test::scaled_trials(600), crashes = 0, partial = 0;
   for (std::uint64_t t = 0; t < trials; ++t) {
     const std::size_t n = 1 + rng() % 32, bs = 1 + rng() % 8;
     const std::size_t w = std::min<std::size_t>(2 * (rng() % 4) + 1, n % 2 ? n : n - 1);

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -75,7 +76,9 @@ TEST_F(SimCli, JsonHasTheDocumentedKeys) {
                         "nvm_writes_by_cause",
                         "write_queue_stall_cycles",
                         "levels",
-                        "coherence"})
+                        "coherence",
+                        "volatility",
+                        "periodic_flush"})
     EXPECT_TRUE(j.contains(k)) << k;
   for (const char* c : {"eviction", "flush", "periodic", "drain"})
     EXPECT_TRUE(j["nvm_writes_by_cause"].contains(c)) << c;
@@ -159,6 +162,10 @@ TEST_F(SimCli, BadPresetsAndParametersExitTwo) {
       {{"--config", "cachegrind", "--LL", "524288,8"}, "size,assoc,line"},
       {{"--vs", "nope"}, "unknown scheme"},
       {{"--checksum", "md5"}, "checksum"},
+      {{"--periodic-flush", "soon"}, "--periodic-flush"},
+      {{"--periodic-flush", "-5"}, "--periodic-flush"},
+      {{"--periodic-flush", "0%"}, "--periodic-flush"},
+      {{"--periodic-flush", "12x"}, "--periodic-flush"},
   };
   for (const auto& [args, needle] : cases) {
     const ProcessResult r = pmlab(with(args, {"--n", args[0] == "--n" ? args[1] : "16"}));
@@ -182,6 +189,28 @@ TEST_F(SimCli, PmemobjIsRefused) {
     EXPECT_NE(r.err.find("'pmemobj' runs natively only"), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;  // refused before anything ran
   }
+}
+
+// --periodic-flush P% is P percent of the run's own cycles; the cleaning then writes lines
+// back under "periodic" and shortens the longest dirty stretch.
+TEST_F(SimCli, PeriodicFlushAsCyclesOrPercentOfTheRun) {
+  const std::vector<std::string> run{"--scheme", "lp", "--n", "64", "--bs", "16", "--threads", "1"};
+  const auto off = sim_json(run);
+  EXPECT_EQ(off["periodic_flush"]["cycles"], 0);
+  EXPECT_EQ(off["nvm_writes_by_cause"]["periodic"], 0);
+  const auto pct = sim_json(with(run, {"--periodic-flush", "2%"}));
+  const auto cycles = off["cycles"].get<double>();
+  EXPECT_EQ(pct["periodic_flush"]["cycles"], std::llround(cycles * 0.02));
+  EXPECT_EQ(pct["periodic_flush"]["percent_of_run"], 2.0);
+  EXPECT_EQ(pct["machine"]["periodic_flush_cycles"], pct["periodic_flush"]["cycles"]);
+  EXPECT_GT(pct["nvm_writes_by_cause"]["periodic"].get<std::uint64_t>(), 0u);
+  EXPECT_LT(pct["volatility"]["max_cycles"].get<double>(),
+            off["volatility"]["open_max_cycles"].get<double>());
+  // Given as cycles, the same period gives the same run.
+  const auto abs = sim_json(
+      with(run, {"--periodic-flush", std::to_string(pct["periodic_flush"]["cycles"].get<int>())}));
+  EXPECT_EQ(abs["nvm_writes"], pct["nvm_writes"]);
+  EXPECT_EQ(abs["periodic_flush"]["percent_of_run"], nullptr);
 }
 
 TEST_F(SimCli, CachegrindConfigTakesCachegrindGeometry) {

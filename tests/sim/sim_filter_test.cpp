@@ -38,18 +38,26 @@ void run_trace(Machine& m, std::uint64_t seed, int cores) {
       m.write_back_all(WriteCause::kPeriodic);
       continue;
     }
-    if (rng() % 3 == 0) m.store(core, LineAddr(line));
-    else m.load(core, LineAddr(line));
+    if (rng() % 3 == 0)
+      m.store(core, LineAddr(line));
+    else
+      m.load(core, LineAddr(line));
   }
 }
 
 TEST(SimFilter, IsExactForEveryPolicyAndHierarchyShape) {
   const Config configs[] = {
       {"lru-2lvl", ParamsBuilder().cores(3).l1(2, 2).llc(4, 4)},
-      {"srrip-2lvl", ParamsBuilder().cores(3).l1(2, 2, Replacement::kSrrip).llc(4, 4, Replacement::kSrrip)},
-      {"random-2lvl", ParamsBuilder().cores(3).l1(2, 2, Replacement::kRandom).llc(4, 4, Replacement::kRandom)},
+      {"srrip-2lvl",
+       ParamsBuilder().cores(3).l1(2, 2, Replacement::kSrrip).llc(4, 4, Replacement::kSrrip)},
+      {"random-2lvl",
+       ParamsBuilder().cores(3).l1(2, 2, Replacement::kRandom).llc(4, 4, Replacement::kRandom)},
       {"lru-3lvl", ParamsBuilder().cores(2).l1(1, 2).l2(2, 2).llc(4, 4)},
       {"lru-1core", ParamsBuilder().l1(1, 1).llc(2, 1)},
+      // Periodic cleaning clears the entries of the lines it cleans.
+      {"periodic-2lvl", ParamsBuilder().cores(3).l1(2, 2).llc(4, 4).periodic(700)},
+      {"periodic-3lvl", ParamsBuilder().cores(2).l1(1, 2).l2(2, 2).llc(4, 4).periodic(90)},
+      {"periodic-noninclusive", ParamsBuilder().l1(2, 2).llc(2, 1).inclusive(false).periodic(500)},
   };
   for (const Config& cfg : configs) {
     for (std::uint64_t seed : {1, 2, 3}) {

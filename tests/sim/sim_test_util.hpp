@@ -51,6 +51,14 @@ class ParamsBuilder {
     p_.same_line_filter = on;
     return *this;
   }
+  ParamsBuilder& periodic(std::uint64_t cycles) {
+    p_.periodic_flush_cycles = Cycles{cycles};
+    return *this;
+  }
+  ParamsBuilder& inclusive(bool on) {
+    p_.inclusive_llc = on;
+    return *this;
+  }
   ParamsBuilder& seed(std::uint64_t s) {
     p_.seed = s;
     return *this;
@@ -67,7 +75,8 @@ struct LineBuffer {
     void operator()(void* p) const { std::free(p); }
   };
   explicit LineBuffer(std::size_t lines)
-      : bytes(lines * kLine), mem(static_cast<unsigned char*>(std::aligned_alloc(kLine, lines * kLine))) {
+      : bytes(lines * kLine),
+        mem(static_cast<unsigned char*>(std::aligned_alloc(kLine, lines * kLine))) {
     std::memset(mem.get(), 0, bytes);
   }
   [[nodiscard]] unsigned char* line_ptr(std::size_t i) const { return mem.get() + i * kLine; }

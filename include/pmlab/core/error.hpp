@@ -14,6 +14,7 @@ enum class ErrorCode {
   kPoolBusy,         // another process holds the pool's lock
   kIo,               // open/create/map failures, ENOSPC, permissions
   kUnsupported,      // CPU lacks an instruction the mode requires
+  kInterrupted,      // the user stopped a long job (Ctrl-C / SIGTERM); cleaned up
 };
 
 class Error : public std::runtime_error {

@@ -2,6 +2,7 @@
 // eval).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -22,12 +23,16 @@ struct BenchOptions {
   std::uint32_t threads = 2;
   int reps = 15;
   std::uint64_t seed = 1;
+  std::uint64_t extra = 0;  // kernel-specific run parameter (conv2d: --width), 0 = default
   persist::PersistMode mode = persist::PersistMode::kCpu;
   persist::FlushKind flush = persist::FlushKind::kClwb;
   std::string
       dir;  // where the temporary pools go (a fresh subdirectory, removed after); empty: $TMPDIR
   // Called before each measurement: (measurements done, total, "rep r/R scheme").
   std::function<void(std::size_t, std::size_t, const std::string&)> progress;
+  // Checked between measurements: when set, run_bench removes its pools and throws
+  // pmlab::Error(kInterrupted). Signal handlers set it (a handler cannot remove files safely).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct BenchSchemeResult {

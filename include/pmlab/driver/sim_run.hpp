@@ -42,13 +42,15 @@ struct MachineOverrides {
   std::optional<bool> inclusive_llc;
   std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
   std::optional<std::uint32_t> write_queue_entries, write_units;
+  std::optional<std::uint64_t> periodic_flush_cycles;  // 0 = off
 };
 
 // preset(name) with `o` applied, validated; throws pmlab::Error(kInvalidArgument) naming the field.
 [[nodiscard]] sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o);
 
 // The simulator's entry points for one kernel; KernelDriver (arrays, init, verify) is shared
-// with the native side, so a kernel needs only these three functions to be simulated.
+// with the native side. make_sim_kernel<K>() (driver/sim_kernel.hpp) builds them from the same
+// scheme table the native driver runs; tmm's are written by hand over tmm_schemes.hpp.
 struct SimKernel {
   std::string name;
   // Throws kInvalidArgument for schemes the simulator cannot run (e.g. tmm's pmemobj).

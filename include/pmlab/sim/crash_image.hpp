@@ -17,7 +17,8 @@ namespace pmlab::sim {
 // Thrown by SimBackend when an armed crash point is reached; unwinds the kernel by design.
 class PowerFailure : public std::exception {
  public:
-  explicit PowerFailure(std::uint64_t op) : op_(op), what_("simulated power failure before op " + std::to_string(op)) {}
+  explicit PowerFailure(std::uint64_t op)
+      : op_(op), what_("simulated power failure before op " + std::to_string(op)) {}
   [[nodiscard]] std::uint64_t op() const { return op_; }  // the op that did not happen
   [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
 
@@ -41,11 +42,13 @@ class CrashImage {
   void restore_to_live() const;
 
   [[nodiscard]] std::size_t range_count() const { return ranges_.size(); }
-  [[nodiscard]] bool covers(const void* p) const { return find(reinterpret_cast<std::uintptr_t>(p)) != nullptr; }
+  [[nodiscard]] bool covers(const void* p) const {
+    return find(reinterpret_cast<std::uintptr_t>(p)) != nullptr;
+  }
   [[nodiscard]] std::span<const std::byte> shadow_of(const void* base) const;  // empty if unknown
   // The durable value at live address p (p inside a registered range; else kInvalidArgument).
   template <class T>
-    requires std::is_trivially_copyable_v<T>
+  requires std::is_trivially_copyable_v<T>
   [[nodiscard]] T durable(const T* p) const {
     T v;
     std::memcpy(&v, durable_bytes(p, sizeof(T)), sizeof(T));

@@ -31,11 +31,18 @@ class Hierarchy;  // src/sim/hierarchy.hpp
 namespace detail {
 // Filter entry: (line << 1) | dirty; kNoEntry never matches a line (lines are < 2^58).
 inline constexpr std::uint64_t kNoEntry = std::numeric_limits<std::uint64_t>::max();
+// A time no clock reaches: the periodic-cleaning deadline when it is off.
+inline constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 // Per-core state touched on every access; one cache line per core so cores never share one.
 struct alignas(64) CoreState {
   std::uint64_t* filter = nullptr;  // per L1 set (or one entry): the set's last-accessed line
   std::uint64_t filter_mask = 0;
-  std::uint64_t clock = 0;     // core-local time in cycles
+  std::uint64_t clock = 0;  // core-local time in cycles
+  // Periodic cleaning: when the next LLC set is due (kNever when off). Checked after every op
+  // except loads that hit L1: those neither see nor change dirtiness, so the cleaning can wait
+  // for the core's next store, miss, flush, fence or barrier without any observable difference
+  // (and the filtered load path, the hottest, stays as it was).
+  std::uint64_t deadline = kNever;
   std::uint64_t filtered = 0;  // accesses the filter served
   std::uint64_t filtered_stores = 0;
   std::uint64_t flush_done = 0;  // completion time of the latest outstanding flush
@@ -67,7 +74,7 @@ class Machine {
     detail::CoreState& c = cores_[core];
     if ((c.filter[line.value() & c.filter_mask] >> 1) == line.value()) {
       ++c.filtered;
-      c.clock += l1_latency_;
+      c.clock += l1_latency_;  // an L1 load hit: no periodic-cleaning check (see deadline)
       return;
     }
     access_slow(core, line, false);
@@ -78,6 +85,8 @@ class Machine {
       ++c.filtered;
       ++c.filtered_stores;
       c.clock += l1_latency_;
+      if (c.clock >= c.deadline) [[unlikely]]
+        periodic_tick(core);
       return;
     }
     access_slow(core, line, true);
@@ -95,6 +104,11 @@ class Machine {
 
   // Writes every dirty line back (clean copies stay), counting each write under `cause`.
   void write_back_all(WriteCause cause);
+  // From now on flushes and fences are ignored and periodic cleaning stops; the caller sends no
+  // more accesses (SimBackend::stop_modelling). For finishing a run whose result is wanted but
+  // whose cost is not (a crash trial after its last crash). One way.
+  void stop_modelling();
+  [[nodiscard]] bool modelling() const { return !functional_; }
   // Power failure: caches and write queue empty without any write-back (ADR: lines already
   // accepted by the controller are in the image). Stats and clocks are kept.
   void power_fail();
@@ -110,10 +124,12 @@ class Machine {
 
  private:
   void access_slow(int core, LineAddr line, bool is_store);
+  void periodic_tick(int core);  // out of line: runs once per LLC set per period
 
   std::unique_ptr<Hierarchy> impl_;
   detail::CoreState* cores_ = nullptr;  // owned by impl_ (heap, stable across moves)
   std::uint64_t l1_latency_ = 0;
+  bool functional_ = false;  // stop_modelling() was called
 };
 
 }  // namespace pmlab::sim

@@ -62,6 +62,10 @@ struct SimParams {
   bool inclusive_llc = true;
   // The per-core "same line as last access" filter; exact, so only tests turn it off.
   bool same_line_filter = true;
+  // Periodic cache cleaning (LP §III-E hardware): every dirty line is written back, and kept
+  // clean, once per this many cycles, one LLC set at a time (set s at (s+1)·T/sets in each
+  // period, like DRAM refresh) so the write-backs are spread out. 0 = off.
+  Cycles periodic_flush_cycles{0};
 
   [[nodiscard]] Cycles nvm_read_cycles() const;
   [[nodiscard]] Cycles nvm_write_cycles() const;
@@ -70,7 +74,8 @@ struct SimParams {
 };
 
 // The machine as JSON: cores, threads, freq_ghz, inclusive_llc, levels (array, top down: name,
-// shared, size_bytes, ways, sets, hit_latency, replacement), nvm. Include <nlohmann/json.hpp>.
+// shared, size_bytes, ways, sets, hit_latency, replacement), nvm, flush_issue_latency,
+// fence_latency, periodic_flush_cycles. Include <nlohmann/json.hpp>.
 [[nodiscard]] nlohmann::json to_json(const SimParams& p);
 
 // Upper bound from the LLC directory's sharer bit mask.

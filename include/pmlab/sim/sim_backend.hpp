@@ -31,7 +31,11 @@ struct CommitPoint {
   mem::RegionId region;
   int thread = 0;
   std::uint64_t ops = 0;
+  Cycles clock{0};  // the committing core's clock
 };
+
+// Called just before op k (see SimBackend::arm_hook); true cuts the power there.
+using OpHook = std::function<bool(std::uint64_t op)>;
 
 // Ops are loads, stores, flushes (one per line) and fences, numbered 1, 2, ... in the
 // deterministic simulated order. arm_crash(K) makes op K throw PowerFailure before it has
@@ -51,29 +55,30 @@ class SimBackend {
 
   template <SimScalar T>
   [[nodiscard]] T load(const T* p) {
-    access<false>(p, sizeof(T));
+    access<false>(p, sizeof(T), [] {});
     T v;
     std::memcpy(&v, p, sizeof(T));  // may straddle lines/misalign (tests do): memcpy is defined
     return v;
   }
   template <SimScalar T>
   void store(T* p, T v) {
-    access<true>(p, sizeof(T));
-    std::memcpy(p, &v, sizeof(T));
+    access<true>(p, sizeof(T), [&] { std::memcpy(p, &v, sizeof(T)); });
   }
   void flush(const void* p) {
-    if (flush_ == FlushMode::kNone) return;
-    count_op();
+    if (flush_ == FlushMode::kNone || !count_op()) return;
     machine_.flush(core_, line_of(p), flush_);
   }
   void fence() {
-    if (flush_ == FlushMode::kNone) return;
-    count_op();
+    if (flush_ == FlushMode::kNone || !count_op()) return;
+    if (record_fences_) [[unlikely]]
+      fence_ops_.push_back(ops_);
     machine_.fence(core_);
   }
   void persist(const void* p, std::size_t len);
   void region_begin(mem::RegionId) { ++region_begins_; }
-  void region_end(mem::RegionId r) { commits_.push_back({r, thread_, ops_}); }
+  void region_end(mem::RegionId r) {
+    commits_.push_back({r, thread_, ops_, machine_.clock(core_)});
+  }
 
   template <class Fn>
   void parallel_for(std::size_t begin, std::size_t end, Fn&& fn);
@@ -88,16 +93,37 @@ class SimBackend {
   void register_persistent(const void* base, std::size_t len) {
     machine_.image().add_range(base, len);
   }
-  // Crash before op k (k > ops(), else kInvalidArgument).
+  // Crash before op k (k > ops(), else kInvalidArgument; also after stop_modelling()).
   void arm_crash(std::uint64_t k);
-  void disarm_crash() { crash_at_ = kDisarmed; }
+  // Calls hook(k) just before op k instead (k > ops()): if it returns true the power fails
+  // there exactly as with arm_crash(k), else op k runs. The hook may arm the next crash or
+  // hook. Crash campaigns fork() in it: the child cuts the power, the parent goes on.
+  void arm_hook(std::uint64_t k, OpHook hook);
+  void disarm_crash() {
+    crash_at_ = modelling_ ? kDisarmed : ops_ + 1;  // see stop_modelling
+    hook_ = nullptr;
+  }
   [[nodiscard]] bool crashed() const { return crashed_; }
   // After PowerFailure: live memory of every registered range := its durable image, caches
   // emptied, crash disarmed. Memory outside registered ranges is left as it is.
   void apply_crash_image();
 
+  // Ends the cache model for the rest of the run: ops still count and move real data, at a few
+  // ns each, but reach no cache, clock, statistic or crash image (Machine::stop_modelling), and
+  // crashes can no longer be armed. For finishing a crash trial after its last crash. It costs
+  // the modelled path nothing: the op stays "armed" for good, and the armed path skips the model.
+  void stop_modelling() {
+    machine_.stop_modelling();
+    modelling_ = false;
+    disarm_crash();
+  }
+
   [[nodiscard]] std::uint64_t ops() const { return ops_; }
   [[nodiscard]] const std::vector<CommitPoint>& commits() const { return commits_; }
+  // With recording on, the op number of every fence from then on: the steps of persistence
+  // protocols (undo-log and index-record updates, persists), for crash-point corners.
+  void record_fences(bool on) { record_fences_ = on; }
+  [[nodiscard]] const std::vector<std::uint64_t>& fence_ops() const { return fence_ops_; }
   [[nodiscard]] std::uint64_t region_begins() const { return region_begins_; }
   [[nodiscard]] FlushMode flush_mode() const { return flush_; }
   [[nodiscard]] Machine& machine() { return machine_; }
@@ -108,16 +134,30 @@ class SimBackend {
  private:
   static constexpr std::uint64_t kDisarmed = std::numeric_limits<std::uint64_t>::max();
 
-  void count_op() {
-    if (ops_ + 1 == crash_at_) [[unlikely]]
-      power_failure();
+  // Counts the next op; false if it must not reach the model (after stop_modelling). The
+  // armed-op compare is the access path's only test.
+  [[nodiscard]] bool count_op() {
+    if (ops_ + 1 == crash_at_) [[unlikely]] {
+      if (!modelling_) {  // stop_modelling: every op lands here and skips the model
+        crash_at_ = ++ops_ + 1;
+        return false;
+      }
+      return armed_op();
+    }
     ++ops_;
+    return true;
   }
-  [[noreturn]] void power_failure();
+  bool armed_op();  // counts the armed op: runs the hook (true: the op runs) or fails
+  [[noreturn]] void power_failure(std::uint64_t op);
 
-  template <bool IsStore>
-  void access(const void* p, std::size_t size) {
-    count_op();
+  // A store's bytes reach memory after the crash check and before the model sees the access:
+  // periodic cleaning at the end of this very op must write the new value back.
+  template <bool IsStore, class Write>
+  void access(const void* p, std::size_t size, Write&& write) {
+    const bool model = count_op();
+    write();
+    if (!model) [[unlikely]]
+      return;
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     const LineAddr first(a / kCacheLineBytes);
     touch<IsStore>(first);
@@ -144,10 +184,14 @@ class SimBackend {
   int core_ = 0;
   bool in_parallel_ = false;
   bool crashed_ = false;
+  bool record_fences_ = false;
+  bool modelling_ = true;
   std::uint64_t ops_ = 0;
   std::uint64_t crash_at_ = kDisarmed;
+  OpHook hook_;  // set: crash_at_ is a hook point
   std::uint64_t region_begins_ = 0;
   std::vector<CommitPoint> commits_;
+  std::vector<std::uint64_t> fence_ops_;
   std::function<void()> on_loop_end_;
 };
 

@@ -18,7 +18,7 @@ namespace pmlab::sim {
 enum class WriteCause : std::uint8_t {
   kEviction,  // dirty line evicted from the LLC (or back-invalidated with it)
   kFlush,     // clflush / clflushopt / clwb of a line dirty somewhere
-  kPeriodic,  // periodic cache cleaning (LP §III-E hardware), via Machine::write_back_all
+  kPeriodic,  // periodic cache cleaning (LP §III-E hardware, SimParams::periodic_flush_cycles)
   kDrain,     // explicit end-of-run drain, via Machine::write_back_all
 };
 inline constexpr std::size_t kWriteCauseCount = 4;
@@ -55,6 +55,22 @@ struct CoherenceStats {
   std::uint64_t back_invalidations = 0;  // private copies invalidated by an LLC eviction
 };
 
+// Volatility duration (LP §VI): how long a line stays dirty in the hierarchy, from the store
+// that makes it newer than NVM to the write (eviction, flush, periodic cleaning, drain) that
+// brings it there. Cycles of the clocks involved; a stretch that ends in a power failure counts
+// in neither part.
+struct VolatilityStats {
+  std::uint64_t episodes = 0;         // dirty stretches that ended with an NVM write
+  std::uint64_t max_cycles = 0;       // the longest of them
+  std::uint64_t total_cycles = 0;     // their sum (for the mean)
+  std::uint64_t open_lines = 0;       // lines still dirty at the snapshot
+  std::uint64_t open_max_cycles = 0;  // the oldest of those, aged to the snapshot's cycles
+
+  [[nodiscard]] double mean_cycles() const {
+    return episodes == 0 ? 0.0 : static_cast<double>(total_cycles) / static_cast<double>(episodes);
+  }
+};
+
 struct SimStats {
   Cycles cycles{0};                 // max over cores of the per-core clocks
   std::vector<Cycles> core_cycles;  // per simulated core
@@ -68,6 +84,7 @@ struct SimStats {
   std::vector<LevelStats> levels;        // L1 (summed over cores), [L2], LLC
   NvmStats nvm;
   CoherenceStats coherence;
+  VolatilityStats volatility;
 
   [[nodiscard]] std::uint64_t accesses() const { return loads + stores; }
   [[nodiscard]] const LevelStats& l1() const { return levels.front(); }

@@ -1,0 +1,159 @@
+// Cholesky under LP's rivals: undo-logged WAL, step checkpoints (cp), Hybrid Recompute (hr).
+//
+// API, the same shape for cholesky, lu, gauss, conv2d and fft (`first` is an outer step; a
+// recovery returns the step to pass as `first`, rival_steps(op) meaning "already complete"):
+//   rival_steps(op)
+//   wal_bytes_for(op) -> std::array<scheme::PoolArray, 3>   {wal_header, wal_index, wal_log}
+//   run_wal(be, op, const scheme::WalUnits& wal, first = 0)
+//   recover_wal(be, op, wal, lp::RecoveryStats&) -> first
+//   cp_bytes_for(op) -> std::array<scheme::PoolArray, 2>    {cp_header, cp_area}
+//   cp_default_every(op), cp_state(op, header, area, every) -> scheme::StepCheckpoint
+//   run_cp(be, op, const scheme::StepCheckpoint& cp, first = 0)
+//   recover_cp(be, op, cp, lp::RecoveryStats&) -> first
+//   hr_bytes_for(op, parts) -> std::array<scheme::PoolArray, 3>  {ep_index, hr_copy, hr_parts}
+//   hr_state(op, records, copies, part_states, parts) -> HrState   (cholesky, lu, gauss only)
+//   run_hr(be, op, const HrState& hr, first = 0)
+//   recover_hr(be, op, hr, lp::RecoveryStats&) -> first
+// Every pool array starts zero-filled. Results are bit-identical to run_base (same ops, same
+// FP order). Protocols and costs: docs/kernels.md, "WAL / checkpoint / hybrid".
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "pmlab/kernels/cholesky.hpp"
+#include "pmlab/kernels/tiled_rivals.hpp"
+#include "pmlab/lp/recovery.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/scheme/band_copy.hpp"
+#include "pmlab/scheme/copy_jobs.hpp"
+#include "pmlab/scheme/index_record.hpp"
+#include "pmlab/scheme/step_checkpoint.hpp"
+#include "pmlab/scheme/wal_units.hpp"
+
+namespace pmlab::kernels::cholesky {
+
+using tiled::HrState;
+
+[[nodiscard]] inline std::size_t rival_steps(const Operands& op) {
+  return op.tiles();
+}
+
+// ---------------------------------------------------------------------------------------------
+// WAL: one transaction per op on a tile (EP's regions); T² units, log = n² doubles.
+
+[[nodiscard]] inline std::array<scheme::PoolArray, 3> wal_bytes_for(const Operands& op) {
+  const std::size_t units = op.tiles() * op.tiles();
+  return {{{"wal_header", scheme::WalUnits::header_bytes(units)},
+           {"wal_index", scheme::WalUnits::progress_bytes(units)},
+           {"wal_log", op.n() * op.n() * sizeof(double)}}};
+}
+
+template <mem::Backend B>
+void run_wal(B& be, const Operands& op, const scheme::WalUnits& wal, std::size_t first = 0) {
+  for (std::size_t k = first; k < op.tiles(); ++k)
+    run_step(be, op, k, [&](Tile t) { tiled::wal_op(be, op, op.l, wal, t, k); });
+}
+
+template <mem::Backend B>
+[[nodiscard]] std::size_t recover_wal(B& be, const Operands& op, const scheme::WalUnits& wal,
+                                      lp::RecoveryStats& stats) {
+  return tiled::recover_wal(be, op, op.l, wal, stats);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoint of L, double-buffered. Steps >= s write only the lower triangle of the trailing
+// matrix from row and column s·bs on, so a checkpoint copies just that (about 1/3 of the lower
+// triangle per step on average) into the slot that last held an older state.
+
+template <class Fn>
+void cp_segments(const Operands& op, std::size_t from, Fn&& fn) {
+  const std::size_t c0 = std::min(op.n(), from * op.tiling.bs);
+  for (std::size_t r = c0; r < op.n(); ++r) fn(r * op.l.ld() + c0, r + 1 - c0);
+}
+
+// Every step: the trailing matrix shrinks, so the copies total about T·n²/6 doubles against
+// the kernel's n³/3 flops (1/(2·bs) of them), and recovery redoes at most one step.
+[[nodiscard]] inline std::size_t cp_default_every(const Operands&) {
+  return 1;
+}
+
+[[nodiscard]] inline std::array<scheme::PoolArray, 2> cp_bytes_for(const Operands& op) {
+  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
+           {"cp_area", scheme::StepCheckpoint::area_bytes(
+                           op.l.rows() * op.l.ld(), scheme::CheckpointMode::kDoubleBuffered)}}};
+}
+
+[[nodiscard]] inline scheme::StepCheckpoint cp_state(const Operands& op,
+                                                     scheme::StepCheckpointHeader* header,
+                                                     double* area, std::size_t every) {
+  return {header,
+          area,
+          op.l.data(),
+          op.l.rows() * op.l.ld(),
+          rival_steps(op),
+          every,
+          scheme::CheckpointMode::kDoubleBuffered};
+}
+
+template <mem::Backend B>
+void run_cp(B& be, const Operands& op, const scheme::StepCheckpoint& cp, std::size_t first = 0) {
+  auto segments = [&](std::size_t from, std::size_t, auto&& fn) { cp_segments(op, from, fn); };
+  for (std::size_t k = first; k < op.tiles(); ++k) {
+    run_step(be, op, k, [&](Tile t) {
+      const mem::RegionId id{static_cast<std::uint32_t>(k),
+                             static_cast<std::uint32_t>(tiled::unit_of(op.tiling, t))};
+      be.region_begin(id);
+      op.apply(be, t, k, [](double) {});
+      be.region_end(id);
+    });
+    cp.after_step(be, k + 1, segments, [&] { be.persist(op.l.data(), op.l.bytes()); });
+  }
+}
+
+template <mem::Backend B>
+[[nodiscard]] std::size_t recover_cp(B& be, const Operands& op, const scheme::StepCheckpoint& cp,
+                                     lp::RecoveryStats& stats) {
+  ++stats.regions_validated;
+  return cp.restore(
+      be, [&](std::size_t from, std::size_t, auto&& fn) { cp_segments(op, from, fn); },
+      [&] { restart(be, op); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hybrid Recompute: EP plus 1/parts of L's tile rows (lower triangle) copied after each step.
+
+[[nodiscard]] inline std::array<scheme::PoolArray, 3> hr_bytes_for(const Operands& op,
+                                                                   std::size_t parts) {
+  return {{{"ep_index", scheme::IndexRecordTable<1>::bytes_for(ep_records(op))},
+           {"hr_copy", scheme::BandCopier::copy_bytes(op.l.rows() * op.l.ld())},
+           {"hr_parts", scheme::BandCopier::state_bytes(parts)}}};
+}
+
+[[nodiscard]] inline HrState hr_state(const Operands& op, scheme::IndexRecordLayout<1>* records,
+                                      double* copies, scheme::PartState* part_states,
+                                      std::size_t parts) {
+  return {{records, ep_records(op)},
+          {op.l.data(), copies, part_states, op.l.rows() * op.l.ld(), op.tiles(), parts}};
+}
+
+template <mem::Backend B>
+void run_hr(B& be, const Operands& op, const HrState& hr, std::size_t first = 0) {
+  auto band = [&](std::size_t u, auto&& fn) {
+    const std::size_t r0 = op.tiling.begin(u);
+    for (std::size_t r = r0; r < r0 + op.tiling.len(u); ++r) fn(r * op.l.ld(), r + 1);
+  };
+  for (std::size_t k = first; k < op.tiles(); ++k) {
+    run_step(be, op, k, [&](Tile t) { tiled::ep_op(be, op, hr.records, t, k); });
+    if (k + 1 < op.tiles()) hr.copier.save(be, k, k + 1, band);
+  }
+}
+
+template <mem::Backend B>
+[[nodiscard]] std::size_t recover_hr(B& be, const Operands& op, const HrState& hr,
+                                     lp::RecoveryStats& stats) {
+  return tiled::recover_hr(be, op, op.l, hr, stats);
+}
+
+}  // namespace pmlab::kernels::cholesky

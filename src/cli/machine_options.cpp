@@ -1,0 +1,213 @@
+// Machine options: registration, size parsing, preset + overrides, replay flags, periodic flush.
+#include "machine_options.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+#include "pmlab/sim/presets.hpp"
+
+namespace pmlab::cli {
+namespace {
+
+[[noreturn]] void bad(const std::string& msg) {
+  throw Error(ErrorCode::kInvalidArgument, msg);
+}
+
+// cachegrind's --D1/--LL syntax: size,assoc,line_size.
+sim::CacheGeometry parse_geometry(const std::string& flag, const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= text.size(); ++i)
+    if (i == text.size() || text[i] == ',') {
+      parts.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  if (parts.size() != 3)
+    bad(fmt::format(
+        "{} expects size,assoc,line_size as cachegrind does (e.g. 65536,8,64), got '{}'", flag,
+        text));
+  const std::uint64_t assoc = parse_size(flag, parts[1]), line = parse_size(flag, parts[2]);
+  if (assoc < 1 || assoc > 1024)
+    bad(fmt::format("{}: associativity must be in [1, 1024], got {}", flag, assoc));
+  return {parse_size(flag, parts[0]), static_cast<std::uint32_t>(assoc),
+          static_cast<std::uint32_t>(line)};
+}
+
+// Registers `--name` for an optional value, showing a preset default as the command's.
+template <class T>
+CLI::Option* add_opt(CLI::Option_group& g, const std::string& name, std::optional<T>& v,
+                     const std::string& help) {
+  CLI::Option* o = g.add_option(name, v, help);
+  if (v) o->default_str(fmt::format("{}", *v));
+  return o;
+}
+
+}  // namespace
+
+std::uint64_t parse_size(const std::string& flag, const std::string& text) {
+  std::size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    bad(fmt::format("{}: '{}' is not a size (e.g. 65536, 64K, 512KiB, 8M)", flag, text));
+  }
+  std::string suffix = text.substr(pos);
+  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::uint64_t mult = 1;
+  if (suffix == "" || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "KB" || suffix == "KIB")
+    mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "MB" || suffix == "MIB")
+    mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "GB" || suffix == "GIB")
+    mult = 1ull << 30;
+  else
+    bad(fmt::format("{}: '{}' is not a size (suffixes: K, M, G = 2^10, 2^20, 2^30 bytes)", flag,
+                    text));
+  if (v > (1ull << 40) / mult) bad(fmt::format("{}: '{}' is too large", flag, text));
+  return v * mult;
+}
+
+void add_machine_options(CLI::App& cmd, MachineArgs& a) {
+  std::string presets;
+  for (auto p : sim::preset_names()) presets += (presets.empty() ? "" : ", ") + std::string(p);
+  cmd.add_option("--config", a.config, "Machine preset: " + presets)->capture_default_str();
+  auto& m = *cmd.add_option_group("machine overrides", "Changes to the preset");
+  add_opt(m, "--cores", a.cores, "Simulated cores (pact17: the shared L2 stays 1 MiB per core)");
+  add_opt(m, "--l1-size", a.l1_size, "Private L1 size (bytes, or with K/M suffix)");
+  add_opt(m, "--l1-ways", a.l1_ways, "L1 associativity");
+  add_opt(m, "--l2-size", a.l2_size,
+          "Adds/resizes a private L2 per core (0 removes it); the LLC is then L3");
+  add_opt(m, "--l2-ways", a.l2_ways, "Private L2 associativity");
+  add_opt(m, "--llc-size", a.llc_size, "Shared last-level cache size");
+  add_opt(m, "--llc-ways", a.llc_ways, "LLC associativity");
+  add_opt(m, "--llc-inclusion", a.llc_inclusion,
+          "inclusive (presets) or non-inclusive (1 core only, cachegrind's)")
+      ->check(CLI::IsMember({"inclusive", "non-inclusive"}));
+  add_opt(m, "--replacement", a.replacement,
+          "Replacement policy of every level: lru, random, srrip");
+  add_opt(m, "--nvm-read-ns", a.nvm_read_ns, "NVM read latency (ns)");
+  add_opt(m, "--nvm-write-ns", a.nvm_write_ns, "NVM write latency (ns)");
+  add_opt(m, "--freq-ghz", a.freq_ghz, "Core clock (GHz)");
+  add_opt(m, "--wq-entries", a.wq_entries, "Memory-controller write-queue entries");
+  add_opt(m, "--write-units", a.write_units, "Concurrent NVM writes (banks)");
+  add_opt(m, "--D1", a.d1, "With --config cachegrind: D1 as size,assoc,line (cachegrind's syntax)");
+  add_opt(m, "--LL", a.ll, "With --config cachegrind: LL as size,assoc,line");
+  add_opt(m, "--periodic-flush", a.periodic_flush,
+          "Periodic cache cleaning (LP paper §III-E): every dirty line is written back, and kept "
+          "clean, once per CYCLES, one LLC set at a time; 'P%' = P percent of the run's cycles "
+          "(measured by a first run without it); 0 = off");
+}
+
+sim::SimParams build_machine(const MachineArgs& a) {
+  if ((a.d1 || a.ll) && a.config != "cachegrind")
+    bad("--D1 and --LL describe cachegrind's caches: use them with --config cachegrind");
+  driver::MachineOverrides o;
+  o.cores = a.cores;
+  if (a.l1_size) o.l1_size = parse_size("--l1-size", *a.l1_size);
+  if (a.l2_size) o.l2_size = parse_size("--l2-size", *a.l2_size);
+  if (a.llc_size) o.llc_size = parse_size("--llc-size", *a.llc_size);
+  o.l1_ways = a.l1_ways;
+  o.l2_ways = a.l2_ways;
+  o.llc_ways = a.llc_ways;
+  if (a.replacement) o.replacement = sim::replacement_from_string(*a.replacement);
+  if (a.llc_inclusion) o.inclusive_llc = *a.llc_inclusion == "inclusive";
+  o.nvm_read_ns = a.nvm_read_ns;
+  o.nvm_write_ns = a.nvm_write_ns;
+  o.freq_ghz = a.freq_ghz;
+  o.write_queue_entries = a.wq_entries;
+  o.write_units = a.write_units;
+  if (a.periodic_flush) {
+    const PeriodicFlushArg pf = parse_periodic_flush(*a.periodic_flush);
+    if (!pf.percent) o.periodic_flush_cycles = pf.cycles;
+  }
+  sim::SimParams p = driver::machine_from(a.config, o);
+  if (a.config == "cachegrind" && (a.d1 || a.ll)) {
+    // Rebuild from the geometries, then re-apply the overrides on top.
+    const sim::SimParams cg = sim::cachegrind_like(
+        a.d1 ? parse_geometry("--D1", *a.d1) : sim::CacheGeometry{p.l1.size_bytes, p.l1.ways, 64},
+        a.ll ? parse_geometry("--LL", *a.ll)
+             : sim::CacheGeometry{p.llc.size_bytes, p.llc.ways, 64});
+    p.l1.size_bytes = cg.l1.size_bytes;
+    p.l1.ways = cg.l1.ways;
+    p.llc.size_bytes = cg.llc.size_bytes;
+    p.llc.ways = cg.llc.ways;
+    p.validate();
+  }
+  return p;
+}
+
+std::string machine_flags(const MachineArgs& a) {
+  std::string s = "--config " + a.config;
+  const auto add = [&s](const char* flag, const auto& v) {
+    if (v) s += fmt::format(" {} {}", flag, *v);
+  };
+  add("--cores", a.cores);
+  add("--l1-size", a.l1_size);
+  add("--l1-ways", a.l1_ways);
+  add("--l2-size", a.l2_size);
+  add("--l2-ways", a.l2_ways);
+  add("--llc-size", a.llc_size);
+  add("--llc-ways", a.llc_ways);
+  add("--llc-inclusion", a.llc_inclusion);
+  add("--replacement", a.replacement);
+  add("--nvm-read-ns", a.nvm_read_ns);
+  add("--nvm-write-ns", a.nvm_write_ns);
+  add("--freq-ghz", a.freq_ghz);
+  add("--wq-entries", a.wq_entries);
+  add("--write-units", a.write_units);
+  add("--D1", a.d1);
+  add("--LL", a.ll);
+  return s;
+}
+
+PeriodicFlushArg parse_periodic_flush(const std::string& text) {
+  const auto fail = [&] {
+    bad(fmt::format(
+        "--periodic-flush: '{}' is neither a cycle count nor a percentage of the run (e.g. "
+        "100000, 0.08%, 33%; 0 = off)",
+        text));
+  };
+  PeriodicFlushArg r;
+  std::size_t pos = 0;
+  try {
+    if (!text.empty() && text.back() == '%') {
+      const double p = std::stod(text.substr(0, text.size() - 1), &pos);
+      if (pos != text.size() - 1 || !(p > 0) || !std::isfinite(p)) fail();
+      r.percent = p;
+    } else {
+      if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) fail();
+      r.cycles = std::stoull(text, &pos);
+      if (pos != text.size()) fail();
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception&) {
+    fail();
+  }
+  return r;
+}
+
+PeriodicFlushArg apply_periodic_flush(const MachineArgs& a, driver::SimRunSpec& spec) {
+  if (!a.periodic_flush) return {spec.machine.periodic_flush_cycles.value(), std::nullopt};
+  PeriodicFlushArg pf = parse_periodic_flush(*a.periodic_flush);
+  if (pf.percent) {
+    driver::SimRunSpec probe = spec;
+    probe.machine.periodic_flush_cycles = Cycles{0};
+    probe.verify = false;
+    probe.drain = false;
+    const double run = static_cast<double>(driver::simulate(probe).stats.cycles.value());
+    pf.cycles = std::max<std::uint64_t>(
+        1, static_cast<std::uint64_t>(std::llround(run * *pf.percent / 100.0)));
+  }
+  spec.machine.periodic_flush_cycles = Cycles{pf.cycles};
+  return pf;
+}
+
+}  // namespace pmlab::cli

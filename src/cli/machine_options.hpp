@@ -1,0 +1,54 @@
+// Simulated-machine options shared by `pmlab sim` and `pmlab crash`: a preset (--config) plus
+// overrides, including the periodic-flush hardware.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "pmlab/driver/sim_run.hpp"
+#include "pmlab/sim/params.hpp"
+
+namespace pmlab::cli {
+
+// The options as typed, so sizes may carry K/M suffixes and replay commands can repeat them.
+struct MachineArgs {
+  std::string config = "lp-isca18";
+  std::optional<int> cores;
+  std::optional<std::string> l1_size, l2_size, llc_size, d1, ll;
+  std::optional<std::uint32_t> l1_ways, l2_ways, llc_ways, wq_entries, write_units;
+  std::optional<std::string> replacement, llc_inclusion;
+  std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
+  std::optional<std::string> periodic_flush;  // CYCLES, or P% of the run
+};
+
+// Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the
+// command's defaults (shown in --help).
+void add_machine_options(CLI::App& cmd, MachineArgs& a);
+
+// The preset with every set override applied, validated; throws pmlab::Error
+// (kInvalidArgument) naming the flag. A --periodic-flush percentage is not applied here (it
+// needs the run: apply_periodic_flush).
+[[nodiscard]] sim::SimParams build_machine(const MachineArgs& a);
+
+// The flags that rebuild `a`'s machine, without --periodic-flush (for replay commands).
+[[nodiscard]] std::string machine_flags(const MachineArgs& a);
+
+// --periodic-flush: "0" (off), a cycle count, or "P%" of the run's simulated cycles.
+struct PeriodicFlushArg {
+  std::uint64_t cycles = 0;
+  std::optional<double> percent;
+};
+[[nodiscard]] PeriodicFlushArg parse_periodic_flush(const std::string& text);
+
+// Sets spec.machine.periodic_flush_cycles from a.periodic_flush. A percentage becomes cycles by
+// simulating the run once without cleaning (deterministic, so repeatable); the result is at
+// least 1. Returns the parsed argument (cycles resolved).
+PeriodicFlushArg apply_periodic_flush(const MachineArgs& a, driver::SimRunSpec& spec);
+
+// "65536", "64K", "64KiB", "8M", "1G": every suffix is a power of 1024.
+[[nodiscard]] std::uint64_t parse_size(const std::string& flag, const std::string& text);
+
+}  // namespace pmlab::cli

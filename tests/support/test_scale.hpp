@@ -1,0 +1,21 @@
+// Property-test trial counts scaled by PMLAB_TEST_SCALE (the sanitizer run uses fewer trials).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+namespace pmlab::test {
+
+// PMLAB_TEST_SCALE (default 1) multiplies every property test's trial count; at least `floor`
+// trials always run so the non-vacuity checks keep their meaning. `make test-sanitize` sets it
+// below 1: ASan/UBSan make each trial ~10x slower but find the same bugs in fewer trials.
+[[nodiscard]] inline std::uint64_t scaled_trials(std::uint64_t trials, std::uint64_t floor = 100) {
+  double scale = 1.0;
+  if (const char* s = std::getenv("PMLAB_TEST_SCALE")) scale = std::strtod(s, nullptr);
+  if (!(scale > 0)) scale = 1.0;
+  const auto scaled = static_cast<std::uint64_t>(static_cast<double>(trials) * scale);
+  return std::max(std::min(trials, floor), scaled);
+}
+
+}  // namespace pmlab::test
