@@ -1,6 +1,8 @@
 // `pmlab bench`: native execution time of every persistency scheme vs base, measured side by side.
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -41,6 +43,31 @@ void draw_progress(std::size_t done, std::size_t total, const std::string& what)
   std::fflush(stderr);
 }
 
+std::atomic<bool> g_bench_stop{false};
+
+// Ctrl-C / SIGTERM: finish the current measurement, then remove the temporary pools and exit 130
+// (a handler cannot remove files safely). A second Ctrl-C kills at once.
+extern "C" void on_bench_signal(int sig) {
+  if (g_bench_stop.exchange(true)) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+
+// Installs the handlers for the lifetime of one benchmark.
+struct StopOnSignal {
+  StopOnSignal() {
+    std::signal(SIGINT, on_bench_signal);
+    std::signal(SIGTERM, on_bench_signal);
+  }
+  ~StopOnSignal() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+};
+
 int do_bench(const BenchArgs& a) {
   if (a.width) driver::require_width_applies(a.kernel);
   driver::BenchOptions o;
@@ -56,6 +83,8 @@ int do_bench(const BenchArgs& a) {
   o.flush = persist::flush_kind_from_string(a.flush);
   o.dir = a.dir;
   if (!a.quiet) o.progress = draw_progress;
+  o.stop = &g_bench_stop;
+  const StopOnSignal handlers;
   const auto r = driver::run_bench(o);
   if (a.json)
     fmt::print("{}\n", driver::to_json(r).dump(2));

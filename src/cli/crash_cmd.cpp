@@ -40,7 +40,7 @@ struct CrashArgs {
   std::optional<std::uint64_t> width;  // conv2d only (RunParams.extra)
   std::string flush = "clflushopt";
   double recovery_crash_rate = 0.3;
-  int jobs = 2;
+  int jobs = driver::kDefaultCampaignJobs;
   MachineArgs machine = campaign_machine();
   std::optional<std::uint64_t> replay;
   std::vector<std::uint64_t> replay_recovery;

@@ -28,10 +28,10 @@ struct ProcessResult {
 };
 
 // Runs `args` (argv[0] = binary); if kill_after is set and the process is still running then,
-// SIGKILLs it. stdout/stderr go to files under `scratch` and are read back.
+// sends it `sig` (SIGKILL unless told otherwise) and waits for it to end. stdout/stderr go to files under `scratch` and are read back.
 inline ProcessResult run_process(
     const std::vector<std::string>& args, const std::string& scratch,
-    std::optional<std::chrono::microseconds> kill_after = std::nullopt) {
+    std::optional<std::chrono::microseconds> kill_after = std::nullopt, int sig = SIGKILL) {
   const std::string out_path = scratch + ".out", err_path = scratch + ".err";
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -55,7 +55,7 @@ inline ProcessResult run_process(
       if (waitpid(pid, &status, WNOHANG) == pid) goto finished;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
-    kill(pid, SIGKILL);
+    kill(pid, sig);
   }
   waitpid(pid, &status, 0);
 finished:
