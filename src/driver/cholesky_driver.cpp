@@ -1,13 +1,13 @@
-// Tiled Cholesky as the drivers see it: arrays, SPD input, scheme table (base, lp, ep, wal, cp, hr-x8),
-// verification — one description for `pmlab run` and the simulator.
+// Tiled Cholesky as the drivers see it: arrays, SPD input, scheme table (base, lp, ep, wal, cp,
+// hr-x8), verification — one description for `pmlab run` and the simulator.
 #include <tuple>
 #include <vector>
 
 #include "pmlab/driver/kernel_checks.hpp"
 #include "pmlab/driver/resumable.hpp"
+#include "pmlab/driver/rival_schemes.hpp"
 #include "pmlab/driver/sim_kernel.hpp"
 #include "pmlab/kernels/cholesky_rivals.hpp"
-#include "pmlab/driver/rival_schemes.hpp"
 
 namespace pmlab::driver {
 namespace {

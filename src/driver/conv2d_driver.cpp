@@ -1,13 +1,13 @@
-// 2D convolution as the drivers see it: arrays, image and kernel, scheme table (base, lp, ep, wal, cp),
-// verification — one description for `pmlab run` and the simulator.
+// 2D convolution as the drivers see it: arrays, image and kernel, scheme table (base, lp, ep, wal,
+// cp), verification — one description for `pmlab run` and the simulator.
 #include <tuple>
 #include <vector>
 
 #include "pmlab/driver/kernel_checks.hpp"
 #include "pmlab/driver/resumable.hpp"
+#include "pmlab/driver/rival_schemes.hpp"
 #include "pmlab/driver/sim_kernel.hpp"
 #include "pmlab/kernels/conv2d_rivals.hpp"
-#include "pmlab/driver/rival_schemes.hpp"
 
 namespace pmlab::driver {
 namespace {

@@ -7,9 +7,9 @@
 
 #include "pmlab/driver/kernel_checks.hpp"
 #include "pmlab/driver/resumable.hpp"
+#include "pmlab/driver/rival_schemes.hpp"
 #include "pmlab/driver/sim_kernel.hpp"
 #include "pmlab/kernels/fft_rivals.hpp"
-#include "pmlab/driver/rival_schemes.hpp"
 
 namespace pmlab::driver {
 namespace {

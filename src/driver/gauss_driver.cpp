@@ -1,14 +1,14 @@
-// Gaussian elimination as the drivers see it: arrays, [A | b] input, scheme table (base, lp, ep, wal, cp, hr-x8),
-// verification — one description for `pmlab run` and the simulator.
+// Gaussian elimination as the drivers see it: arrays, [A | b] input, scheme table (base, lp, ep,
+// wal, cp, hr-x8), verification — one description for `pmlab run` and the simulator.
 #include <cstring>
 #include <tuple>
 #include <vector>
 
 #include "pmlab/driver/kernel_checks.hpp"
 #include "pmlab/driver/resumable.hpp"
+#include "pmlab/driver/rival_schemes.hpp"
 #include "pmlab/driver/sim_kernel.hpp"
 #include "pmlab/kernels/gauss_rivals.hpp"
-#include "pmlab/driver/rival_schemes.hpp"
 
 namespace pmlab::driver {
 namespace {

@@ -225,43 +225,41 @@ std::vector<Step> plan(const EvalOptions& opt) {
   // Periodic flush (LP paper §III-E, Fig. 11): LP tmm with the cleaning hardware every T
   // cycles, T a fraction of LP's own run; writes vs base tmm without it. Volatility duration
   // (the longest a line stays dirty before reaching NVM) for base, LP and EagerRecompute.
-  steps.push_back({"sensitivity", "periodic flush", full ? 900.0 : 12.0, [=] {
-                     auto spec = sim_spec("tmm", "base", sens_n, "lp-isca18", {});
-                     const auto base = driver::simulate(spec).stats;
-                     spec.run.scheme = "lp";
-                     const auto lp = driver::simulate(spec).stats;
-                     spec.run.scheme = "ep-ii";
-                     const auto ep = driver::simulate(spec).stats;
-                     auto volatility = [&](const sim::SimStats& st) {
-                       return std::max(st.volatility.max_cycles, st.volatility.open_max_cycles);
-                     };
-                     json points = json::array();
-                     for (double frac : {0.0008, 0.01, 0.1, 0.33}) {
-                       driver::MachineOverrides o;
-                       o.periodic_flush_cycles = std::max<std::uint64_t>(
-                           1, static_cast<std::uint64_t>(frac * static_cast<double>(
-                                                                    lp.cycles.value())));
-                       const auto r =
-                           driver::simulate(sim_spec("tmm", "lp", sens_n, "lp-isca18", o)).stats;
-                       points.push_back(
-                           {{"fraction_of_run", frac},
-                            {"period_cycles", *o.periodic_flush_cycles},
-                            {"writes_vs_base", ratio(static_cast<double>(r.nvm.writes),
-                                                     static_cast<double>(base.nvm.writes))},
-                            {"periodic_writes", r.nvm.writes_for(sim::WriteCause::kPeriodic)},
-                            {"max_dirty_cycles", volatility(r)}});
-                     }
-                     return json{
-                         {"study", "periodic"},
-                         {"n", sens_n},
-                         {"lp_writes_vs_base", ratio(static_cast<double>(lp.nvm.writes),
-                                                     static_cast<double>(base.nvm.writes))},
-                         {"ep_writes_vs_base", ratio(static_cast<double>(ep.nvm.writes),
-                                                     static_cast<double>(base.nvm.writes))},
-                         {"volatility_max_cycles",
-                          {{"base", volatility(base)}, {"lp", volatility(lp)}, {"ep-ii", volatility(ep)}}},
-                         {"points", points}};
-                   }});
+  steps.push_back(
+      {"sensitivity", "periodic flush", full ? 900.0 : 12.0, [=] {
+         auto spec = sim_spec("tmm", "base", sens_n, "lp-isca18", {});
+         const auto base = driver::simulate(spec).stats;
+         spec.run.scheme = "lp";
+         const auto lp = driver::simulate(spec).stats;
+         spec.run.scheme = "ep-ii";
+         const auto ep = driver::simulate(spec).stats;
+         auto volatility = [&](const sim::SimStats& st) {
+           return std::max(st.volatility.max_cycles, st.volatility.open_max_cycles);
+         };
+         json points = json::array();
+         for (double frac : {0.0008, 0.01, 0.1, 0.33}) {
+           driver::MachineOverrides o;
+           o.periodic_flush_cycles = std::max<std::uint64_t>(
+               1, static_cast<std::uint64_t>(frac * static_cast<double>(lp.cycles.value())));
+           const auto r = driver::simulate(sim_spec("tmm", "lp", sens_n, "lp-isca18", o)).stats;
+           points.push_back({{"fraction_of_run", frac},
+                             {"period_cycles", *o.periodic_flush_cycles},
+                             {"writes_vs_base", ratio(static_cast<double>(r.nvm.writes),
+                                                      static_cast<double>(base.nvm.writes))},
+                             {"periodic_writes", r.nvm.writes_for(sim::WriteCause::kPeriodic)},
+                             {"max_dirty_cycles", volatility(r)}});
+         }
+         return json{
+             {"study", "periodic"},
+             {"n", sens_n},
+             {"lp_writes_vs_base",
+              ratio(static_cast<double>(lp.nvm.writes), static_cast<double>(base.nvm.writes))},
+             {"ep_writes_vs_base",
+              ratio(static_cast<double>(ep.nvm.writes), static_cast<double>(base.nvm.writes))},
+             {"volatility_max_cycles",
+              {{"base", volatility(base)}, {"lp", volatility(lp)}, {"ep-ii", volatility(ep)}}},
+             {"points", points}};
+       }});
   for (int t : {1, 2, 4, 8, 16}) {
     steps.push_back(
         {"sensitivity", fmt::format("{} threads", t), full ? 200.0 : 3.0, [=] {

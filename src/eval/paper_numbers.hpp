@@ -13,34 +13,28 @@ inline const std::map<std::string, double> kFig10Writes = {
     {"lp", 1.003}, {"ep-ii", 1.36}, {"wal-ii", 3.83}};
 
 // Thesis Table 3.4: tmm NVM writes normalized to base on the pact17 machine.
-inline const std::map<std::string, std::string> kTable34Writes = {{"ep-ii", "1.07"},
-                                                                  {"ep-jj", "1.15"},
-                                                                  {"wal-ii", "2.11"},
-                                                                  {"wal-jj", "2.23"},
-                                                                  {"cp", "4.30"},
-                                                                  {"hr-ii-x32", "1.13"},
-                                                                  {"hr-ii-x64", "1.08"},
-                                                                  {"hr-jj-x32", "1.20"},
-                                                                  {"hr-jj-x64", "1.16"}};
+inline const std::map<std::string, std::string> kTable34Writes = {
+    {"ep-ii", "1.07"},     {"ep-jj", "1.15"},     {"wal-ii", "2.11"},
+    {"wal-jj", "2.23"},    {"cp", "4.30"},        {"hr-ii-x32", "1.13"},
+    {"hr-ii-x64", "1.08"}, {"hr-jj-x32", "1.20"}, {"hr-jj-x64", "1.16"}};
 
 // Thesis Table 3.4: tmm execution time normalized to base on the pact17 machine.
 inline const std::map<std::string, double> kTable34Time = {
-    {"ep-ii", 1.05},     {"ep-jj", 1.06},     {"wal-ii", 1.08},    {"wal-jj", 1.09},
-    {"cp", 3.07},        {"hr-ii-x32", 1.08}, {"hr-ii-x64", 1.07}, {"hr-jj-x32", 1.09},
-    {"hr-jj-x64", 1.08}};
+    {"ep-ii", 1.05},     {"ep-jj", 1.06},     {"wal-ii", 1.08},    {"wal-jj", 1.09},   {"cp", 3.07},
+    {"hr-ii-x32", 1.08}, {"hr-ii-x64", 1.07}, {"hr-jj-x32", 1.09}, {"hr-jj-x64", 1.08}};
 
 // LP paper Fig. 12-13 (text §VI-B; the per-kernel bars are not in the text): the other
 // benchmarks on the lp-isca18 machine, overhead ranges (and averages) over the kernels.
-inline const std::map<std::string, std::string> kFig12TimeRange = {
-    {"lp", "+0.1..3.5% (avg 1.1%)"}, {"ep", "+4.4..17.9% (avg 9%)"}};
+inline const std::map<std::string, std::string> kFig12TimeRange = {{"lp", "+0.1..3.5% (avg 1.1%)"},
+                                                                   {"ep", "+4.4..17.9% (avg 9%)"}};
 inline const std::map<std::string, std::string> kFig13WritesRange = {
     {"lp", "+0.1..4.4% (avg 3%)"}, {"ep", "+0.2..55% (avg 20.6%)"}};
 
 // Thesis Fig. 3.6 (text §3.4.5): four other kernels on the pact17 machine, 8 threads.
-inline const std::map<std::string, std::string> kFig36TimeRange = {
-    {"ep", "+1..7% (avg 3%)"}, {"cp", "+31..507% (avg 91%)"}};
-inline const std::map<std::string, std::string> kFig36WritesRange = {
-    {"ep", "+2..30% (avg 8%)"}, {"cp", "+8..71% (avg 38%)"}};
+inline const std::map<std::string, std::string> kFig36TimeRange = {{"ep", "+1..7% (avg 3%)"},
+                                                                   {"cp", "+31..507% (avg 91%)"}};
+inline const std::map<std::string, std::string> kFig36WritesRange = {{"ep", "+2..30% (avg 8%)"},
+                                                                     {"cp", "+8..71% (avg 38%)"}};
 
 // LP paper Table VII: LP execution-time overhead on real hardware, per kernel.
 inline const std::map<std::string, std::string> kTable7NativeLp = {

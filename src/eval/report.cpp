@@ -82,7 +82,8 @@ std::string native_section(const json& res) {
 // The papers summarise the other kernels by averages: geometric means over kernels of each
 // scheme family's overhead (tmm's ii variants stand for tmm; wal-/hr- variants likewise).
 std::string gmean_table(const json& res) {
-  std::map<std::pair<std::string, std::string>, std::pair<double, double>> log_sum;  // (preset, family)
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>>
+      log_sum;  // (preset, family)
   std::map<std::pair<std::string, std::string>, int> count;
   for (const auto& k : res) {
     if (!k.contains("rows")) continue;
@@ -166,7 +167,8 @@ std::string sim_section(const json& res) {
       "Gaps: NVM writes are LLC write-backs plus flushes, as in both papers (lines still dirty "
       "at the end are not counted). Quick mode simulates tmm at n = 256 instead of the papers' "
       "n = 1024 (the other kernels at n = 512, fft at 2^15 points, each overflowing the LLC "
-      "with what it writes) and, to keep pact17's footprint/LLC ratio (24 MiB of tmm on an 8 MiB LLC), "
+      "with what it writes) and, to keep pact17's footprint/LLC ratio (24 MiB of tmm on an 8 MiB "
+      "LLC), "
       "scales its LLC to 512 KiB; the tmm ratios then land close to the n = 1024 ones "
       "(docs/sim-reproduction.md has the paper-size tables and explains each gap: EP's 1.36x "
       "in the LP paper needs writes pmlab's EagerRecompute does not make, and the LP paper's "
@@ -290,12 +292,10 @@ std::string sensitivity_section(const json& res) {
         s["n"].get<std::uint64_t>(), pct(s["lp_writes_vs_base"].get<double>()),
         pct(s["ep_writes_vs_base"].get<double>()));
     for (const auto& p : s["points"])
-      md += fmt::format("| {:.2f}% | {} | {} | {} | {} |\n",
-                        100 * p["fraction_of_run"].get<double>(),
-                        p["period_cycles"].get<std::uint64_t>(),
-                        pct(p["writes_vs_base"].get<double>()),
-                        p["periodic_writes"].get<std::uint64_t>(),
-                        p["max_dirty_cycles"].get<std::uint64_t>());
+      md += fmt::format(
+          "| {:.2f}% | {} | {} | {} | {} |\n", 100 * p["fraction_of_run"].get<double>(),
+          p["period_cycles"].get<std::uint64_t>(), pct(p["writes_vs_base"].get<double>()),
+          p["periodic_writes"].get<std::uint64_t>(), p["max_dirty_cycles"].get<std::uint64_t>());
     const auto& v = s["volatility_max_cycles"];
     const double b = static_cast<double>(v["base"].get<std::uint64_t>());
     md += fmt::format(

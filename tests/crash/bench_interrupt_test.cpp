@@ -1,10 +1,10 @@
 // `pmlab bench` stopped by SIGTERM / Ctrl-C: exit 130 and no temporary pool left behind.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "../support/process.hpp"
 

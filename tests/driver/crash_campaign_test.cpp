@@ -45,8 +45,9 @@ std::string sim_refusal(const std::string& kernel, const std::string& scheme) {
 }
 
 // Random problem sizes per kernel (tiny, prime and non-multiples of bs all in range), as large
-// as the CI budget allows: a trial re-simulates the run up to its crash point, so its cost grows
-// with the run's ops (n³ for the factorizations); the whole suite (26 cases x 300 trials) takes
+// as the CI budget allows: the fault-free run is simulated once and each trial forks at its crash
+// point, but recovery and the rest of the run still grow with the run's ops (n³ for the
+// factorizations); the whole suite (every kernel x scheme, 300 trials each) takes
 // well under a minute of CPU in a release build (docs/crash-campaigns.md). `large` draws from
 // the upper half, where the data exceeds the test machine's caches: crashes then leave partly
 // persisted state and recovery has work to do.

@@ -5,11 +5,11 @@
 #include <random>
 
 #include "../support/eviction_model_backend.hpp"
+#include "../support/test_scale.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/conv2d.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/sim/sim_backend.hpp"
-#include "../support/test_scale.hpp"
 
 namespace pmlab::testing {
 namespace {
@@ -132,7 +132,8 @@ TEST(KernelConv2d, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) 
   std::mt19937_64 rng(seed);
   const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
-  std::uint64_t trials = pmlab::test::scaled_trials(2500), crashes = 0, recoveries_with_work = 0, partial = 0;
+  std::uint64_t trials = pmlab::test::scaled_trials(2500), crashes = 0, recoveries_with_work = 0,
+                partial = 0;
   for (std::uint64_t t = 0; t < trials; ++t) {
     const std::size_t n = rng() % 3 == 0 ? primes[rng() % 9] : 1 + rng() % 32, bs = 1 + rng() % 8;
     const std::size_t w = std::min<std::size_t>(2 * (rng() % 4) + 1, n % 2 ? n : n - 1);

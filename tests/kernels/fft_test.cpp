@@ -8,11 +8,11 @@
 #include <random>
 
 #include "../support/eviction_model_backend.hpp"
+#include "../support/test_scale.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/fft.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/sim/sim_backend.hpp"
-#include "../support/test_scale.hpp"
 
 namespace pmlab::testing {
 namespace {
@@ -131,7 +131,8 @@ TEST(KernelFft, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
-  std::uint64_t trials = pmlab::test::scaled_trials(2500), crashes = 0, recoveries_with_work = 0, resumed_mid_run = 0;
+  std::uint64_t trials = pmlab::test::scaled_trials(2500), crashes = 0, recoveries_with_work = 0,
+                resumed_mid_run = 0;
   for (std::uint64_t t = 0; t < trials; ++t) {
     const std::size_t n = std::size_t{1} << (rng() % 12), bs = 1 + rng() % 7;
     const auto kind = lp::kAllChecksumKinds[rng() % 5];
@@ -210,7 +211,8 @@ TEST(KernelFft, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
   std::mt19937_64 rng(seed);
   [[maybe_unused]] const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
-  std::uint64_t trials = pmlab::test::scaled_trials(600), crashes = 0, recoveries_with_work = 0, resumed_mid_run = 0;
+  std::uint64_t trials = pmlab::test::scaled_trials(600), crashes = 0, recoveries_with_work = 0,
+                resumed_mid_run = 0;
   for (std::uint64_t t = 0; t < trials; ++t) {
     const std::size_t n = std::size_t{1} << (rng() % 12), bs = 1 + rng() % 7;
     SCOPED_TRACE(::testing::Message() << "trial " << t << " n=" << n << " bs=" << bs);

@@ -6,11 +6,11 @@
 #include <random>
 
 #include "../support/eviction_model_backend.hpp"
+#include "../support/test_scale.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/lu.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/sim/sim_backend.hpp"
-#include "../support/test_scale.hpp"
 
 namespace pmlab::testing {
 namespace {
@@ -134,7 +134,8 @@ TEST(KernelLu, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
   std::mt19937_64 rng(seed);
   const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
-  std::uint64_t trials = pmlab::test::scaled_trials(3000), crashes = 0, recoveries_with_work = 0, resumed_mid_run = 0;
+  std::uint64_t trials = pmlab::test::scaled_trials(3000), crashes = 0, recoveries_with_work = 0,
+                resumed_mid_run = 0;
   for (std::uint64_t t = 0; t < trials; ++t) {
     const std::size_t n = rng() % 3 == 0 ? primes[rng() % 9] : 1 + rng() % 40, bs = 1 + rng() % 9;
     const auto kind = lp::kAllChecksumKinds[rng() % 5];
@@ -217,7 +218,8 @@ TEST(KernelLu, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
   std::mt19937_64 rng(seed);
   [[maybe_unused]] const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
-  std::uint64_t trials = pmlab::test::scaled_trials(600), crashes = 0, recoveries_with_work = 0, resumed_mid_run = 0;
+  std::uint64_t trials = pmlab::test::scaled_trials(600), crashes = 0, recoveries_with_work = 0,
+                resumed_mid_run = 0;
   for (std::uint64_t t = 0; t < trials; ++t) {
     const std::size_t n = rng() % 3 == 0 ? primes[rng() % 9] : 1 + rng() % 40, bs = 1 + rng() % 9;
     SCOPED_TRACE(::testing::Message() << "trial " << t << " n=" << n << " bs=" << bs);

@@ -28,10 +28,11 @@ struct ProcessResult {
 };
 
 // Runs `args` (argv[0] = binary); if kill_after is set and the process is still running then,
-// sends it `sig` (SIGKILL unless told otherwise) and waits for it to end. stdout/stderr go to files under `scratch` and are read back.
-inline ProcessResult run_process(
-    const std::vector<std::string>& args, const std::string& scratch,
-    std::optional<std::chrono::microseconds> kill_after = std::nullopt, int sig = SIGKILL) {
+// sends it `sig` (SIGKILL unless told otherwise) and waits for it to end. stdout/stderr go to files
+// under `scratch` and are read back.
+inline ProcessResult run_process(const std::vector<std::string>& args, const std::string& scratch,
+                                 std::optional<std::chrono::microseconds> kill_after = std::nullopt,
+                                 int sig = SIGKILL) {
   const std::string out_path = scratch + ".out", err_path = scratch + ".err";
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

@@ -78,16 +78,16 @@ constexpr auto cp_scheme() {
 // Hybrid Recompute: EagerRecompute plus 1/Parts of the working array copied per outer step.
 template <auto ShapeOf, std::size_t Parts>
 constexpr auto hr_scheme(std::string_view name) {
-  return Scheme{.name = name,
-                .arrays = [](const pool::RunParams& p) {
-                  return array_specs(hr_bytes_for(ShapeOf(p), Parts));
-                },
-                .run = [](mem::Backend auto& be, const auto& c,
-                          std::size_t first) { run_hr(be, c.op, hybrid_of<Parts>(c), first); },
-                .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
-                  r.recovery_action = "hr-recovery";
-                  return recover_hr(be, c.op, hybrid_of<Parts>(c), r.recovery);
-                }};
+  return Scheme{
+      .name = name,
+      .arrays =
+          [](const pool::RunParams& p) { return array_specs(hr_bytes_for(ShapeOf(p), Parts)); },
+      .run = [](mem::Backend auto& be, const auto& c,
+                std::size_t first) { run_hr(be, c.op, hybrid_of<Parts>(c), first); },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "hr-recovery";
+        return recover_hr(be, c.op, hybrid_of<Parts>(c), r.recovery);
+      }};
 }
 
 }  // namespace pmlab::driver
