@@ -130,8 +130,8 @@ TEST_F(WidthCli, SimCrashAndBenchTakeTheWidth) {
   r = pmlab({"bench", "conv2d", "--n", "24", "--bs", "8", "--width", "3", "--reps", "1",
              "--threads", "1", "--quiet", "--json", "--dir", dir_.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const auto& s : nlohmann::json::parse(r.out)["schemes"])
-    EXPECT_TRUE(s["bit_exact_vs_base"].get<bool>()) << s;
+  const auto bench = nlohmann::json::parse(r.out);  // kept alive: the loop ranges over a member
+  for (const auto& s : bench["schemes"]) EXPECT_TRUE(s["bit_exact_vs_base"].get<bool>()) << s;
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ std::shared_ptr<CholData> random_data(std::mt19937_64& rng) {
 }
 
 TEST(KernelCholeskyRivals, WalRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("cholesky wal", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kWal, 0);
   });
@@ -171,7 +171,7 @@ TEST(KernelCholeskyRivals, WalRecoveryIsExactFromRandomCrashPoints) {
 }
 
 TEST(KernelCholeskyRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("cholesky cp", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kCp, rng() % 4);
   });
@@ -181,7 +181,7 @@ TEST(KernelCholeskyRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
 }
 
 TEST(KernelCholeskyRivals, HybridRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("cholesky hr", trials, [](std::mt19937_64& rng) {
     constexpr std::size_t kParts[] = {1, 2, 3, 4, 8};
     return make_case<CrashBackend>(random_data(rng), Rival::kHr, kParts[rng() % 5]);

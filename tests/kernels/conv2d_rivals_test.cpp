@@ -119,7 +119,7 @@ std::shared_ptr<ConvData> random_data(std::mt19937_64& rng) {
 }
 
 TEST(KernelConv2dRivals, WalRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("conv2d wal", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kWal, 0);
   });
@@ -130,7 +130,7 @@ TEST(KernelConv2dRivals, WalRecoveryIsExactFromRandomCrashPoints) {
 }
 
 TEST(KernelConv2dRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("conv2d cp", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kCp, rng() % 4);
   });

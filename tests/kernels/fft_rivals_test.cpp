@@ -114,7 +114,7 @@ std::shared_ptr<FftData> random_data(std::mt19937_64& rng) {
 }
 
 TEST(KernelFftRivals, WalRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("fft wal", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kWal, 0);
   });
@@ -125,7 +125,7 @@ TEST(KernelFftRivals, WalRecoveryIsExactFromRandomCrashPoints) {
 }
 
 TEST(KernelFftRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("fft cp", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kCp, 1 + rng() % 2);
   });

@@ -164,7 +164,7 @@ std::shared_ptr<GaussData> random_data(std::mt19937_64& rng) {
 }
 
 TEST(KernelGaussRivals, WalRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("gauss wal", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kWal, 0);
   });
@@ -175,7 +175,7 @@ TEST(KernelGaussRivals, WalRecoveryIsExactFromRandomCrashPoints) {
 }
 
 TEST(KernelGaussRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("gauss cp", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kCp, rng() % 4);
   });
@@ -185,7 +185,7 @@ TEST(KernelGaussRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
 }
 
 TEST(KernelGaussRivals, HybridRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("gauss hr", trials, [](std::mt19937_64& rng) {
     constexpr std::size_t kParts[] = {1, 2, 3, 4, 8};
     return make_case<CrashBackend>(random_data(rng), Rival::kHr, kParts[rng() % 5]);

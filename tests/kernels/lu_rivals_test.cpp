@@ -160,7 +160,7 @@ std::shared_ptr<LuData> random_data(std::mt19937_64& rng) {
 }
 
 TEST(KernelLuRivals, WalRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("lu wal", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kWal, 0);
   });
@@ -171,7 +171,7 @@ TEST(KernelLuRivals, WalRecoveryIsExactFromRandomCrashPoints) {
 }
 
 TEST(KernelLuRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("lu cp", trials, [](std::mt19937_64& rng) {
     return make_case<CrashBackend>(random_data(rng), Rival::kCp, rng() % 4);
   });
@@ -181,7 +181,7 @@ TEST(KernelLuRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
 }
 
 TEST(KernelLuRivals, HybridRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = 2000;
+  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
   const auto t = crash_property("lu hr", trials, [](std::mt19937_64& rng) {
     constexpr std::size_t kParts[] = {1, 2, 3, 4, 8};
     return make_case<CrashBackend>(random_data(rng), Rival::kHr, kParts[rng() % 5]);

@@ -104,7 +104,6 @@ CrashTally crash_property(const char* name, std::uint64_t trials, Make&& make) {
   std::mt19937_64 rng(seed);
   constexpr double kBiases[] = {0.0, 0.3, 0.9, 1.0};
   CrashTally tally;
-  trials = pmlab::test::scaled_trials(trials);
   for (std::uint64_t t = 0; t < trials; ++t) {
     RivalCase c = make(rng);
     SCOPED_TRACE(::testing::Message() << name << " trial " << t << " " << c.label);
