@@ -80,45 +80,26 @@ void cp_segments(const Operands& op, std::size_t from, Fn&& fn) {
 }
 
 [[nodiscard]] inline std::array<scheme::PoolArray, 2> cp_bytes_for(const Operands& op) {
-  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
-           {"cp_area", scheme::StepCheckpoint::area_bytes(
-                           op.l.rows() * op.l.ld(), scheme::CheckpointMode::kDoubleBuffered)}}};
+  return tiled::cp_arrays(op.l);
 }
 
 [[nodiscard]] inline scheme::StepCheckpoint cp_state(const Operands& op,
                                                      scheme::StepCheckpointHeader* header,
                                                      double* area, std::size_t every) {
-  return {header,
-          area,
-          op.l.data(),
-          op.l.rows() * op.l.ld(),
-          rival_steps(op),
-          every,
-          scheme::CheckpointMode::kDoubleBuffered};
+  return tiled::cp_state_of(op, op.l, header, area, every);
 }
 
 template <mem::Backend B>
 void run_cp(B& be, const Operands& op, const scheme::StepCheckpoint& cp, std::size_t first = 0) {
-  auto segments = [&](std::size_t from, std::size_t, auto&& fn) { cp_segments(op, from, fn); };
-  for (std::size_t k = first; k < op.tiles(); ++k) {
-    run_step(be, op, k, [&](Tile t) {
-      const mem::RegionId id{static_cast<std::uint32_t>(k),
-                             static_cast<std::uint32_t>(tiled::unit_of(op.tiling, t))};
-      be.region_begin(id);
-      op.apply(be, t, k, [](double) {});
-      be.region_end(id);
-    });
-    cp.after_step(be, k + 1, segments, [&] { be.persist(op.l.data(), op.l.bytes()); });
-  }
+  tiled::run_cp(be, op, op.l, cp, first,
+                [&](std::size_t from, auto&& fn) { cp_segments(op, from, fn); });
 }
 
 template <mem::Backend B>
 [[nodiscard]] std::size_t recover_cp(B& be, const Operands& op, const scheme::StepCheckpoint& cp,
                                      lp::RecoveryStats& stats) {
-  ++stats.regions_validated;
-  return cp.restore(
-      be, [&](std::size_t from, std::size_t, auto&& fn) { cp_segments(op, from, fn); },
-      [&] { restart(be, op); });
+  return tiled::recover_cp(be, op, cp, stats,
+                           [&](std::size_t from, auto&& fn) { cp_segments(op, from, fn); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,16 +107,13 @@ template <mem::Backend B>
 
 [[nodiscard]] inline std::array<scheme::PoolArray, 3> hr_bytes_for(const Operands& op,
                                                                    std::size_t parts) {
-  return {{{"ep_index", scheme::IndexRecordTable<1>::bytes_for(ep_records(op))},
-           {"hr_copy", scheme::BandCopier::copy_bytes(op.l.rows() * op.l.ld())},
-           {"hr_parts", scheme::BandCopier::state_bytes(parts)}}};
+  return tiled::hr_arrays(ep_records(op), op.l, parts);
 }
 
 [[nodiscard]] inline HrState hr_state(const Operands& op, scheme::IndexRecordLayout<1>* records,
                                       double* copies, scheme::PartState* part_states,
                                       std::size_t parts) {
-  return {{records, ep_records(op)},
-          {op.l.data(), copies, part_states, op.l.rows() * op.l.ld(), op.tiles(), parts}};
+  return tiled::hr_state_of(op, op.l, ep_records(op), records, copies, part_states, parts);
 }
 
 template <mem::Backend B>

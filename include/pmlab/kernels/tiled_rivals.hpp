@@ -13,7 +13,9 @@
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
 #include "pmlab/scheme/band_copy.hpp"
+#include "pmlab/scheme/copy_jobs.hpp"
 #include "pmlab/scheme/index_record.hpp"
+#include "pmlab/scheme/step_checkpoint.hpp"
 #include "pmlab/scheme/wal_units.hpp"
 
 namespace pmlab::kernels::tiled {
@@ -143,6 +145,73 @@ template <mem::Backend B, class F>
 [[nodiscard]] std::size_t recover_hr(B& be, const F& f, const mem::MatrixView<double>& work,
                                      const HrState& hr, lp::RecoveryStats& stats) {
   return recover_tiles(be, f, HrTracker<F>{f, work, hr}, stats);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoint and hybrid plumbing of a tiled factorization F: the same for Cholesky and LU but
+// for the working matrix and the segments a step rewrites (`segments(from, fn)`).
+
+[[nodiscard]] inline std::array<scheme::PoolArray, 2> cp_arrays(
+    const mem::MatrixView<double>& work) {
+  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
+           {"cp_area", scheme::StepCheckpoint::area_bytes(
+                           work.rows() * work.ld(), scheme::CheckpointMode::kDoubleBuffered)}}};
+}
+
+template <class F>
+[[nodiscard]] scheme::StepCheckpoint cp_state_of(const F& f, const mem::MatrixView<double>& work,
+                                                 scheme::StepCheckpointHeader* header, double* area,
+                                                 std::size_t every) {
+  return {header,
+          area,
+          work.data(),
+          work.rows() * work.ld(),
+          f.tiles(),
+          every,
+          scheme::CheckpointMode::kDoubleBuffered};
+}
+
+// Every step's tile ops as regions, then a checkpoint of what steps > k can still rewrite.
+template <mem::Backend B, class F, class Segments>
+void run_cp(B& be, const F& f, const mem::MatrixView<double>& work,
+            const scheme::StepCheckpoint& cp, std::size_t first, Segments&& segments) {
+  auto copy = [&](std::size_t from, std::size_t, auto&& fn) { segments(from, fn); };
+  for (std::size_t k = first; k < f.tiles(); ++k) {
+    run_step(be, f, k, [&](Tile t) {
+      const mem::RegionId id{static_cast<std::uint32_t>(k),
+                             static_cast<std::uint32_t>(unit_of(f.tiling, t))};
+      be.region_begin(id);
+      f.apply(be, t, k, [](double) {});
+      be.region_end(id);
+    });
+    cp.after_step(be, k + 1, copy, [&] { be.persist(work.data(), work.bytes()); });
+  }
+}
+
+template <mem::Backend B, class F, class Segments>
+[[nodiscard]] std::size_t recover_cp(B& be, const F& f, const scheme::StepCheckpoint& cp,
+                                     lp::RecoveryStats& stats, Segments&& segments) {
+  ++stats.regions_validated;
+  return cp.restore(
+      be, [&](std::size_t from, std::size_t, auto&& fn) { segments(from, fn); },
+      [&] { restart(be, f); });
+}
+
+[[nodiscard]] inline std::array<scheme::PoolArray, 3> hr_arrays(std::size_t records,
+                                                                const mem::MatrixView<double>& work,
+                                                                std::size_t parts) {
+  return {{{"ep_index", scheme::IndexRecordTable<1>::bytes_for(records)},
+           {"hr_copy", scheme::BandCopier::copy_bytes(work.rows() * work.ld())},
+           {"hr_parts", scheme::BandCopier::state_bytes(parts)}}};
+}
+
+template <class F>
+[[nodiscard]] HrState hr_state_of(const F& f, const mem::MatrixView<double>& work,
+                                  std::size_t record_count, scheme::IndexRecordLayout<1>* records,
+                                  double* copies, scheme::PartState* part_states,
+                                  std::size_t parts) {
+  return {{records, record_count},
+          {work.data(), copies, part_states, work.rows() * work.ld(), f.tiles(), parts}};
 }
 
 }  // namespace pmlab::kernels::tiled
