@@ -22,33 +22,8 @@ ch::Operands shape_of(const pool::RunParams& p) {
 
 // Outer iteration = factorization step k (one tile column).
 constexpr auto kSchemes = std::tuple{
-    Scheme{.name = "base",
-           .run = [](mem::Backend auto& be, const Ctx& c,
-                     std::size_t first) { ch::run_base(be, c.op, first); },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "restart";  // base keeps no persistent progress
-             ch::restart(be, c.op);
-             return 0;
-           }},
-    Scheme{.name = "lp",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 // One checksum slot per (step, tile): T(T+1)(T+2)/6 of them.
-                 return std::vector{lp_table_spec(shape_of(p).table_slots())};
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-                   ch::run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), first);
-                 });
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "lp-recovery";
-             return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-               return ch::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
-                                                            r.recovery);
-             });
-           }},
+    restart_base_scheme(),
+    lp_scheme<shape_of>(),
     Scheme{.name = "ep",
            .arrays =
                [](const pool::RunParams& p) {

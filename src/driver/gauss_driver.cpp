@@ -23,33 +23,8 @@ ga::Operands shape_of(const pool::RunParams& p) {
 
 // Outer iteration = elimination step k (column k); the row blocks are the regions.
 constexpr auto kSchemes = std::tuple{
-    Scheme{.name = "base",
-           .run = [](mem::Backend auto& be, const Ctx& c,
-                     std::size_t first) { ga::run_base(be, c.op, first); },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "restart";  // base keeps no persistent progress
-             ga::restart(be, c.op);
-             return 0;
-           }},
-    Scheme{.name = "lp",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 // One slot per (column step, row block) plus one per final row.
-                 return std::vector{lp_table_spec(shape_of(p).table_slots())};
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-                   ga::run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), first);
-                 });
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "lp-recovery";
-             return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-               return ga::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
-                                                            r.recovery);
-             });
-           }},
+    restart_base_scheme(),
+    lp_scheme<shape_of>(),
     Scheme{.name = "ep",
            .arrays =
                [](const pool::RunParams& p) {

@@ -24,33 +24,8 @@ lu::Operands shape_of(const pool::RunParams& p) {
 
 // Outer iteration = factorization step k (block row and column k).
 constexpr auto kSchemes = std::tuple{
-    Scheme{.name = "base",
-           .run = [](mem::Backend auto& be, const Ctx& c,
-                     std::size_t first) { lu::run_base(be, c.op, first); },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "restart";  // base keeps no persistent progress
-             lu::restart(be, c.op);
-             return 0;
-           }},
-    Scheme{.name = "lp",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 // One checksum slot per (step, tile): T(T+1)(2T+1)/6 of them.
-                 return std::vector{lp_table_spec(shape_of(p).table_slots())};
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-                   lu::run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), first);
-                 });
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "lp-recovery";
-             return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-               return lu::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
-                                                            r.recovery);
-             });
-           }},
+    restart_base_scheme(),
+    lp_scheme<shape_of>(),
     Scheme{.name = "ep",
            .arrays =
                [](const pool::RunParams& p) {

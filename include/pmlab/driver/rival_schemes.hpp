@@ -1,5 +1,6 @@
-// Scheme-table rows for LP's rivals (wal, cp, hr-xX) of kernels whose header follows the
-// *_rivals.hpp API; the kernel functions are found by argument-dependent lookup on Operands.
+// Scheme-table rows shared by kernels: base and lp of the in-place factorizations, and LP's
+// rivals (wal, cp, hr-xX) of kernels whose header follows the *_rivals.hpp API; the kernel
+// functions are found by argument-dependent lookup on Operands.
 //
 // Usage in a kernel's table (ShapeOf: RunParams -> Operands with real dimensions and null data,
 // which is all the *_bytes_for functions read):
@@ -45,6 +46,41 @@ template <std::size_t Parts, class Ctx>
   return hr_state(c.op, c.pool.template array<scheme::IndexRecordLayout<1>>("ep_index"),
                   c.pool.template array<double>("hr_copy"),
                   c.pool.template array<scheme::PartState>("hr_parts"), Parts);
+}
+
+// Base of an in-place kernel: no persistent progress, so recovery restores the input and restarts.
+constexpr auto restart_base_scheme() {
+  return Scheme{.name = "base",
+                .run = [](mem::Backend auto& be, const auto& c,
+                          std::size_t first) { run_base(be, c.op, first); },
+                .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "restart";  // base keeps no persistent progress
+                  restart(be, c.op);
+                  return 0;
+                }};
+}
+
+// Lazy Persistency with one checksum slot per ShapeOf(p).table_slots(), any checksum kind.
+template <auto ShapeOf>
+constexpr auto lp_scheme() {
+  return Scheme{.name = "lp",
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      return std::vector{lp_table_spec(ShapeOf(p).table_slots())};
+                    },
+                .run =
+                    [](mem::Backend auto& be, const auto& c, std::size_t first) {
+                      lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                        run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), first);
+                      });
+                    },
+                .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "lp-recovery";
+                  return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                    return recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
+                                                             r.recovery);
+                  });
+                }};
 }
 
 // Undo-logging transactions, one per EagerRecompute region (thesis Fig. 2.6).
