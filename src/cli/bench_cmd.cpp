@@ -12,7 +12,6 @@
 #include "commands.hpp"
 #include "pmlab/driver/bench.hpp"
 #include "pmlab/driver/kernel_driver.hpp"
-#include "pmlab/driver/tmm_schemes.hpp"
 #include "pmlab/driver/width_option.hpp"
 
 namespace pmlab::cli {
@@ -105,12 +104,15 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "every scheme once on a fresh pool (creation untimed, order rotated per repetition); "
       "reports median, spread and the per-repetition ratio to base, and checks every result "
       "is bit-identical to base's. Pools go to a temporary directory that is removed after.");
-  std::string kernels;
-  for (const auto& d : driver::kernel_drivers()) kernels += (kernels.empty() ? "" : ", ") + d.name;
+  std::string kernels, schemes_of_kernels;
+  for (const auto& d : driver::kernel_drivers()) {
+    kernels += (kernels.empty() ? "" : ", ") + d.name;
+    schemes_of_kernels += fmt::format(" {}: {};", d.name, fmt::join(d.schemes, ","));
+  }
   cmd->add_option("kernel", args->kernel, "Kernel to benchmark: " + kernels)->required();
   cmd->add_option("--schemes", args->schemes,
-                  "Comma-separated schemes (default: all; base is always included): " +
-                      fmt::format("{}", fmt::join(driver::tmm_scheme_names(), ",")))
+                  "Comma-separated schemes of the kernel (default: all; base is always "
+                  "included):" + schemes_of_kernels)
       ->delimiter(',');
   cmd->add_option("--n", args->n, "Matrix dimension")->capture_default_str();
   cmd->add_option("--bs", args->bs, "Tile size")->capture_default_str();

@@ -1,5 +1,5 @@
-// Simulated kernel x scheme runs: machine overrides, the per-kernel sim entry points, the
-// scratch-pool session.
+// Simulated kernel x scheme runs: machine overrides, the table of per-kernel sim entry points,
+// the scratch-pool session.
 #include "pmlab/driver/sim_run.hpp"
 
 #include <time.h>
@@ -15,9 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include "pmlab/core/error.hpp"
-#include "pmlab/driver/tmm_schemes.hpp"
-#include "pmlab/kernels/tmm.hpp"
-#include "pmlab/lp/checksum_table.hpp"
 #include "pmlab/sim/presets.hpp"
 
 namespace pmlab::driver {
@@ -68,68 +65,9 @@ sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o) 
   return p;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Per-kernel entry points. Each runs the kernel's own scheme dispatch (the one `pmlab run`
-// uses natively) on the SimBackend, so every scheme is simulated exactly as it runs.
-
-namespace {
-
-kernels::tmm::Operands tmm_operands(const pool::Pool& pool) {
-  const std::size_t n = pool.params().n;
-  return {{pool.array<const double>("a"), n, n},
-          {pool.array<const double>("b"), n, n},
-          {pool.array<double>("c"), n, n},
-          n,
-          pool.params().bs};
-}
-
-template <class Fn>
-decltype(auto) with_tmm_context(pool::Pool& pool, Fn&& fn) {
-  const kernels::tmm::Operands op = tmm_operands(pool);
-  const lp::ChecksumTable table(pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots());
-  const TmmSchemeContext ctx{pool, op, table, pool.params()};
-  return fn(ctx);
-}
-
-std::vector<std::string> tmm_sim_schemes() {
-  std::vector<std::string> v = tmm_scheme_names();
-  std::erase(v, std::string("pmemobj"));
-  return v;
-}
-
-SimKernel make_tmm_sim() {
-  SimKernel k;
-  k.name = "tmm";
-  k.check = [](const pool::RunParams& p) {
-    if (const auto s = parse_tmm_scheme(p.scheme); s && s->family == TmmFamily::kPmemobj)
-      throw Error(
-          ErrorCode::kInvalidArgument,
-          fmt::format("scheme 'pmemobj' runs natively only: libpmemobj issues its own flushes "
-                      "and fences, which the simulator cannot see (use `pmlab run`); "
-                      "simulated tmm schemes: {}",
-                      fmt::join(tmm_sim_schemes(), ", ")));
-  };
-  k.run = [](sim::SimBackend& be, pool::Pool& pool, std::size_t first) {
-    with_tmm_context(pool, [&](const TmmSchemeContext& ctx) { tmm_run(be, ctx, first); });
-  };
-  k.recover = [](sim::SimBackend& be, pool::Pool& pool, RunReport& report) {
-    return with_tmm_context(
-        pool, [&](const TmmSchemeContext& ctx) { return tmm_recover(be, ctx, report); });
-  };
-  k.base_refs = [](const pool::RunParams& p) {
-    // Per kk tile: every C element is loaded and stored once, plus an A and a B load per k.
-    std::uint64_t refs = 0;
-    for (std::uint64_t kk = 0; kk < p.n; kk += p.bs)
-      refs += p.n * p.n * (2 + 2 * (std::min(kk + p.bs, p.n) - kk));
-    return refs;
-  };
-  return k;
-}
-
-}  // namespace
-
 // Built from each kernel's description and scheme table (src/driver/<kernel>_driver.cpp, via
 // make_sim_kernel in driver/sim_kernel.hpp): the simulator runs the native drivers' scheme code.
+SimKernel make_tmm_sim();
 SimKernel make_cholesky_sim();
 SimKernel make_lu_sim();
 SimKernel make_gauss_sim();

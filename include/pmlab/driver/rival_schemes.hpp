@@ -60,12 +60,17 @@ constexpr auto restart_base_scheme() {
                 }};
 }
 
+// Where a kernel's LP checksum table lives: among lp's own arrays, or among the kernel's (tmm:
+// every tmm pool has kept one since the first pool format, and its layout stays unchanged).
+enum class TableArray { kScheme, kKernel };
+
 // Lazy Persistency with one checksum slot per ShapeOf(p).table_slots(), any checksum kind.
-template <auto ShapeOf>
+template <auto ShapeOf, TableArray Table = TableArray::kScheme>
 constexpr auto lp_scheme() {
   return Scheme{.name = "lp",
                 .arrays =
                     [](const pool::RunParams& p) {
+                      if constexpr (Table == TableArray::kKernel) return no_scheme_arrays(p);
                       return std::vector{lp_table_spec(ShapeOf(p).table_slots())};
                     },
                 .run =

@@ -78,14 +78,22 @@ using SchemeArraysFn = std::vector<pool::ArraySpec> (*)(const pool::RunParams&);
   return {};
 }
 
-// One row of a scheme table; Run and Recover are generic lambdas over the backend.
-template <class Run, class Recover>
+// The default `prepare` of a scheme: no set-up beyond the pool's arrays.
+struct NoPrepare {
+  void operator()(const auto&, const auto&) const {}
+};
+
+// One row of a scheme table; Run, Recover and Prepare are generic lambdas over the backend.
+template <class Run, class Recover, class Prepare = NoPrepare>
 struct Scheme {
   std::string_view name;
   SchemeArraysFn arrays = no_scheme_arrays;  // beyond the kernel's own arrays
   Run run;                                   // (be, ctx, first) -> void
   Recover recover;                           // (be, ctx, RunReport&) -> resume point
   std::string_view sim_refusal = {};         // non-empty: why the simulator cannot run it
+  // (be, ctx) -> void, before recovery and run, outside every timing: set-up that base
+  // gets for free with its pool (e.g. pmemobj creating a pool file of its own).
+  Prepare prepare = {};
 };
 
 // A scheme that backend B can execute in context Ctx.
@@ -96,6 +104,7 @@ concept SchemeFor = mem::Backend<B> &&
   { s.name } -> std::convertible_to<std::string_view>;
   { s.sim_refusal } -> std::convertible_to<std::string_view>;
   { s.arrays(p) } -> std::same_as<std::vector<pool::ArraySpec>>;
+  s.prepare(be, ctx);
   s.run(be, ctx, first);
   { s.recover(be, ctx, report) } -> std::same_as<std::size_t>;
 };

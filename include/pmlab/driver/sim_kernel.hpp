@@ -50,7 +50,10 @@ template <ResumableKernel K>
   k.check = require_simulable<K>;
   k.run = [](sim::SimBackend& be, pool::Pool& pool, std::size_t first) {
     const ContextOf<K> ctx{pool, K::operands(pool), pool.params()};
-    with_sim_scheme<K>(pool.params(), [&](const auto& s) { s.run(be, ctx, first); });
+    with_sim_scheme<K>(pool.params(), [&](const auto& s) {
+      if (first == 0) s.prepare(be, ctx);  // a fresh start (scratch pools are never resumed)
+      s.run(be, ctx, first);
+    });
   };
   k.recover = [](sim::SimBackend& be, pool::Pool& pool, RunReport& report) {
     const ContextOf<K> ctx{pool, K::operands(pool), pool.params()};

@@ -50,7 +50,7 @@ struct MachineOverrides {
 
 // The simulator's entry points for one kernel; KernelDriver (arrays, init, verify) is shared
 // with the native side. make_sim_kernel<K>() (driver/sim_kernel.hpp) builds them from the same
-// scheme table the native driver runs; tmm's are written by hand over tmm_schemes.hpp.
+// scheme table the native driver runs.
 struct SimKernel {
   std::string name;
   // Throws kInvalidArgument for schemes the simulator cannot run (e.g. tmm's pmemobj).
