@@ -67,16 +67,9 @@ int do_run(const RunArgs& a, const Given& g) {
   }
   driver::ExecOptions opt{driver::persist_mode_from_string(a.persist),
                           persist::flush_kind_from_string(a.flush)};
-  const bool exists = file_exists(a.pool);
   std::optional<pool::Pool> pool;
   std::string state_before = "new";
-  if (exists) {
-    // Only the explicitly given parameters are checked against the stored ones.
-    auto stored = pool::Pool::read_params(a.pool);
-    auto expected = merge(a, g, stored);
-    pool.emplace(pool::Pool::open(a.pool, expected));
-    state_before = pool::to_string(pool->state());
-  } else {
+  if (!file_exists(a.pool)) {
     if (!g.kernel)
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("no pool at '{}': name a kernel to create one (e.g. `pmlab run tmm "
@@ -86,7 +79,17 @@ int do_run(const RunArgs& a, const Given& g) {
     auto params = merge(a, Given{true, true, true, true, true, true, true, true}, defaults);
     const auto& k = driver::find_kernel(params.kernel);
     k.validate(params);
-    pool.emplace(pool::Pool::create(a.pool, params, k.arrays(params), k.init));
+    // Empty when a concurrent `pmlab run` published a pool at this path first: this one then
+    // continues as if it had started after it (below), never replacing what it wrote.
+    pool = pool::Pool::try_create(a.pool, params, k.arrays(params), k.init);
+  }
+  if (!pool) {
+    // Only the explicitly given parameters are checked against the stored ones. A pool whose
+    // creator still runs holds its lock: "in use by another process" (exit 3).
+    auto stored = pool::Pool::read_params(a.pool);
+    auto expected = merge(a, g, stored);
+    pool.emplace(pool::Pool::open(a.pool, expected));
+    state_before = pool::to_string(pool->state());
   }
   const auto& params = pool->params();
   const auto& k = driver::find_kernel(params.kernel);

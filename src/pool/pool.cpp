@@ -1,4 +1,5 @@
-// Pool creation (atomic via rename), validation on open, libpmem2 mapping, flock, state word.
+// Pool creation (exclusive temporary, published with link(2): concurrent creators cannot
+// overwrite each other), validation on open, libpmem2 mapping, flock, state word.
 #include "pmlab/pool/pool.hpp"
 
 #include <fcntl.h>
@@ -8,9 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <random>
+#include <string_view>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -59,6 +65,142 @@ void lock_or_throw(int fd, const std::string& path) {
           fmt::format("pool '{}' is in use by another process (it holds the pool's lock)", path));
     io_error("cannot lock pool", path, err);
   }
+}
+
+// --- Creating and publishing without races -------------------------------------------------
+//
+// Each creation builds its pool in a temporary of its own, PATH.creating.PID.RANDOM, created with
+// O_EXCL and locked (flock) by its creator, who keeps the lock until it has removed that name
+// itself: after publishing (the pool stays locked at PATH), after losing the race, or on error.
+// Publishing links the temporary to PATH, which fails with EEXIST if anything is there, so a
+// published pool is never replaced and exactly one of several concurrent creators wins. A
+// creator that dies leaves its temporary unlocked; the next creation of PATH removes it (and
+// the fixed-name PATH.creating of older pmlab versions), taking its lock first, so a temporary
+// whose creator is alive is never removed by anybody else.
+
+[[noreturn]] void busy_error(const std::string& path) {
+  throw Error(ErrorCode::kPoolBusy,
+              fmt::format("pool '{}' is being created/used by another process: a pool already "
+                          "exists at that path and was left untouched (open it to resume it, or "
+                          "use another path)",
+                          path));
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// True when PATH names the file open as FD (and not, e.g., a file that replaced it).
+bool still_named(int fd, const std::string& path) {
+  struct stat a {};
+  struct stat b {};
+  return fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+         a.st_ino == b.st_ino;
+}
+
+constexpr std::string_view kTempTag = ".creating";
+
+// BASE.creating (older pmlab) or BASE.creating.PID.HEX16 (this one): never a user's pool name
+// that merely starts like one.
+bool is_temporary_of(std::string_view name, std::string_view base) {
+  if (name.size() < base.size() + kTempTag.size() || name.substr(0, base.size()) != base ||
+      name.substr(base.size(), kTempTag.size()) != kTempTag)
+    return false;
+  auto rest = name.substr(base.size() + kTempTag.size());
+  if (rest.empty()) return true;
+  auto digits = [](std::string_view s, std::string_view set) {
+    return !s.empty() && s.find_first_not_of(set) == std::string_view::npos;
+  };
+  auto dot = rest.find('.', 1);
+  return rest[0] == '.' && dot != std::string_view::npos &&
+         digits(rest.substr(1, dot - 1), "0123456789") && rest.size() - dot - 1 == 16 &&
+         digits(rest.substr(dot + 1), "0123456789abcdef");
+}
+
+std::string temporary_name(const std::string& path) {
+  // Random bits (not only pid + counter) so that a name is never reused, even by a process that
+  // got the pid of a dead creator whose temporary is being removed at that very moment.
+  static std::atomic<std::uint64_t> counter{0};
+  std::random_device rd;
+  const std::uint64_t r = (std::uint64_t{rd()} << 32 | rd()) ^ counter.fetch_add(1);
+  return fmt::format("{}{}.{}.{:016x}", path, kTempTag, ::getpid(), r);
+}
+
+// Removes the temporaries of PATH whose creator died before publishing (best effort: whatever
+// cannot be listed, opened or unlinked is left for a later creation). A creator that died just
+// after publishing leaves a second name of the published pool: only that name goes.
+void remove_abandoned_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const std::string base = p.filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!is_temporary_of(it->path().filename().native(), base)) continue;
+    const std::string tmp = it->path().string();
+    int fd = ::open(tmp.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    // Holding the lock proves that no creator holds it: the creator died, or has just created
+    // the file and not locked it yet — that one notices the name is gone and takes another.
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        still_named(fd, tmp))
+      ::unlink(tmp.c_str());
+    close(fd);  // releases the lock
+  }
+}
+
+// Creates and locks a fresh temporary for PATH; returns its descriptor and sets `tmp`.
+int create_locked_temporary(const std::string& path, std::string& tmp) {
+  constexpr int kAttempts = 16;
+  for (int attempt = 1;; ++attempt) {
+    tmp = temporary_name(path);
+    int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      if (errno == EEXIST && attempt < kAttempts) continue;
+      io_error("cannot create pool", tmp, errno);
+    }
+    // Blocking: only a remover probing whether the file is abandoned can hold this lock, and
+    // only for a stat and an unlink.
+    int rc = 0;
+    while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0) {
+      int err = errno;
+      ::unlink(tmp.c_str());
+      close(fd);
+      io_error("cannot lock pool", tmp, err);
+    }
+    // A remover may have taken the file for abandoned between open and flock and unlinked it.
+    if (still_named(fd, tmp)) return fd;
+    close(fd);
+    if (attempt >= kAttempts)
+      throw Error(
+          ErrorCode::kIo,
+          fmt::format("cannot create pool '{}': its temporary file keeps disappearing", path));
+  }
+}
+
+// Gives the (locked, complete) temporary the name PATH unless something already has it; false
+// then. link(2) fails with EEXIST instead of replacing, like renameat2(RENAME_NOREPLACE), which
+// serves file systems without hard links. The lock is on the open file, so it holds at PATH.
+bool publish_without_replacing(const std::string& tmp, const std::string& path) {
+  if (::link(tmp.c_str(), path.c_str()) == 0) {
+    ::unlink(tmp.c_str());  // if this is lost in a crash, the next creation removes the name
+    return true;
+  }
+  int err = errno;
+  if (err == EEXIST) return false;
+  if (err == EPERM || err == EOPNOTSUPP || err == ENOSYS) {  // no hard links here
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0)
+      return true;
+    int err2 = errno;
+    if (err2 == EEXIST) return false;
+    if (err2 != EINVAL) err = err2;
+    io_error("cannot publish pool (no hard link, no rename without replacing)", path, err);
+  }
+  io_error("cannot publish pool", path, err);
 }
 
 // Every check on a header read from disk; the pool file is not modified by any of them.
@@ -187,6 +329,16 @@ void Pool::map_fd(int fd) {
 
 Pool Pool::create(const std::string& path, const RunParams& params,
                   const std::vector<ArraySpec>& arrays, const Initializer& init) {
+  // A process asked for a fresh pool and one is there already (maybe completed, maybe being
+  // created right now): refuse rather than destroy it.
+  auto pool = try_create(path, params, arrays, init);
+  if (!pool) busy_error(path);
+  return std::move(*pool);
+}
+
+std::optional<Pool> Pool::try_create(const std::string& path, const RunParams& params,
+                                     const std::vector<ArraySpec>& arrays,
+                                     const Initializer& init) {
   if (arrays.size() > kMaxArrays)
     throw Error(ErrorCode::kInvalidArgument, "too many arrays for one pool");
   disk::Header h{};
@@ -217,15 +369,16 @@ Pool Pool::create(const std::string& path, const RunParams& params,
   h.file_bytes = round_up(std::max<std::uint64_t>(offset, disk::kHeaderBytes), 4096);
   h.header_crc = header_crc(h);
 
-  const std::string tmp = path + ".creating";
-  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) io_error("cannot create pool", tmp, errno);
+  // Cheap early answer; the race with a concurrent creator is settled by publishing below.
+  if (exists(path)) return std::nullopt;
+  remove_abandoned_temporaries(path);
+  std::string tmp;
+  const int fd = create_locked_temporary(path, tmp);
   Pool pool;
   pool.path_ = path;
   pool.fd_ = fd;
+  bool published = false;
   try {
-    lock_or_throw(fd, tmp);
-    if (ftruncate(fd, 0) != 0) io_error("cannot truncate", tmp, errno);
     if (int err = posix_fallocate(fd, 0, static_cast<off_t>(h.file_bytes)); err != 0)
       throw Error(ErrorCode::kIo,
                   fmt::format("cannot allocate {} bytes for pool '{}': {}{}", h.file_bytes, path,
@@ -241,18 +394,53 @@ Pool Pool::create(const std::string& path, const RunParams& params,
     if (init) init(pool);
     pool.persist_all();
     if (fsync(fd) != 0) io_error("cannot sync pool", tmp, errno);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) io_error("cannot publish pool", path, errno);
+    published = publish_without_replacing(tmp, path);
+    if (!published) {
+      // Lost the race: another creator published first. Its pool is left alone; ours goes.
+      ::unlink(tmp.c_str());
+      pool.release();
+      return std::nullopt;
+    }
     auto dir = std::filesystem::absolute(path).parent_path();
     if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
       fsync(dfd);
       close(dfd);
     }
   } catch (...) {
+    // Unlinked while still locked, so that nobody else can have taken the name meanwhile.
+    if (!published) ::unlink(tmp.c_str());
     pool.release();
-    ::unlink(tmp.c_str());
     throw;
   }
   return pool;
+}
+
+Pool Pool::open_or_create(const std::string& path, const RunParams& params,
+                          const std::vector<ArraySpec>& arrays, const Initializer& init,
+                          bool* created) {
+  // Each turn either opens, creates, or finds that the pool it saw has just vanished (removed
+  // by someone) or appeared (published by a concurrent creator); only a process that keeps
+  // creating and removing PATH can make it go round more than twice.
+  constexpr int kTurns = 8;
+  for (int turn = 0; turn < kTurns; ++turn) {
+    if (!exists(path)) {
+      if (auto pool = try_create(path, params, arrays, init)) {
+        if (created != nullptr) *created = true;
+        return std::move(*pool);
+      }
+    }
+    try {
+      auto pool = open(path, params);
+      if (created != nullptr) *created = false;
+      return pool;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kIo || exists(path)) throw;
+    }
+  }
+  throw Error(ErrorCode::kPoolBusy,
+              fmt::format("pool '{}' is being created/used by another process: it keeps "
+                          "appearing and disappearing",
+                          path));
 }
 
 Pool Pool::open(const std::string& path, const std::optional<RunParams>& expected) {

@@ -43,10 +43,28 @@ class Pool {
  public:
   using Initializer = std::function<void(Pool&)>;
 
-  // Creates PATH atomically: the pool is built in PATH.creating, initialized by `init`
-  // (which writes inputs), persisted, and only then renamed to PATH. Throws pmlab::Error.
+  // Creates PATH atomically: the pool is built in a temporary of its own next to PATH (created
+  // with O_EXCL and locked at once), initialized by `init` (which writes inputs), persisted, and
+  // only then published at PATH with link(2), which never replaces an existing file; the lock
+  // is taken before publishing, so no other process can open the pool until it is returned.
+  // Concurrent creators of one PATH: exactly one wins. A pool already at PATH (published
+  // earlier, or by a creator that won the race) is never touched: this throws kPoolBusy ("being
+  // created/used by another process"). Other failures throw pmlab::Error as before.
   static Pool create(const std::string& path, const RunParams& params,
                      const std::vector<ArraySpec>& arrays, const Initializer& init);
+  // Like create, but returns std::nullopt instead of throwing when a pool already exists at
+  // PATH, so that a caller that lost a creation race can open the winner's pool instead.
+  static std::optional<Pool> try_create(const std::string& path, const RunParams& params,
+                                        const std::vector<ArraySpec>& arrays,
+                                        const Initializer& init);
+  // Opens PATH (checking `params`, like open) if a pool is there, else creates it (like
+  // create). Safe when several processes do this at once: one of them creates the pool and the
+  // others open that very pool — they get kPoolBusy while its creator (or anyone) holds it, and
+  // a pool with other parameters is refused with kPoolMismatch, never replaced. `created`, if
+  // given, tells which of the two happened.
+  static Pool open_or_create(const std::string& path, const RunParams& params,
+                             const std::vector<ArraySpec>& arrays, const Initializer& init,
+                             bool* created = nullptr);
   // Opens and locks an existing pool. With `expected`, fails (kPoolMismatch) if the stored
   // parameters differ. The file is only read until every check has passed.
   static Pool open(const std::string& path,
