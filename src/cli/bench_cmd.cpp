@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "pmlab/driver/bench.hpp"
-#include "pmlab/driver/kernel_driver.hpp"
-#include "pmlab/driver/width_option.hpp"
+#include "pmlab/experiments/bench.hpp"
+#include "pmlab/run/catalog.hpp"
+#include "pmlab/run/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -68,8 +68,8 @@ struct StopOnSignal {
 };
 
 int do_bench(const BenchArgs& a) {
-  if (a.width) driver::require_width_applies(a.kernel);
-  driver::BenchOptions o;
+  if (a.width) run::require_width_applies(a.kernel);
+  run::BenchOptions o;
   o.kernel = a.kernel;
   o.schemes = a.schemes;
   o.n = a.n;
@@ -78,17 +78,17 @@ int do_bench(const BenchArgs& a) {
   o.reps = a.reps;
   o.seed = a.seed;
   o.extra = a.width.value_or(0);
-  o.mode = driver::persist_mode_from_string(a.persist);
+  o.mode = run::persist_mode_from_string(a.persist);
   o.flush = persist::flush_kind_from_string(a.flush);
   o.dir = a.dir;
   if (!a.quiet) o.progress = draw_progress;
   o.stop = &g_bench_stop;
   const StopOnSignal handlers;
-  const auto r = driver::run_bench(o);
+  const auto r = run::run_bench(o);
   if (a.json)
-    fmt::print("{}\n", driver::to_json(r).dump(2));
+    fmt::print("{}\n", run::to_json(r).dump(2));
   else
-    fmt::print("{}", driver::to_markdown(r));
+    fmt::print("{}", run::to_markdown(r));
   for (const auto& s : r.schemes)
     if (!s.bit_exact) return kExitVerifyFailed;
   return kExitOk;
@@ -105,21 +105,22 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "reports median, spread and the per-repetition ratio to base, and checks every result "
       "is bit-identical to base's. Pools go to a temporary directory that is removed after.");
   std::string kernels, schemes_of_kernels;
-  for (const auto& d : driver::kernel_drivers()) {
+  for (const auto& d : run::kernel_drivers()) {
     kernels += (kernels.empty() ? "" : ", ") + d.name;
     schemes_of_kernels += fmt::format(" {}: {};", d.name, fmt::join(d.schemes, ","));
   }
   cmd->add_option("kernel", args->kernel, "Kernel to benchmark: " + kernels)->required();
   cmd->add_option("--schemes", args->schemes,
                   "Comma-separated schemes of the kernel (default: all; base is always "
-                  "included):" + schemes_of_kernels)
+                  "included):" +
+                      schemes_of_kernels)
       ->delimiter(',');
   cmd->add_option("--n", args->n, "Matrix dimension")->capture_default_str();
   cmd->add_option("--bs", args->bs, "Tile size")->capture_default_str();
   cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
   cmd->add_option("--reps", args->reps, "Repetitions per scheme")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the input matrices")->capture_default_str();
-  cmd->add_option("--width", args->width, driver::kWidthHelp)
+  cmd->add_option("--width", args->width, run::kWidthHelp)
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
   cmd->add_option("--persist", args->persist, "Persistence mode: cpu, auto, none")
       ->capture_default_str()

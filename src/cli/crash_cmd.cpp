@@ -11,8 +11,8 @@
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
-#include "pmlab/driver/crash_campaign.hpp"
-#include "pmlab/driver/width_option.hpp"
+#include "pmlab/experiments/crash_campaign.hpp"
+#include "pmlab/run/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -40,7 +40,7 @@ struct CrashArgs {
   std::optional<std::uint64_t> width;  // conv2d only (RunParams.extra)
   std::string flush = "clflushopt";
   double recovery_crash_rate = 0.3;
-  int jobs = driver::kDefaultCampaignJobs;
+  int jobs = run::kDefaultCampaignJobs;
   MachineArgs machine = campaign_machine();
   std::optional<std::uint64_t> replay;
   std::vector<std::uint64_t> replay_recovery;
@@ -55,8 +55,8 @@ sim::FlushMode flush_mode(const std::string& s) {
   throw Error(ErrorCode::kInvalidArgument, "--flush must be clflushopt, clwb or clflush");
 }
 
-driver::SimRunSpec make_spec(const CrashArgs& a) {
-  driver::SimRunSpec spec;
+run::SimRunSpec make_spec(const CrashArgs& a) {
+  run::SimRunSpec spec;
   spec.run.kernel = a.kernel;
   spec.run.scheme = a.scheme;
   spec.run.n = a.n;
@@ -64,19 +64,19 @@ driver::SimRunSpec make_spec(const CrashArgs& a) {
   spec.run.threads = a.threads;
   spec.run.checksum = lp::checksum_kind_from_string(a.checksum);
   if (a.width) {
-    driver::require_width_applies(a.kernel);
+    run::require_width_applies(a.kernel);
     spec.run.extra = *a.width;
   }
   spec.machine = build_machine(a.machine);
   spec.flush = flush_mode(a.flush);
-  driver::validate(spec);
+  run::validate(spec);
   apply_periodic_flush(a.machine, spec);  // a percentage: of the fault-free run's cycles
   return spec;
 }
 
 // The resolved cleaning period is repeated in cycles: no calibration run on replay.
-std::string replay_command(const CrashArgs& a, const driver::SimRunSpec& spec,
-                           const driver::TrialResult& t) {
+std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
+                           const run::TrialResult& t) {
   std::string cmd = fmt::format(
       "pmlab crash {} --scheme {} --n {} --bs {} --threads {} --checksum {} {} --flush {} "
       "--replay {}",
@@ -92,7 +92,7 @@ std::string replay_command(const CrashArgs& a, const driver::SimRunSpec& spec,
 int do_crash(const CrashArgs& a) {
   const auto spec = make_spec(a);
   if (a.replay) {
-    auto t = driver::replay_trial(spec, *a.replay, a.replay_recovery);
+    auto t = run::replay_trial(spec, *a.replay, a.replay_recovery);
     if (a.json) {
       fmt::print("{}\n", nlohmann::json{{"crash_op", t.crash_op},
                                         {"recovery_crashes", t.recovery_crashes},
@@ -107,7 +107,7 @@ int do_crash(const CrashArgs& a) {
     }
     return t.passed ? kExitOk : kExitVerifyFailed;
   }
-  driver::CampaignOptions opt;
+  run::CampaignOptions opt;
   opt.spec = spec;
   opt.trials = a.trials;
   opt.seed = a.seed ? *a.seed : std::random_device{}();
@@ -115,9 +115,9 @@ int do_crash(const CrashArgs& a) {
   opt.jobs = a.jobs;
   ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials);
   opt.progress = [&](std::uint64_t done, std::uint64_t) { bar.update(done); };
-  auto r = driver::run_campaign(opt);
+  auto r = run::run_campaign(opt);
   bar.finish();
-  auto j = driver::to_json(r, a.per_trial);
+  auto j = run::to_json(r, a.per_trial);
   j["seed"] = opt.seed;
   if (a.json) {
     for (auto& f : j["failures"])
@@ -156,7 +156,7 @@ int do_crash(const CrashArgs& a) {
     for (const auto& t : r.results)
       if (!t.passed)
         fmt::print("  FAILED trial {} ({} crash at op {}): {}\n    replay: {}\n", t.index,
-                   driver::to_string(t.kind), t.crash_op, t.failure, replay_command(a, spec, t));
+                   run::to_string(t.kind), t.crash_op, t.failure, replay_command(a, spec, t));
   }
   return r.passed == r.trials ? kExitOk : kExitVerifyFailed;
 }
@@ -184,7 +184,7 @@ void add_crash_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 10'000'000u));
   cmd->add_option("--seed", a->seed, "Campaign seed (default: random, printed for replay)");
-  cmd->add_option("--width", a->width, driver::kWidthHelp)
+  cmd->add_option("--width", a->width, run::kWidthHelp)
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
   cmd->add_option("--flush", a->flush, "Flush instruction of the eager schemes")
       ->capture_default_str();

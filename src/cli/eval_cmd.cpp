@@ -8,18 +8,19 @@
 
 #include "commands.hpp"
 #include "pmlab/core/progress.hpp"
-#include "pmlab/eval/eval.hpp"
+#include "pmlab/experiments/eval.hpp"
 
 namespace pmlab::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
 
-// First Ctrl-C: finish the current measurement, then write the partial report. Second: die.
-extern "C" void on_sigint(int) {
+// First Ctrl-C or SIGTERM: finish the current measurement, write the partial report, exit 130.
+// Second: die of the signal.
+extern "C" void on_stop_signal(int sig) {
   if (g_stop.exchange(true)) {
-    std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
   }
 }
 
@@ -35,7 +36,8 @@ int do_eval(const EvalArgs& a) {
   opt.out_dir = a.out;
   opt.seed = a.seed;
   opt.stop = &g_stop;
-  std::signal(SIGINT, on_sigint);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
   ProgressBar bar(a.full ? "eval --full" : "eval --quick", 1000);
   std::string current;
   opt.progress = [&](double frac, double, const std::string& what) {
@@ -47,6 +49,7 @@ int do_eval(const EvalArgs& a) {
   auto results = eval::run_eval(opt);
   bar.finish();
   std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   if (a.json) {
     fmt::print("{}\n", results.dump(2));
   } else {
@@ -56,7 +59,11 @@ int do_eval(const EvalArgs& a) {
                                                : "Evaluation INTERRUPTED (partial report)",
                results["wall_seconds"].get<double>(), a.out, a.out, results["figures"].size());
   }
-  return kExitOk;
+  const bool complete = results["complete"].get<bool>();
+  for (const auto& f : results["failed_checks"])
+    fmt::print(stderr, "eval: FAILED {}\n", f.get<std::string>());
+  if (!complete) return kExitInterrupted;
+  return results["failed_checks"].empty() ? kExitOk : kExitVerifyFailed;
 }
 
 }  // namespace
@@ -70,7 +77,9 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       "campaigns per kernel x scheme, the checksum accuracy/overhead study, and sensitivity "
       "studies (LLC size, NVM latency, threads). Writes DIR/results.json, DIR/report.md (papers' "
       "numbers side by side) and PNG figures. Ctrl-C stops after the current measurement and "
-      "still writes a (partial) report.");
+      "still writes a (partial) report. Exit codes: 0 every check passed, 1 a crash trial failed "
+      "or a result was not bit-exact (listed on stderr and in results.json's failed_checks), "
+      "130 interrupted by Ctrl-C or SIGTERM (partial report written).");
   auto* q = cmd->add_flag("--quick", a->quick, "Small sizes, a few minutes on 2 cores (default)");
   cmd->add_flag("--full", a->full, "The papers' sizes (hours)")->excludes(q);
   cmd->add_option("--out", a->out, "Output directory")->capture_default_str();

@@ -108,7 +108,7 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
 sim::SimParams build_machine(const MachineArgs& a) {
   if ((a.d1 || a.ll) && a.config != "cachegrind")
     bad("--D1 and --LL describe cachegrind's caches: use them with --config cachegrind");
-  driver::MachineOverrides o;
+  run::MachineOverrides o;
   o.cores = a.cores;
   if (a.l1_size) o.l1_size = parse_size("--l1-size", *a.l1_size);
   if (a.l2_size) o.l2_size = parse_size("--l2-size", *a.l2_size);
@@ -127,7 +127,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
     const PeriodicFlushArg pf = parse_periodic_flush(*a.periodic_flush);
     if (!pf.percent) o.periodic_flush_cycles = pf.cycles;
   }
-  sim::SimParams p = driver::machine_from(a.config, o);
+  sim::SimParams p = run::machine_from(a.config, o);
   if (a.config == "cachegrind" && (a.d1 || a.ll)) {
     // Rebuild from the geometries, then re-apply the overrides on top.
     const sim::SimParams cg = sim::cachegrind_like(
@@ -194,15 +194,15 @@ PeriodicFlushArg parse_periodic_flush(const std::string& text) {
   return r;
 }
 
-PeriodicFlushArg apply_periodic_flush(const MachineArgs& a, driver::SimRunSpec& spec) {
+PeriodicFlushArg apply_periodic_flush(const MachineArgs& a, run::SimRunSpec& spec) {
   if (!a.periodic_flush) return {spec.machine.periodic_flush_cycles.value(), std::nullopt};
   PeriodicFlushArg pf = parse_periodic_flush(*a.periodic_flush);
   if (pf.percent) {
-    driver::SimRunSpec probe = spec;
+    run::SimRunSpec probe = spec;
     probe.machine.periodic_flush_cycles = Cycles{0};
     probe.verify = false;
     probe.drain = false;
-    const double run = static_cast<double>(driver::simulate(probe).stats.cycles.value());
+    const double run = static_cast<double>(run::simulate(probe).stats.cycles.value());
     pf.cycles = std::max<std::uint64_t>(
         1, static_cast<std::uint64_t>(std::llround(run * *pf.percent / 100.0)));
   }

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "pmlab/driver/sim_run.hpp"
+#include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/params.hpp"
 
 namespace pmlab::cli {
@@ -46,7 +46,7 @@ struct PeriodicFlushArg {
 // Sets spec.machine.periodic_flush_cycles from a.periodic_flush. A percentage becomes cycles by
 // simulating the run once without cleaning (deterministic, so repeatable); the result is at
 // least 1. Returns the parsed argument (cycles resolved).
-PeriodicFlushArg apply_periodic_flush(const MachineArgs& a, driver::SimRunSpec& spec);
+PeriodicFlushArg apply_periodic_flush(const MachineArgs& a, run::SimRunSpec& spec);
 
 // "65536", "64K", "64KiB", "8M", "1G": every suffix is a power of 1024.
 [[nodiscard]] std::uint64_t parse_size(const std::string& flag, const std::string& text);

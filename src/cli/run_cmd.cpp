@@ -10,8 +10,8 @@
 
 #include "commands.hpp"
 #include "pmlab/core/error.hpp"
-#include "pmlab/driver/kernel_driver.hpp"
-#include "pmlab/driver/width_option.hpp"
+#include "pmlab/run/catalog.hpp"
+#include "pmlab/run/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -63,9 +63,9 @@ int do_run(const RunArgs& a, const Given& g) {
     // The kernel named here, else the one stored in the pool (read before anything is opened).
     const std::string kernel =
         g.kernel ? a.kernel : (file_exists(a.pool) ? pool::Pool::read_params(a.pool).kernel : "");
-    if (!kernel.empty()) driver::require_width_applies(kernel);
+    if (!kernel.empty()) run::require_width_applies(kernel);
   }
-  driver::ExecOptions opt{driver::persist_mode_from_string(a.persist),
+  run::ExecOptions opt{run::persist_mode_from_string(a.persist),
                           persist::flush_kind_from_string(a.flush)};
   std::optional<pool::Pool> pool;
   std::string state_before = "new";
@@ -77,7 +77,7 @@ int do_run(const RunArgs& a, const Given& g) {
                               a.pool, a.pool));
     pool::RunParams defaults;
     auto params = merge(a, Given{true, true, true, true, true, true, true, true}, defaults);
-    const auto& k = driver::find_kernel(params.kernel);
+    const auto& k = run::find_kernel(params.kernel);
     k.validate(params);
     // Empty when a concurrent `pmlab run` published a pool at this path first: this one then
     // continues as if it had started after it (below), never replacing what it wrote.
@@ -92,11 +92,11 @@ int do_run(const RunArgs& a, const Given& g) {
     state_before = pool::to_string(pool->state());
   }
   const auto& params = pool->params();
-  const auto& k = driver::find_kernel(params.kernel);
+  const auto& k = run::find_kernel(params.kernel);
   k.validate(params);
   auto report = k.execute(*pool, opt);
 
-  std::optional<driver::VerifyResult> verdict;
+  std::optional<run::VerifyResult> verdict;
   if (a.verify) verdict = k.verify(*pool);
 
   if (a.json) {
@@ -175,10 +175,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
       "alone resumes with the parameters stored in the pool; parameters given explicitly must "
       "match the stored ones.");
   std::string kernels;
-  for (const auto& d : driver::kernel_drivers()) kernels += (kernels.empty() ? "" : ", ") + d.name;
+  for (const auto& d : run::kernel_drivers()) kernels += (kernels.empty() ? "" : ", ") + d.name;
   cmd->add_option("kernel", args->kernel, "Kernel to run: " + kernels);
   std::string scheme_help = "Persistency scheme, per kernel:";
-  for (const auto& d : driver::kernel_drivers())
+  for (const auto& d : run::kernel_drivers())
     scheme_help += " " + d.name + ": " + fmt::format("{}", fmt::join(d.schemes, ", ")) + ";";
   auto* o_scheme = cmd->add_option("--scheme", args->scheme, scheme_help)->capture_default_str();
   auto* o_n = cmd->add_option("--n", args->n, "Problem size n (matrix dimension; any n >= 1)")
@@ -195,7 +195,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                      ->capture_default_str();
   auto* o_width =
       cmd->add_option("--width", args->width,
-                      std::string(driver::kWidthHelp) +
+                      std::string(run::kWidthHelp) +
                           "; stored in the pool: resuming with another width is refused")
           ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
   cmd->add_option("--pool", args->pool, "Pool file to create or resume")->required();

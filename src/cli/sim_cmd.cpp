@@ -14,8 +14,8 @@
 #include "commands.hpp"
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
-#include "pmlab/driver/sim_run.hpp"
-#include "pmlab/driver/width_option.hpp"
+#include "pmlab/run/sim_session.hpp"
+#include "pmlab/run/width_option.hpp"
 #include "pmlab/sim/presets.hpp"
 
 namespace pmlab::cli {
@@ -49,7 +49,7 @@ class ProgressBar {
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
 
-  [[nodiscard]] driver::SimProgress callback() {
+  [[nodiscard]] run::SimProgress callback() {
     if (!on_) return {};
     return [this](double f) { draw(f); };
   }
@@ -73,10 +73,10 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
-driver::SimRunResult simulate_one(const driver::SimRunSpec& spec, bool progress) {
+run::SimRunResult simulate_one(const run::SimRunSpec& spec, bool progress) {
   ProgressBar bar(progress, fmt::format("simulating {} {} (n={})", spec.run.kernel, spec.run.scheme,
                                         spec.run.n));
-  return driver::simulate(spec, bar.callback());
+  return run::simulate(spec, bar.callback());
 }
 
 std::string human(double v) {
@@ -134,7 +134,7 @@ std::string ratio_text(const nlohmann::json& r) {
 }
 
 int do_sim(const SimArgs& a) {
-  driver::SimRunSpec spec;
+  run::SimRunSpec spec;
   spec.machine = build_machine(a.machine);
   spec.run.kernel = a.kernel;
   spec.run.scheme = a.scheme;
@@ -144,29 +144,29 @@ int do_sim(const SimArgs& a) {
   spec.run.checksum = lp::checksum_kind_from_string(a.checksum);
   spec.run.seed = a.seed;
   if (a.width) {
-    driver::require_width_applies(a.kernel);
+    run::require_width_applies(a.kernel);
     spec.run.extra = *a.width;
   }
   spec.flush = sim::flush_mode_from_string(a.flush);
   spec.drain = a.drain;
   spec.verify = a.verify;
-  driver::validate(spec);  // before a --periodic-flush P% calibration run
+  run::validate(spec);  // before a --periodic-flush P% calibration run
   const PeriodicFlushArg periodic = apply_periodic_flush(a.machine, spec);
   const sim::SimParams& machine = spec.machine;
 
-  std::optional<driver::SimRunSpec> ref;
+  std::optional<run::SimRunSpec> ref;
   if (a.vs) {
     ref = spec;
     ref->run.scheme = *a.vs;
     ref->verify = false;
-    driver::validate(*ref);  // refuses a bad reference scheme before the long run
+    run::validate(*ref);  // refuses a bad reference scheme before the long run
   }
   const bool progress = !a.no_progress && isatty(STDERR_FILENO) != 0;
-  const driver::SimRunResult r = simulate_one(spec, progress);
-  std::optional<driver::SimRunResult> base;
+  const run::SimRunResult r = simulate_one(spec, progress);
+  std::optional<run::SimRunResult> base;
   // Simulated even when it is the same scheme: runs are deterministic, so x/x = 1 exactly.
   if (ref) base = simulate_one(*ref, progress);
-  const std::optional<driver::VerifyResult>& verdict = r.verify;
+  const std::optional<run::VerifyResult>& verdict = r.verify;
 
   const nlohmann::json stats = sim::to_json(r.stats);
   if (a.json) {
@@ -193,7 +193,7 @@ int do_sim(const SimArgs& a) {
     if (base) {
       j["vs"] = *a.vs;
       j["base"] = sim::to_json(base->stats);
-      j["normalized"] = driver::normalized_to(r.stats, base->stats);
+      j["normalized"] = run::normalized_to(r.stats, base->stats);
     }
     if (verdict) {
       j["verified"] = verdict->ok();
@@ -219,7 +219,7 @@ int do_sim(const SimArgs& a) {
                human(r.refs_per_second()));
     const nlohmann::json base_stats = base ? sim::to_json(base->stats) : nlohmann::json();
     const nlohmann::json norm =
-        base ? driver::normalized_to(r.stats, base->stats) : nlohmann::json();
+        base ? run::normalized_to(r.stats, base->stats) : nlohmann::json();
     if (base)
       fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", "", a.scheme, *a.vs, fmt::format("/{}", *a.vs));
     for (const Row& row : report_rows(machine)) {
@@ -256,7 +256,7 @@ void add_sim_command(CLI::App& app, int& exit_code) {
       "--vs base also simulates base with the same parameters and normalises every figure to it. "
       "The machine is a preset (--config) with optional overrides; see docs/simulator.md.");
   std::string kernels;
-  for (const auto& k : driver::sim_kernels()) kernels += (kernels.empty() ? "" : ", ") + k.name;
+  for (const auto& k : run::sim_kernels()) kernels += (kernels.empty() ? "" : ", ") + k.name;
   cmd->add_option("kernel", a->kernel, "Kernel to simulate: " + kernels)->required();
   cmd->add_option("--scheme", a->scheme,
                   "Persistency scheme (base, lp, ep-ii, ep-jj, wal-ii, wal-jj, cp, hr-*-x32/x64)")
@@ -269,7 +269,7 @@ void add_sim_command(CLI::App& app, int& exit_code) {
                   "LP checksum: modular, parity, adler32, modular-parity, crc32c")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the deterministic inputs")->capture_default_str();
-  cmd->add_option("--width", a->width, driver::kWidthHelp)
+  cmd->add_option("--width", a->width, run::kWidthHelp)
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
   cmd->add_option("--flush", a->flush,
                   "Flush instruction: clflushopt (the papers'), clwb, clflush, none")

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/process.hpp"
-#include "pmlab/driver/kernel_driver.hpp"
+#include "pmlab/run/catalog.hpp"
 
 namespace pmlab::testing {
 namespace {
@@ -61,7 +61,7 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
                           std::uint64_t seed, SchemeTally& tally) {
   std::mt19937_64 rng(seed);
   auto dir = scratch_dir(kernel + "-" + scheme);
-  const auto& driver = driver::find_kernel(kernel);
+  const auto& driver = run::find_kernel(kernel);
   const std::uint64_t max_n = driver.crash_test_max_n;
   auto legal = [&](std::uint64_t n) { return driver.n_power_of_two ? std::bit_floor(n) : n; };
   const std::uint64_t calib_n = legal(std::max<std::uint64_t>(1, max_n * 3 / 4));
@@ -109,7 +109,8 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
         kill_after = std::chrono::microseconds(
             static_cast<std::int64_t>(1000.0 * frac(rng) * expected_ms(n, threads)));
       }
-      // A kill during creation leaves no pool (only PATH.creating): the run must be re-issued
+      // A kill during creation leaves no pool (only a PATH.creating.PID.* temporary, removed by
+      // the next creation): the run must be re-issued
       // with its parameters; otherwise `--pool` alone resumes with the stored ones.
       auto args = !fs::exists(pool)
                       ? create
@@ -146,7 +147,7 @@ struct Case {
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (const auto& k : driver::kernel_drivers())
+  for (const auto& k : run::kernel_drivers())
     for (const auto& s : k.schemes) cases.push_back({k.name, s});
   return cases;
 }

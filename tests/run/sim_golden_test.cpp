@@ -15,10 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "pmlab/core/error.hpp"
-#include "pmlab/driver/kernel_driver.hpp"
-#include "pmlab/driver/sim_run.hpp"
+#include "pmlab/run/catalog.hpp"
+#include "pmlab/run/sim_session.hpp"
 
-namespace pmlab::driver {
+namespace pmlab::run {
 namespace {
 
 const char* const kGoldenPath = PMLAB_TEST_SOURCE_DIR "/golden/sim_golden.json";
@@ -119,4 +119,4 @@ TEST(SimGolden, EveryKernelAndSchemeMatchesTheRecordedFigures) {
 }
 
 }  // namespace
-}  // namespace pmlab::driver
+}  // namespace pmlab::run

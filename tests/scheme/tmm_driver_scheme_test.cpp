@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "pmlab/core/error.hpp"
-#include "pmlab/driver/kernel_driver.hpp"
 #include "pmlab/kernels/inputs.hpp"
 #include "pmlab/kernels/tmm_pmemobj.hpp"
 #include "pmlab/mem/native_backend.hpp"
 #include "pmlab/pool/pool.hpp"
+#include "pmlab/run/catalog.hpp"
 
 namespace pmlab::scheme_test {
 namespace {
@@ -32,8 +32,8 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-driver::ExecOptions exec_options() {
-  driver::ExecOptions o;
+run::ExecOptions exec_options() {
+  run::ExecOptions o;
   o.mode = persist::cpu_supports(persist::FlushKind::kClwb) ? persist::PersistMode::kCpu
                                                             : persist::PersistMode::kNone;
   return o;
@@ -52,7 +52,7 @@ pool::RunParams params_for(const std::string& scheme, std::uint64_t n, std::uint
 
 TEST(SchemeTmmDriver, EverySchemeRunsToABitExactResultOnAPool) {
   TempDir dir;
-  const auto& k = driver::find_kernel("tmm");
+  const auto& k = run::find_kernel("tmm");
   const std::vector<std::string> all{"base",      "lp",        "ep-ii",     "ep-jj",
                                      "wal-ii",    "wal-jj",    "cp",        "hr-ii-x32",
                                      "hr-ii-x64", "hr-jj-x32", "hr-jj-x64", "pmemobj"};
@@ -78,7 +78,7 @@ TEST(SchemeTmmDriver, PmemobjReplacesAStaleObjectPoolOnAFreshRun) {
   const auto path = (dir.path / "p").string();
   const auto obj = kernels::tmm::PmemobjTmm::path_for(path);
   std::ofstream(obj) << "left over from an earlier run";
-  const auto& k = driver::find_kernel("tmm");
+  const auto& k = run::find_kernel("tmm");
   const auto p = params_for("pmemobj", 13, 5, 1);
   auto pool = pool::Pool::create(path, p, k.arrays(p), k.init);
   k.execute(pool, exec_options());

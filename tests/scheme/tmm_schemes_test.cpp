@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "crash_backend.hpp"
-#include "pmlab/driver/kernel_driver.hpp"
 #include "pmlab/kernels/inputs.hpp"
 #include "pmlab/kernels/tmm_eager.hpp"
 #include "pmlab/mem/native_backend.hpp"
+#include "pmlab/run/catalog.hpp"
 
 namespace pmlab::scheme_test {
 namespace {
@@ -131,7 +131,7 @@ const std::vector<std::pair<std::size_t, std::size_t>> kSizes{{1, 1},  {7, 3},  
                                                               {9, 20}, {24, 5}, {16, 4}};
 
 TEST(SchemeTmm, SchemeNamesParseAndEveryBackendSchemeIsCovered) {
-  const auto& names = driver::find_kernel("tmm").schemes;
+  const auto& names = run::find_kernel("tmm").schemes;
   for (const auto& s : kTemplateSchemes)
     EXPECT_NE(std::find(names.begin(), names.end(), s), names.end()) << s;
   EXPECT_EQ(std::find(names.begin(), names.end(), "hr-ii-x16"), names.end());

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/process.hpp"
-#include "pmlab/driver/sim_run.hpp"
+#include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/presets.hpp"
 
 namespace pmlab::testing {
@@ -186,7 +186,7 @@ TEST_F(SimCli, PmemobjIsRefused) {
     if (*vs) args.insert(args.end(), {"--vs", vs});
     const ProcessResult r = pmlab(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_NE(r.err.find("'pmemobj' runs natively only"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("'pmemobj' of tmm runs natively only"), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;  // refused before anything ran
   }
 }
@@ -228,24 +228,24 @@ TEST_F(SimCli, CachegrindConfigTakesCachegrindGeometry) {
 
 // The library entry point crash campaigns use: crash mid-run, apply the image, recover, finish.
 TEST(SimCliSession, CrashApplyRecoverFinishIsBitExact) {
-  driver::SimRunSpec spec;
+  run::SimRunSpec spec;
   spec.run.kernel = "tmm";
   spec.run.n = 48;
   spec.run.bs = 16;
   spec.run.threads = 3;
-  driver::MachineOverrides small;
+  run::MachineOverrides small;
   small.cores = 4;
   small.l1_size = 4096;
   small.llc_size = 32768;
-  spec.machine = driver::machine_from("lp-isca18", small);
+  spec.machine = run::machine_from("lp-isca18", small);
   for (const char* scheme : {"lp", "ep-jj", "wal-ii"}) {
     spec.run.scheme = scheme;
-    driver::SimSession s(spec);
+    run::SimSession s(spec);
     auto& be = s.backend();
     be.arm_crash(s.estimated_ops() / 2);
     EXPECT_THROW(s.run(), sim::PowerFailure) << scheme;
     be.apply_crash_image();
-    driver::RunReport report;
+    run::RunReport report;
     const std::size_t first = s.recover(report);
     EXPECT_LT(first, 3u) << scheme;
     s.run(first);

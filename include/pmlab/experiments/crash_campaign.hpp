@@ -1,0 +1,102 @@
+// Power-failure crash campaigns in the simulator: crash, restore the NVM image, recover, finish,
+// compare.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pmlab/run/sim_session.hpp"
+
+namespace pmlab::run {
+
+// Where in the run a trial cuts the power.
+enum class CrashPointKind {
+  kUniform,       // uniform over every op of the fault-free run
+  kFirstOp,       // before the very first op
+  kLastOp,        // before the last op
+  kBeforeCommit,  // just before a region's checksum/commit store completes
+  kAfterCommit,   // just after a region commit
+  kInsideCommit,  // between the stores of one checksum-table slot
+  // Inside persistence protocols (undo-log and index-record updates, persists), whose steps
+  // end in fences: the fault-free run's fence ops place these.
+  kBeforeFence,    // a step's stores and flushes happened, its fence did not
+  kAfterFence,     // the first or second op after a fence did not happen (e.g. a flag store or its
+                   // flush)
+  kBetweenFences,  // uniform between two fences: inside a log copy or an index update
+};
+[[nodiscard]] const char* to_string(CrashPointKind k);
+
+// Trials forked at once by default. fork() under AddressSanitizer copies its shadow mappings
+// (~10 ms a trial, more than re-simulating a small run), so sanitized builds run campaigns
+// in-process by default; results are identical either way.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr int kDefaultCampaignJobs = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr int kDefaultCampaignJobs = 0;
+#else
+inline constexpr int kDefaultCampaignJobs = 2;
+#endif
+#else
+inline constexpr int kDefaultCampaignJobs = 2;
+#endif
+
+struct CampaignOptions {
+  SimRunSpec spec;  // kernel run + machine (spec.verify is ignored)
+  std::uint64_t trials = 200;
+  std::uint64_t seed = 1;
+  double recovery_crash_rate = 0.3;  // chance that a restart is itself cut (repeatedly)
+  int max_recovery_crashes = 3;
+  // Trials running at once as fork()ed children of one fault-free simulation (each child cuts
+  // the power at its crash point); 0 = one fresh simulation per trial, in this process.
+  // Results are identical either way.
+  int jobs = kDefaultCampaignJobs;
+  std::function<void(std::uint64_t done, std::uint64_t total)> progress;
+};
+
+struct TrialResult {
+  std::uint64_t index = 0;
+  CrashPointKind kind = CrashPointKind::kUniform;
+  std::uint64_t crash_op = 0;                   // the op that did not happen
+  std::vector<std::uint64_t> recovery_crashes;  // ops (absolute) of crashes inside recovery
+  bool passed = false;
+  std::string failure;         // first mismatch or exception text
+  lp::RecoveryStats recovery;  // summed over every recovery of the trial
+  // Region executions that repeat work done before the crash: regions recomputed by recovery
+  // plus region commits after the crash of a region (RegionId) that had already committed.
+  std::uint64_t regions_redone = 0;
+  std::uint64_t recovery_ops = 0;     // backend ops spent in recovery (last attempt)
+  std::uint64_t recovery_cycles = 0;  // simulated cycles spent in recovery (last attempt)
+};
+
+struct CampaignResult {
+  std::string kernel, scheme;
+  std::uint64_t fault_free_ops = 0, commits = 0, fences = 0;
+  std::uint64_t fault_free_cycles = 0;
+  // With periodic cleaning (spec.machine.periodic_flush_cycles = T): the most region commits
+  // of the fault-free run inside any T-cycle window, the scale recovery work should stay within.
+  std::uint64_t periodic_flush_cycles = 0, max_commits_per_period = 0;
+  std::uint64_t trials = 0, passed = 0;
+  int jobs = 0;  // forked trials at once (0: sequential)
+  double seconds = 0;
+  std::vector<TrialResult> results;
+  [[nodiscard]] double trials_per_second() const {
+    return seconds > 0 ? static_cast<double>(trials) / seconds : 0;
+  }
+};
+
+// Runs the campaign; every trial is deterministic given (seed, trial index), so a failure can be
+// replayed with replay_trial(). After a trial's last crash the rest of its run is executed
+// without the cache model (SimBackend::stop_modelling): only its result is compared.
+[[nodiscard]] CampaignResult run_campaign(const CampaignOptions& opt);
+// One trial with explicit crash points (first = the run's crash, rest = crashes inside recovery).
+[[nodiscard]] TrialResult replay_trial(const SimRunSpec& spec, std::uint64_t crash_op,
+                                       const std::vector<std::uint64_t>& recovery_crashes);
+
+[[nodiscard]] nlohmann::json to_json(const CampaignResult& r, bool per_trial);
+
+}  // namespace pmlab::run

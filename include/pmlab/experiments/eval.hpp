@@ -1,0 +1,40 @@
+// `pmlab eval`: the papers' evaluation in one command — native, simulated, crash, checksum,
+// sensitivity.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pmlab::eval {
+
+struct EvalOptions {
+  bool full = false;  // paper sizes (hours) instead of the quick default (minutes)
+  std::string out_dir = "results";
+  std::uint64_t seed = 1;
+  // Called with (fraction done, seconds left estimate, what is running now).
+  std::function<void(double, double, const std::string&)> progress;
+  // Polled between measurements; when it becomes true the evaluation stops and the report is
+  // written from what was measured so far (Ctrl-C).
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// Runs every section, writes DIR/results.json, DIR/report.md and DIR/*.png (when matplotlib is
+// available), and returns the results document.
+nlohmann::json run_eval(const EvalOptions& opt);
+
+// Every verification in a results document that failed: a native scheme whose result was not
+// bit-identical to base's, a crash campaign with failed trials. Empty when all passed; `pmlab
+// eval` then exits 0, else 1. Stored as results["failed_checks"] by run_eval.
+[[nodiscard]] std::vector<std::string> failed_checks(const nlohmann::json& results);
+
+// The report from a results document (also used for partial results).
+[[nodiscard]] std::string render_report(const nlohmann::json& results);
+// The headline table printed to the terminal and at the top of report.md.
+[[nodiscard]] std::string render_headline(const nlohmann::json& results);
+
+}  // namespace pmlab::eval

@@ -1,0 +1,64 @@
+// The experiment driver's view of a kernel: arrays, input set-up, resumable execution,
+// verification.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pmlab/lp/recovery.hpp"
+#include "pmlab/persist/flush.hpp"
+#include "pmlab/persist/persister.hpp"
+#include "pmlab/pool/pool.hpp"
+
+namespace pmlab::run {
+
+struct ExecOptions {
+  persist::PersistMode mode = persist::PersistMode::kCpu;
+  persist::FlushKind flush = persist::FlushKind::kClwb;
+};
+
+// What one `pmlab run` invocation did to a pool.
+struct RunReport {
+  bool resumed = false;            // the pool held an interrupted run
+  std::string recovery_action;     // e.g. "lp-recovery", "restart", "none"
+  lp::RecoveryStats recovery;      // LP and recompute schemes fill this in
+  std::uint64_t resume_point = 0;  // outer-loop iteration where normal execution resumed
+  double recovery_seconds = 0;
+  double compute_seconds = 0;
+};
+
+struct VerifyResult {
+  std::uint64_t elements = 0;
+  std::uint64_t mismatches = 0;  // elements whose bit patterns differ from the reference
+  std::string first_mismatch;    // human-readable location/value of the first one
+  [[nodiscard]] bool ok() const { return mismatches == 0; }
+};
+
+struct KernelDriver {
+  std::string name;
+  std::vector<std::string> schemes;
+  // Largest n the SIGKILL tests draw (random n in [1, this]); they must run in well under a
+  // second at this size so that kills land anywhere in a run.
+  std::uint64_t crash_test_max_n = 256;
+  // Throws pmlab::Error(kInvalidArgument) for impossible parameters or unknown schemes.
+  std::function<void(const pool::RunParams&)> validate;
+  std::function<std::vector<pool::ArraySpec>(const pool::RunParams&)> arrays;
+  // Writes the inputs (and output initial values) into a freshly created pool.
+  std::function<void(pool::Pool&)> init;
+  // Recovers an interrupted run if needed, runs to completion, marks the pool done.
+  std::function<RunReport(pool::Pool&, const ExecOptions&)> execute;
+  // Compares the pool's outputs with a fault-free reference computed in the same FP order.
+  std::function<VerifyResult(const pool::Pool&)> verify;
+  // Sizes must be powers of two (FFT); tests and eval round their random sizes down.
+  bool n_power_of_two = false;
+};
+
+[[nodiscard]] const std::vector<KernelDriver>& kernel_drivers();
+[[nodiscard]] const KernelDriver& find_kernel(const std::string& name);  // throws pmlab::Error
+
+[[nodiscard]] persist::PersistMode persist_mode_from_string(const std::string& s);
+[[nodiscard]] const char* to_string(persist::PersistMode m);
+
+}  // namespace pmlab::run

@@ -1,0 +1,128 @@
+// The one resumable execution every native kernel driver uses, and the KernelDriver built from a
+// kernel's description (arrays, inputs, operands, verification, scheme table).
+//
+// A kernel is described once, as a struct satisfying ResumableKernel (see
+// src/kernels/cholesky_kernel.cpp); make_kernel_driver<K>() turns it into the native driver and
+// make_sim_kernel<K>() (sim_kernel.hpp) into the simulator's entry points, so both run the very
+// same scheme code. To add a scheme to a kernel, add a row to its scheme table: see the comment
+// at the top of scheme_table.hpp.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pmlab/mem/native_backend.hpp"
+#include "pmlab/pool/pool.hpp"
+#include "pmlab/run/catalog.hpp"
+#include "pmlab/run/native_dispatch.hpp"
+#include "pmlab/scheme/scheme.hpp"
+
+namespace pmlab::run {
+
+// The bytes that must be durable before a run is marked done (the kernel's result).
+struct OutputBytes {
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+// A kernel as the drivers see it, apart from its schemes. Its outer iteration (what `first` and
+// the resume point count) is the kernel's own: a step (cholesky, lu, gauss), a pass (fft), or
+// blocks done (conv2d).
+template <class K>
+concept KernelDescription = requires(const pool::RunParams& p, pool::Pool& pool,
+                                     const pool::Pool& cpool, const typename K::Operands& op) {
+  { K::kName } -> std::convertible_to<std::string_view>;
+  { K::kCrashTestMaxN } -> std::convertible_to<std::uint64_t>;  // see KernelDriver
+  { K::kPowerOfTwoN } -> std::convertible_to<bool>;
+  K::validate(p);  // sizes and scheme-specific limits (the scheme name is checked for it)
+  { K::arrays(p) } -> std::same_as<std::vector<pool::ArraySpec>>;  // without scheme arrays
+  K::init(pool);                                                   // writes the inputs
+  { K::operands(cpool) } -> std::same_as<typename K::Operands>;
+  { K::output(op) } -> std::same_as<OutputBytes>;
+  { K::verify(cpool) } -> std::same_as<VerifyResult>;
+  { K::base_refs(p) } -> std::convertible_to<std::uint64_t>;  // loads + stores of base
+};
+
+// ... plus a scheme table (K::schemes) whose every row runs on the native backends.
+template <class K>
+concept ResumableKernel = KernelDescription<K> &&
+    SchemeTableFor<decltype(K::schemes), SchemeContext<typename K::Operands>, mem::PlainBackend>;
+
+template <ResumableKernel K>
+using ContextOf = SchemeContext<typename K::Operands>;
+
+template <ResumableKernel K>
+void validate_run(const pool::RunParams& p) {
+  require_scheme(K::schemes, K::kName, p.scheme);
+  K::validate(p);
+}
+
+template <ResumableKernel K>
+[[nodiscard]] std::vector<pool::ArraySpec> run_arrays(const pool::RunParams& p) {
+  std::vector<pool::ArraySpec> arrays = K::arrays(p);
+  with_scheme(K::schemes, p.scheme, [&](const auto& s) {
+    for (auto& a : s.arrays(p)) arrays.push_back(std::move(a));
+  });
+  return arrays;
+}
+
+// The state machine of a native run: done → nothing; running (interrupted) → the scheme's
+// recovery, which names the outer iteration to resume from; then normal execution from there;
+// the result made durable; done.
+template <ResumableKernel K>
+[[nodiscard]] RunReport execute_resumable(pool::Pool& pool, const ExecOptions& opt) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  const pool::RunParams& p = pool.params();
+  validate_run<K>(p);
+  RunReport report;
+  if (pool.state() == pool::RunState::kDone) {
+    report.recovery_action = "none (run already complete)";
+    return report;
+  }
+  report.resumed = pool.state() == pool::RunState::kRunning;
+  pool.count_start();
+  pool.set_state(pool::RunState::kRunning);
+  const ContextOf<K> ctx{pool, K::operands(pool), p};
+  with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
+    with_scheme(K::schemes, p.scheme, [&](const auto& scheme) {
+      scheme.prepare(be, ctx);  // untimed set-up
+      const auto t0 = Clock::now();
+      const std::size_t first = report.resumed ? scheme.recover(be, ctx, report) : 0;
+      report.recovery_seconds = seconds_since(t0);
+      report.resume_point = first;
+      const auto t1 = Clock::now();
+      scheme.run(be, ctx, first);
+      report.compute_seconds = seconds_since(t1);
+    });
+    // "done" only once the result is durable, whatever the scheme left in the caches.
+    const OutputBytes out = K::output(ctx.op);
+    pool.persist(out.data, out.bytes);
+  });
+  pool.set_state(pool::RunState::kDone);
+  return report;
+}
+
+template <ResumableKernel K>
+[[nodiscard]] KernelDriver make_kernel_driver() {
+  KernelDriver d;
+  d.name = std::string(K::kName);
+  d.schemes = scheme_names(K::schemes);
+  d.crash_test_max_n = K::kCrashTestMaxN;
+  d.validate = validate_run<K>;
+  d.arrays = run_arrays<K>;
+  d.init = K::init;
+  d.execute = execute_resumable<K>;
+  d.verify = K::verify;
+  d.n_power_of_two = K::kPowerOfTwoN;
+  return d;
+}
+
+}  // namespace pmlab::run

@@ -1,0 +1,116 @@
+// Simulating kernel x scheme runs (scratch pool + SimBackend + per-kernel entry points), for `pmlab
+// sim`, crash campaigns and eval.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "pmlab/pool/pool.hpp"
+#include "pmlab/run/catalog.hpp"
+#include "pmlab/sim/params.hpp"
+#include "pmlab/sim/sim_backend.hpp"
+#include "pmlab/sim/stats.hpp"
+
+namespace pmlab::run {
+
+// What to simulate: a kernel run (kernel, scheme, n, bs, threads = logical threads, checksum,
+// seed) on a machine. Both papers implemented clflushopt, hence the default.
+struct SimRunSpec {
+  pool::RunParams run;
+  sim::SimParams machine;
+  sim::FlushMode flush = sim::FlushMode::kClflushopt;
+  bool drain = false;   // write every dirty line back at the end (counted under "drain")
+  bool verify = false;  // simulate(): compare the result with the fault-free reference
+};
+
+// Every check SimSession makes (kernel, scheme, sizes, threads, machine), without allocating.
+void validate(const SimRunSpec& spec);
+
+// Changes to a preset, each applied only when set (the CLI's --l1-size etc.; eval's sweeps).
+struct MachineOverrides {
+  std::optional<int> cores;
+  std::optional<std::uint64_t> l1_size, l2_size, llc_size;  // l2_size 0 removes the private L2
+  std::optional<std::uint32_t> l1_ways, l2_ways, llc_ways;
+  std::optional<sim::Replacement> replacement;  // every level
+  std::optional<bool> inclusive_llc;
+  std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
+  std::optional<std::uint32_t> write_queue_entries, write_units;
+  std::optional<std::uint64_t> periodic_flush_cycles;  // 0 = off
+};
+
+// preset(name) with `o` applied, validated; throws pmlab::Error(kInvalidArgument) naming the field.
+[[nodiscard]] sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o);
+
+// The simulator's entry points for one kernel; KernelDriver (arrays, init, verify) is shared
+// with the native side. make_sim_kernel<K>() (driver/sim_kernel.hpp) builds them from the same
+// scheme table the native driver runs.
+struct SimKernel {
+  std::string name;
+  // Throws kInvalidArgument for schemes the simulator cannot run (e.g. tmm's pmemobj).
+  std::function<void(const pool::RunParams&)> check;
+  // Normal execution from outer iteration `first` to the end, on the pool's arrays.
+  std::function<void(sim::SimBackend&, pool::Pool&, std::size_t first)> run;
+  // The scheme's recovery on whatever the pool holds; returns where execution resumes.
+  std::function<std::size_t(sim::SimBackend&, pool::Pool&, RunReport&)> recover;
+  // Loads + stores of the base kernel (progress estimate only).
+  std::function<std::uint64_t(const pool::RunParams&)> base_refs;
+};
+
+[[nodiscard]] const std::vector<SimKernel>& sim_kernels();
+[[nodiscard]] const SimKernel& find_sim_kernel(const std::string& name);  // throws kInvalidArgument
+
+// One kernel's arrays in a scratch pool laid out and initialised by its KernelDriver (on
+// /dev/shm, i.e. DRAM, unlinked at once: nothing is left on disk), and a SimBackend for which
+// every pool array is a registered persistent range. Crash campaigns drive it directly:
+// backend().arm_crash(k); run() throws PowerFailure; backend().apply_crash_image(); recover().
+class SimSession {
+ public:
+  explicit SimSession(const SimRunSpec& spec);  // validates everything; throws pmlab::Error
+  ~SimSession();
+  SimSession(SimSession&&) noexcept;
+  SimSession& operator=(SimSession&&) noexcept;
+  SimSession(const SimSession&) = delete;
+  SimSession& operator=(const SimSession&) = delete;
+
+  void run(std::size_t first = 0);
+  [[nodiscard]] std::size_t recover(RunReport& report);
+  [[nodiscard]] VerifyResult verify() const;  // bit-exact against the fault-free reference
+
+  [[nodiscard]] sim::SimBackend& backend();
+  [[nodiscard]] pool::Pool& pool();
+  [[nodiscard]] const SimRunSpec& spec() const;
+  // Ops (loads + stores) of the base kernel: the denominator of a progress fraction.
+  [[nodiscard]] std::uint64_t estimated_ops() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+struct SimRunResult {
+  sim::SimStats stats;
+  std::uint64_t ops = 0;   // backend ops: loads, stores, flushes, fences
+  double seconds = 0;      // host wall time of the simulated execution (setup excluded)
+  double cpu_seconds = 0;  // host CPU time of the same (the simulator is single-threaded)
+  std::optional<VerifyResult> verify;            // when spec.verify
+  [[nodiscard]] double refs_per_second() const;  // simulated line accesses per host second
+};
+
+// Called after each outermost parallel loop with an estimated fraction done in [0, 1).
+using SimProgress = std::function<void(double fraction)>;
+
+// Builds a session, runs the kernel to completion (and drains if asked), returns the statistics.
+[[nodiscard]] SimRunResult simulate(const SimRunSpec& spec, const SimProgress& progress = {});
+
+// Every statistic of `s` divided by the same one of `base`, as JSON with the keys of
+// sim::to_json (arrays per core dropped). 0/0 is 1 (same as base); x/0 with x > 0 is null.
+[[nodiscard]] nlohmann::json normalized_to(const sim::SimStats& s, const sim::SimStats& base);
+
+}  // namespace pmlab::run

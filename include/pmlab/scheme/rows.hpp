@@ -1,0 +1,134 @@
+// Scheme-table rows shared by kernels: base and lp of the in-place factorizations, and LP's
+// rivals (wal, cp, hr-xX) of kernels whose header follows the *_rivals.hpp API; the kernel
+// functions are found by argument-dependent lookup on Operands.
+//
+// Usage in a kernel's table (ShapeOf: RunParams -> Operands with real dimensions and null data,
+// which is all the *_bytes_for functions read):
+//   wal_scheme<shape_of>(), cp_scheme<shape_of>(), hr_scheme<shape_of, 8>("hr-x8")
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "pmlab/scheme/band_copy.hpp"
+#include "pmlab/scheme/copy_jobs.hpp"
+#include "pmlab/scheme/index_record.hpp"
+#include "pmlab/scheme/scheme.hpp"
+#include "pmlab/scheme/step_checkpoint.hpp"
+#include "pmlab/scheme/wal_units.hpp"
+
+namespace pmlab::run {
+
+template <std::size_t N>
+[[nodiscard]] std::vector<pool::ArraySpec> array_specs(
+    const std::array<scheme::PoolArray, N>& arrays) {
+  std::vector<pool::ArraySpec> specs;
+  for (const auto& a : arrays) specs.push_back({std::string(a.name), a.bytes});
+  return specs;
+}
+
+// The pool's arrays seen through the kernels' rival state types (names from *_bytes_for).
+template <class Ctx>
+[[nodiscard]] scheme::WalUnits wal_units_of(const Ctx& c) {
+  return {c.pool.template array<scheme::UndoHeader>("wal_header"),
+          c.pool.template array<scheme::WalProgress>("wal_index"),
+          c.pool.template array<double>("wal_log")};
+}
+template <class Ctx>
+[[nodiscard]] scheme::StepCheckpoint checkpoint_of(const Ctx& c) {
+  return cp_state(c.op, c.pool.template array<scheme::StepCheckpointHeader>("cp_header"),
+                  c.pool.template array<double>("cp_area"), cp_default_every(c.op));
+}
+template <std::size_t Parts, class Ctx>
+[[nodiscard]] auto hybrid_of(const Ctx& c) {
+  return hr_state(c.op, c.pool.template array<scheme::IndexRecordLayout<1>>("ep_index"),
+                  c.pool.template array<double>("hr_copy"),
+                  c.pool.template array<scheme::PartState>("hr_parts"), Parts);
+}
+
+// Base of an in-place kernel: no persistent progress, so recovery restores the input and restarts.
+constexpr auto restart_base_scheme() {
+  return Scheme{.name = "base",
+                .run = [](mem::Backend auto& be, const auto& c,
+                          std::size_t first) { run_base(be, c.op, first); },
+                .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "restart";  // base keeps no persistent progress
+                  restart(be, c.op);
+                  return 0;
+                }};
+}
+
+// Where a kernel's LP checksum table lives: among lp's own arrays, or among the kernel's (tmm:
+// every tmm pool has kept one since the first pool format, and its layout stays unchanged).
+enum class TableArray { kScheme, kKernel };
+
+// Lazy Persistency with one checksum slot per ShapeOf(p).table_slots(), any checksum kind.
+template <auto ShapeOf, TableArray Table = TableArray::kScheme>
+constexpr auto lp_scheme() {
+  return Scheme{.name = "lp",
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      if constexpr (Table == TableArray::kKernel) return no_scheme_arrays(p);
+                      return std::vector{lp_table_spec(ShapeOf(p).table_slots())};
+                    },
+                .run =
+                    [](mem::Backend auto& be, const auto& c, std::size_t first) {
+                      lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                        run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), first);
+                      });
+                    },
+                .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "lp-recovery";
+                  return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                    return recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
+                                                             r.recovery);
+                  });
+                }};
+}
+
+// Undo-logging transactions, one per EagerRecompute region (thesis Fig. 2.6).
+template <auto ShapeOf>
+constexpr auto wal_scheme() {
+  return Scheme{
+      .name = "wal",
+      .arrays = [](const pool::RunParams& p) { return array_specs(wal_bytes_for(ShapeOf(p))); },
+      .run = [](mem::Backend auto& be, const auto& c,
+                std::size_t first) { run_wal(be, c.op, wal_units_of(c), first); },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "wal-recovery";  // undo-log rollback, then resume
+        return recover_wal(be, c.op, wal_units_of(c), r.recovery);
+      }};
+}
+
+// Checkpoints of the working array by copy, every cp_default_every(op) outer steps.
+template <auto ShapeOf>
+constexpr auto cp_scheme() {
+  return Scheme{
+      .name = "cp",
+      .arrays = [](const pool::RunParams& p) { return array_specs(cp_bytes_for(ShapeOf(p))); },
+      .run = [](mem::Backend auto& be, const auto& c,
+                std::size_t first) { run_cp(be, c.op, checkpoint_of(c), first); },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "cp-recovery";  // restore the last checkpoint
+        return recover_cp(be, c.op, checkpoint_of(c), r.recovery);
+      }};
+}
+
+// Hybrid Recompute: EagerRecompute plus 1/Parts of the working array copied per outer step.
+template <auto ShapeOf, std::size_t Parts>
+constexpr auto hr_scheme(std::string_view name) {
+  return Scheme{
+      .name = name,
+      .arrays =
+          [](const pool::RunParams& p) { return array_specs(hr_bytes_for(ShapeOf(p), Parts)); },
+      .run = [](mem::Backend auto& be, const auto& c,
+                std::size_t first) { run_hr(be, c.op, hybrid_of<Parts>(c), first); },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "hr-recovery";
+        return recover_hr(be, c.op, hybrid_of<Parts>(c), r.recovery);
+      }};
+}
+
+}  // namespace pmlab::run

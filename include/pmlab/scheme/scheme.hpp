@@ -1,0 +1,151 @@
+// A kernel's scheme table: per persistency scheme, its extra pool arrays, how it runs from an outer
+// iteration and how it recovers — generic over the memory backend (native and simulated).
+//
+// How to add a scheme to a kernel (e.g. "wal" for cholesky), nothing else to touch:
+//   1. Write its run and recovery in the kernel's header (e.g. include/pmlab/kernels/
+//      cholesky_wal.hpp), templated over mem::Backend, like the lp/ep functions.
+//   2. Add one entry to the kernel's table (`kSchemes` in src/kernels/cholesky_kernel.cpp):
+//
+//        Scheme{.name = "wal",
+//               .arrays = [](const pool::RunParams& p) {
+//                 return std::vector<pool::ArraySpec>{{"wal_log", log_bytes(p)}};
+//               },
+//               .run = [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+//                 ch::run_wal(be, c.op, wal_state(c), first);
+//               },
+//               .recover = [](mem::Backend auto& be, const Ctx& c,
+//                             RunReport& r) -> std::size_t {
+//                 r.recovery_action = "undo-log rollback";
+//                 return ch::recover_wal(be, c.op, wal_state(c), r.recovery);  // resume point
+//               }},
+//
+//      `c.pool.array<T>("wal_log")` gives the arrays (the pool zero-fills them; read zero as
+//      "nothing done yet"). A scheme that cannot run on sim::SimBackend sets
+//      `.sim_refusal = "why"`; `pmlab sim`/`pmlab crash` then refuse it with that reason.
+//   `pmlab run/bench/sim/crash`, --help, the kill -9 tests and the crash campaigns pick it up.
+//
+// Contract: run(be, c, first) executes outer iterations [first, end) (first = 0: the whole
+// run); recover(be, c, report) brings whatever the pool holds after a crash — at any point, also
+// inside an earlier recovery — to a state from which run(resume) gives the fault-free result bit
+// for bit, fills report.recovery_action and report.recovery, and returns resume.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+#include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/pool/pool.hpp"
+#include "pmlab/run/catalog.hpp"
+#include "pmlab/scheme/index_record.hpp"
+
+namespace pmlab::run {
+
+// What a scheme's run/recover see: the pool (for its arrays), the kernel's operand views of it,
+// and the run parameters (checksum kind, threads, ...).
+template <class Operands>
+struct SchemeContext {
+  pool::Pool& pool;
+  Operands op;
+  const pool::RunParams& params;
+
+  // The arrays of the two recompute schemes every kernel has (see lp_table_spec, ep_index_spec).
+  [[nodiscard]] lp::ChecksumTable checksum_table() const {
+    return {pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots()};
+  }
+  [[nodiscard]] scheme::IndexRecordTable<1> index_records(std::size_t count) const {
+    return {pool.array<scheme::IndexRecordLayout<1>>("ep_index"), count};
+  }
+};
+
+[[nodiscard]] inline pool::ArraySpec lp_table_spec(std::uint64_t slots) {
+  return {"lp_table", lp::ChecksumTable::bytes_for(slots)};
+}
+[[nodiscard]] inline pool::ArraySpec ep_index_spec(std::uint64_t records) {
+  return {"ep_index", scheme::IndexRecordTable<1>::bytes_for(records)};
+}
+
+using SchemeArraysFn = std::vector<pool::ArraySpec> (*)(const pool::RunParams&);
+[[nodiscard]] inline std::vector<pool::ArraySpec> no_scheme_arrays(const pool::RunParams&) {
+  return {};
+}
+
+// The default `prepare` of a scheme: no set-up beyond the pool's arrays.
+struct NoPrepare {
+  void operator()(const auto&, const auto&) const {}
+};
+
+// One row of a scheme table; Run, Recover and Prepare are generic lambdas over the backend.
+template <class Run, class Recover, class Prepare = NoPrepare>
+struct Scheme {
+  std::string_view name;
+  SchemeArraysFn arrays = no_scheme_arrays;  // beyond the kernel's own arrays
+  Run run;                                   // (be, ctx, first) -> void
+  Recover recover;                           // (be, ctx, RunReport&) -> resume point
+  std::string_view sim_refusal = {};         // non-empty: why the simulator cannot run it
+  // (be, ctx) -> void, before recovery and run, outside every timing: set-up that base
+  // gets for free with its pool (e.g. pmemobj creating a pool file of its own).
+  Prepare prepare = {};
+};
+
+// A scheme that backend B can execute in context Ctx.
+template <class S, class Ctx, class B>
+concept SchemeFor = mem::Backend<B> &&
+    requires(const S& s, B& be, const Ctx& ctx, std::size_t first, RunReport& report,
+             const pool::RunParams& p) {
+  { s.name } -> std::convertible_to<std::string_view>;
+  { s.sim_refusal } -> std::convertible_to<std::string_view>;
+  { s.arrays(p) } -> std::same_as<std::vector<pool::ArraySpec>>;
+  s.prepare(be, ctx);
+  s.run(be, ctx, first);
+  { s.recover(be, ctx, report) } -> std::same_as<std::size_t>;
+};
+
+namespace detail {
+template <class T, class Ctx, class B>
+inline constexpr bool kIsSchemeTableFor = false;
+template <class... S, class Ctx, class B>
+inline constexpr bool kIsSchemeTableFor<std::tuple<S...>, Ctx, B> = (SchemeFor<S, Ctx, B> && ...);
+}  // namespace detail
+
+// A std::tuple of Schemes, every one executable by B.
+template <class T, class Ctx, class B>
+concept SchemeTableFor = detail::kIsSchemeTableFor<std::remove_cvref_t<T>, Ctx, B>;
+
+template <class Table>
+[[nodiscard]] std::vector<std::string> scheme_names(const Table& table) {
+  return std::apply(
+      [](const auto&... s) { return std::vector<std::string>{std::string(s.name)...}; }, table);
+}
+
+template <class Table>
+[[nodiscard]] bool has_scheme(const Table& table, std::string_view name) {
+  return std::apply([&](const auto&... s) { return ((s.name == name) || ...); }, table);
+}
+
+// Throws kInvalidArgument naming the known schemes unless `name` is one of them.
+template <class Table>
+void require_scheme(const Table& table, std::string_view kernel, std::string_view name) {
+  if (!has_scheme(table, name))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("unknown scheme '{}' for {} (known: {})", name, kernel,
+                            fmt::join(scheme_names(table), ", ")));
+}
+
+// Calls fn(scheme) for the table row named `name` (checked beforehand by require_scheme).
+template <class Table, class Fn>
+void with_scheme(const Table& table, std::string_view name, Fn&& fn) {
+  const bool found = std::apply(
+      [&](const auto&... s) { return ((s.name == name && (fn(s), true)) || ...); }, table);
+  if (!found) throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}'", name));
+}
+
+}  // namespace pmlab::run

@@ -1,0 +1,223 @@
+// Injects realistic errors into real tmm region data and counts what each checksum kind misses.
+#include "pmlab/experiments/checksum_study.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "pmlab/kernels/inputs.hpp"
+#include "pmlab/kernels/tmm.hpp"
+#include "pmlab/mem/native_backend.hpp"
+
+namespace pmlab::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <lp::ChecksumKind K>
+lp::ChecksumValue checksum(const std::vector<double>& v) {
+  lp::Accumulator<K> acc;
+  for (double x : v) acc.add(x);
+  return acc.value();
+}
+
+// Two consecutive states of one real tmm panel (after steps kt-1 and kt): the stale-line
+// model takes lines from the older one, as a crash in LP would leave them.
+struct PanelStates {
+  std::vector<double> before, after;
+};
+
+PanelStates real_panel_states(std::uint64_t region_values, std::uint64_t seed) {
+  const std::size_t bs = 16;
+  const std::size_t n = std::max<std::size_t>(bs, region_values / bs);
+  std::vector<double> a(n * n), b(n * n), c(n * n, 0.0);
+  for (std::size_t i = 0; i < n * n; ++i) {
+    a[i] = kernels::input_value(seed, 0, i);
+    b[i] = kernels::input_value(seed, 1, i);
+  }
+  kernels::tmm::Operands op{{a.data(), n, n}, {b.data(), n, n}, {c.data(), n, n}, n, bs};
+  mem::PlainBackend be;
+  const std::size_t kt = op.tiles() / 2;  // a mid-run step: values are neither tiny nor final
+  for (std::size_t k = 0; k < kt; ++k) kernels::tmm::panel_step(be, op, k, 0, [](double) {});
+  PanelStates s;
+  s.before.assign(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(bs * n));
+  kernels::tmm::panel_step(be, op, kt, 0, [](double) {});
+  s.after.assign(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(bs * n));
+  return s;
+}
+
+void corrupt(std::vector<double>& v, const PanelStates& states, ErrorModel m,
+             std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::size_t> idx(0, v.size() - 1);
+  auto flip = [](double x, int bit) {
+    return std::bit_cast<double>(std::bit_cast<std::uint64_t>(x) ^ (1ull << bit));
+  };
+  switch (m) {
+    case ErrorModel::kSingleBitFlip: {
+      auto i = idx(rng);
+      v[i] = flip(v[i], static_cast<int>(rng() % 64));
+      break;
+    }
+    case ErrorModel::kRandomWords: {
+      int count = 1 + static_cast<int>(rng() % 4);
+      for (int c = 0; c < count; ++c) v[idx(rng)] = std::bit_cast<double>(rng());
+      break;
+    }
+    case ErrorModel::kStaleLines: {
+      const std::size_t lines = (v.size() + 7) / 8;
+      const std::size_t stale = 1 + rng() % std::min<std::size_t>(lines, 8);
+      for (std::size_t s = 0; s < stale; ++s) {
+        std::size_t line = rng() % lines;
+        for (std::size_t i = line * 8; i < std::min(v.size(), line * 8 + 8); ++i)
+          v[i] = states.before[i];
+      }
+      break;
+    }
+    case ErrorModel::kCompensatingFlips: {
+      // Find a bit set in one value and clear in another: flipping both keeps the XOR and the
+      // sum of bit patterns unchanged, the blind spot of parity and modular checksums.
+      for (int attempt = 0; attempt < 64; ++attempt) {
+        auto i = idx(rng), j = idx(rng);
+        int bit = static_cast<int>(rng() % 64);
+        auto bi = std::bit_cast<std::uint64_t>(v[i]), bj = std::bit_cast<std::uint64_t>(v[j]);
+        if (i != j && ((bi >> bit) & 1u) == 1u && ((bj >> bit) & 1u) == 0u) {
+          v[i] = flip(v[i], bit);
+          v[j] = flip(v[j], bit);
+          return;
+        }
+      }
+      v[0] = flip(v[0], 0);  // degenerate data: fall back to a single flip
+      break;
+    }
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+const char* to_string(ErrorModel m) {
+  switch (m) {
+    case ErrorModel::kSingleBitFlip:
+      return "single-bit-flip";
+    case ErrorModel::kRandomWords:
+      return "random-words";
+    case ErrorModel::kStaleLines:
+      return "stale-lines";
+    case ErrorModel::kCompensatingFlips:
+      return "compensating-flips";
+  }
+  return "?";
+}
+
+double AccuracyCell::upper_bound_95() const {
+  if (trials == 0) return 1.0;
+  if (undetected == 0) return 3.0 / static_cast<double>(trials);
+  // Normal approximation with continuity; fine for the counts reported here.
+  double p = static_cast<double>(undetected) / static_cast<double>(trials);
+  return std::min(1.0, p + 1.96 * std::sqrt(p * (1 - p) / static_cast<double>(trials)) +
+                           0.5 / static_cast<double>(trials));
+}
+
+std::vector<AccuracyCell> run_accuracy_study(const ChecksumStudyOptions& opt) {
+  const PanelStates states = real_panel_states(opt.region_values, opt.seed);
+  std::vector<AccuracyCell> cells;
+  const std::size_t total = std::size(lp::kAllChecksumKinds) * std::size(kAllErrorModels);
+  for (auto kind : lp::kAllChecksumKinds) {
+    for (auto model : kAllErrorModels) {
+      AccuracyCell cell{kind, model};
+      std::mt19937_64 rng(kernels::mix64(opt.seed * 131 + static_cast<std::uint64_t>(kind) * 17 +
+                                         static_cast<std::uint64_t>(model)));
+      lp::with_checksum_kind(kind, [&](auto k) {
+        constexpr auto K = decltype(k)::value;
+        const auto good = checksum<K>(states.after);
+        std::vector<double> v;
+        while (cell.trials < opt.trials_per_cell) {
+          v = states.after;
+          corrupt(v, states, model, rng);
+          if (std::memcmp(v.data(), states.after.data(), v.size() * sizeof(double)) == 0)
+            continue;  // the corruption happened to change nothing: not an error
+          ++cell.trials;
+          if (checksum<K>(v) == good) ++cell.undetected;
+        }
+      });
+      cells.push_back(cell);
+      if (opt.on_progress)
+        opt.on_progress(static_cast<double>(cells.size()) / static_cast<double>(total));
+    }
+  }
+  return cells;
+}
+
+std::vector<OverheadCell> run_overhead_study(const ChecksumStudyOptions& opt) {
+  const std::size_t n = opt.overhead_n, bs = 16;
+  std::vector<double> a(n * n), b(n * n), c(n * n);
+  for (std::size_t i = 0; i < n * n; ++i) {
+    a[i] = kernels::input_value(opt.seed, 0, i);
+    b[i] = kernels::input_value(opt.seed, 1, i);
+  }
+  kernels::tmm::Operands op{{a.data(), n, n}, {b.data(), n, n}, {c.data(), n, n}, n, bs};
+  std::vector<lp::ChecksumSlot> slots(op.table_slots());
+  lp::ChecksumTable table(slots.data(), slots.size());
+  mem::PlainBackend be({}, opt.threads);
+  auto time_it = [&](auto&& fn) {
+    std::fill(c.begin(), c.end(), 0.0);
+    std::fill(slots.begin(), slots.end(), lp::ChecksumSlot{});
+    auto t0 = Clock::now();
+    fn();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  std::vector<OverheadCell> cells;
+  std::size_t done = 0;
+  for (auto kind : lp::kAllChecksumKinds) {
+    OverheadCell cell{kind};
+    std::vector<double> base_t, lp_t, ratio;
+    // Interleaved pairs: base, lp, base, lp, ... so drift and noise hit both alike.
+    for (int r = 0; r < opt.overhead_reps; ++r) {
+      base_t.push_back(time_it([&] { kernels::tmm::run_base(be, op); }));
+      lp_t.push_back(time_it([&] {
+        lp::with_checksum_kind(
+            kind, [&](auto k) { kernels::tmm::run_lp<decltype(k)::value>(be, op, table); });
+      }));
+      ratio.push_back(lp_t.back() / base_t.back() - 1.0);
+      if (opt.on_progress)
+        opt.on_progress(static_cast<double>(++done) /
+                        static_cast<double>(std::size(lp::kAllChecksumKinds) * opt.overhead_reps));
+    }
+    cell.reps = opt.overhead_reps;
+    cell.base_median_s = median(base_t);
+    cell.lp_median_s = median(lp_t);
+    cell.overhead_median = median(ratio);
+    cell.overhead_min = *std::min_element(ratio.begin(), ratio.end());
+    cell.overhead_max = *std::max_element(ratio.begin(), ratio.end());
+    cells.push_back(cell);
+  }
+  return cells;
+}
+
+nlohmann::json ChecksumStudy::to_json() const {
+  nlohmann::json j;
+  for (const auto& c : accuracy)
+    j["accuracy"].push_back({{"checksum", std::string(lp::to_string(c.kind))},
+                             {"error_model", to_string(c.model)},
+                             {"trials", c.trials},
+                             {"undetected", c.undetected},
+                             {"miss_rate_upper_95", c.upper_bound_95()}});
+  for (const auto& c : overhead)
+    j["overhead"].push_back({{"checksum", std::string(lp::to_string(c.kind))},
+                             {"reps", c.reps},
+                             {"base_median_s", c.base_median_s},
+                             {"lp_median_s", c.lp_median_s},
+                             {"overhead_median", c.overhead_median},
+                             {"overhead_min", c.overhead_min},
+                             {"overhead_max", c.overhead_max}});
+  return j;
+}
+
+}  // namespace pmlab::eval

@@ -1,0 +1,475 @@
+// Crash campaigns: deterministic trials over uniform and corner crash points, with crashes in
+// recovery; trials fork from one fault-free simulation at their crash points.
+#include "pmlab/experiments/crash_campaign.hpp"
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "fork_pool.hpp"
+#include "pmlab/core/error.hpp"
+#include "pmlab/kernels/inputs.hpp"
+#include "pmlab/sim/crash_image.hpp"
+
+namespace pmlab::run {
+namespace {
+
+struct FaultFree {
+  std::uint64_t ops = 0, cycles = 0;
+  std::vector<sim::CommitPoint> commits;
+  std::vector<std::uint64_t> fences;  // op numbers of the fences: persistence-protocol steps
+};
+
+FaultFree fault_free_run(const SimRunSpec& spec) {
+  SimSession s(spec);
+  s.backend().record_fences(true);
+  s.run(0);
+  return {s.backend().ops(), s.backend().stats().cycles.value(), s.backend().commits(),
+          s.backend().fence_ops()};
+}
+
+// Where trial i cuts the power. Drawn from the trial's own generator, which then goes on to
+// draw its crashes inside recovery: plan_trial(i) replays exactly, in any process.
+struct TrialPlan {
+  std::uint64_t index = 0;
+  CrashPointKind kind = CrashPointKind::kUniform;
+  std::uint64_t crash_op = 0;
+};
+
+std::mt19937_64 trial_rng(std::uint64_t seed, std::uint64_t i) {
+  return std::mt19937_64(kernels::mix64(seed ^ kernels::mix64(i)));
+}
+
+TrialPlan plan_trial(const FaultFree& ff, std::uint64_t i, std::mt19937_64& rng) {
+  // The first trials hit the corners, the rest are uniform (corners keep recurring at 1/4).
+  CrashPointKind kind = CrashPointKind::kUniform;
+  const int commit_kinds = ff.commits.empty() ? 0 : 3, fence_kinds = ff.fences.empty() ? 0 : 3;
+  if (i == 0) {
+    kind = CrashPointKind::kFirstOp;
+  } else if (i == 1) {
+    kind = CrashPointKind::kLastOp;
+  } else if (commit_kinds + fence_kinds > 0 && (i < 8 || rng() % 4 == 0)) {
+    const auto c = static_cast<int>(rng() % static_cast<std::uint64_t>(commit_kinds + fence_kinds));
+    kind = c < commit_kinds ? static_cast<CrashPointKind>(3 + c)
+                            : static_cast<CrashPointKind>(6 + c - commit_kinds);
+  }
+  std::uint64_t k = 1;
+  const auto pick_commit = [&] { return ff.commits[rng() % ff.commits.size()].ops; };
+  const auto pick_fence = [&] { return static_cast<std::size_t>(rng() % ff.fences.size()); };
+  switch (kind) {
+    case CrashPointKind::kUniform:
+      k = 1 + rng() % ff.ops;
+      break;
+    case CrashPointKind::kFirstOp:
+      k = 1;
+      break;
+    case CrashPointKind::kLastOp:
+      k = ff.ops;
+      break;
+    // commit.ops = ops done when the region ended, i.e. after its last (tag) store.
+    case CrashPointKind::kBeforeCommit:
+      k = pick_commit();
+      break;
+    case CrashPointKind::kAfterCommit:
+      k = pick_commit() + 1;
+      break;
+    case CrashPointKind::kInsideCommit:
+      k = pick_commit() - 1;
+      break;
+    // A fence's op number: crashing at it leaves its step's flushes done, the fence not.
+    case CrashPointKind::kBeforeFence:
+      k = ff.fences[pick_fence()];
+      break;
+    case CrashPointKind::kAfterFence:
+      k = ff.fences[pick_fence()] + 1 + rng() % 2;
+      break;
+    case CrashPointKind::kBetweenFences: {
+      const std::size_t f = pick_fence();
+      const std::uint64_t prev = f == 0 ? 0 : ff.fences[f - 1];
+      k = prev + 1 + rng() % std::max<std::uint64_t>(1, ff.fences[f] - prev - 1);
+      break;
+    }
+  }
+  return {i, kind, std::clamp<std::uint64_t>(k, 1, ff.ops)};
+}
+
+// Draws the crashes inside trial's restarts (0 = no more); `ops_now` = ops done so far.
+auto recovery_crashes(const CampaignOptions& opt, const FaultFree& ff, std::mt19937_64& rng) {
+  return [&opt, &ff, &rng, crashes_left = opt.max_recovery_crashes,
+          crash_again = std::bernoulli_distribution(opt.recovery_crash_rate)](
+             std::uint64_t ops_now) mutable -> std::uint64_t {
+    if (crashes_left-- <= 0 || !crash_again(rng)) return 0;
+    // Somewhere in the remaining work; recovery is usually much shorter than a run,
+    // so half of the draws land in the first 1% of it.
+    const std::uint64_t span = std::max<std::uint64_t>(1, rng() % 2 ? ff.ops / 100 : ff.ops);
+    return ops_now + 1 + rng() % span;
+  };
+}
+
+// Commits from index `from` on of a region that had committed before.
+std::uint64_t repeated_commits(const std::vector<sim::CommitPoint>& commits, std::size_t from) {
+  const auto key = [](const sim::CommitPoint& c) {
+    return (std::uint64_t{c.region.outer} << 32) | c.region.inner;
+  };
+  std::unordered_set<std::uint64_t> seen;
+  seen.reserve(commits.size());
+  std::uint64_t repeated = 0;
+  for (std::size_t i = 0; i < commits.size(); ++i) {
+    const bool fresh = seen.insert(key(commits[i])).second;
+    if (i >= from && !fresh) ++repeated;
+  }
+  return repeated;
+}
+
+// The power has failed in `s`: image → {recover → finish} with crashes inside recovery, then
+// compare. Once no further crash is armed, the rest of the run skips the cache model: only its
+// result matters, and that does not depend on the model.
+template <class NextCrash>
+void finish_trial(SimSession& s, TrialResult& t, NextCrash&& next_recovery_crash) {
+  try {
+    auto& be = s.backend();
+    const std::size_t commits_before = be.commits().size();
+    be.apply_crash_image();
+    for (;;) {
+      const std::uint64_t ops0 = be.ops();
+      const std::uint64_t cycles0 = be.stats().cycles.value();
+      const std::uint64_t again = next_recovery_crash(ops0);
+      if (again != 0) be.arm_crash(again);
+      try {
+        RunReport report;
+        const std::size_t resume = s.recover(report);
+        t.recovery += report.recovery;
+        t.recovery_ops = be.ops() - ops0;
+        t.recovery_cycles = be.stats().cycles.value() - cycles0;
+        if (again == 0) be.stop_modelling();
+        s.run(resume);
+        be.disarm_crash();
+        break;
+      } catch (const sim::PowerFailure& pf) {
+        t.recovery_crashes.push_back(pf.op());
+        be.apply_crash_image();
+      }
+    }
+    t.regions_redone =
+        t.recovery.regions_recomputed + repeated_commits(be.commits(), commits_before);
+    const auto v = s.verify();
+    t.passed = v.ok();
+    if (!t.passed)
+      t.failure = std::to_string(v.mismatches) + " elements differ; first: " + v.first_mismatch;
+  } catch (const std::exception& e) {
+    t.failure = e.what();
+  }
+}
+
+// A trial in a fresh session that runs from the start to its crash point (replay, fallback).
+template <class NextCrash>
+TrialResult sequential_trial(const SimRunSpec& spec, std::uint64_t crash_op,
+                             NextCrash&& next_recovery_crash) {
+  TrialResult t;
+  t.crash_op = crash_op;
+  try {
+    SimSession s(spec);
+    s.backend().arm_crash(crash_op);
+    try {
+      s.run(0);
+    } catch (const sim::PowerFailure&) {
+      finish_trial(s, t, next_recovery_crash);
+      return t;
+    }
+    t.failure = "the run finished before the crash point";
+  } catch (const std::exception& e) {
+    t.failure = e.what();
+  }
+  return t;
+}
+
+// --- Forked trials -------------------------------------------------------------------------
+
+nlohmann::json trial_wire(const TrialResult& t) {
+  const auto& r = t.recovery;
+  return {{"crash_op", t.crash_op},
+          {"recovery_crashes", t.recovery_crashes},
+          {"passed", t.passed},
+          {"failure", t.failure},
+          {"stats",
+           {r.regions_validated, r.regions_inconsistent, r.regions_recomputed, r.regions_unwritten,
+            r.regions_unnecessary}},
+          {"recovery_ops", t.recovery_ops},
+          {"recovery_cycles", t.recovery_cycles},
+          {"regions_redone", t.regions_redone}};
+}
+
+void from_wire(const std::string& payload, TrialResult& t) {
+  const auto j = nlohmann::json::parse(payload);
+  t.crash_op = j.at("crash_op").get<std::uint64_t>();
+  t.recovery_crashes = j.at("recovery_crashes").get<std::vector<std::uint64_t>>();
+  t.passed = j.at("passed").get<bool>();
+  t.failure = j.at("failure").get<std::string>();
+  const auto& st = j.at("stats");
+  t.recovery.regions_validated = st.at(0).get<std::uint64_t>();
+  t.recovery.regions_inconsistent = st.at(1).get<std::uint64_t>();
+  t.recovery.regions_recomputed = st.at(2).get<std::uint64_t>();
+  t.recovery.regions_unwritten = st.at(3).get<std::uint64_t>();
+  t.recovery.regions_unnecessary = st.at(4).get<std::uint64_t>();
+  t.recovery_ops = j.at("recovery_ops").get<std::uint64_t>();
+  t.recovery_cycles = j.at("recovery_cycles").get<std::uint64_t>();
+  t.regions_redone = j.at("regions_redone").get<std::uint64_t>();
+}
+
+std::string death_text(int status) {
+  if (WIFSIGNALED(status))
+    return fmt::format("the trial's process died of signal {} ({})", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
+  return fmt::format("the trial's process exited with status {} without a result",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+// The pool is a shared mapping of a /dev/shm file: a forked child writing to it would write
+// into the parent's run. Replacing it by a private anonymous copy at the same address makes
+// every child's memory its own (copy-on-write) and changes nothing else.
+void make_pool_private(pool::Pool& pool) {
+  std::byte* base = pool.base();
+  const std::size_t len = pool.size();
+  std::vector<std::byte> copy(base, base + len);
+  void* p =
+      ::mmap(base, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (p == MAP_FAILED)
+    throw Error(ErrorCode::kIo, fmt::format("cannot remap the crash campaign's pool privately: {}",
+                                            std::strerror(errno)));
+  std::memcpy(base, copy.data(), len);
+}
+
+// Runs the fault-free simulation once; at each planned crash point a child is forked that cuts
+// the power there and finishes its trial, while this process goes on to the next point.
+// Marks the trials it ran in `done`.
+void run_forked(const CampaignOptions& opt, const FaultFree& ff,
+                const std::vector<TrialPlan>& plans, CampaignResult& out, std::vector<bool>& done) {
+  std::vector<std::size_t> order(plans.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return plans[a].crash_op < plans[b].crash_op;
+  });
+  std::uint64_t finished = 0;
+  ForkPool children(opt.jobs, [&](std::uint64_t i, std::string payload, int status) {
+    TrialResult& t = out.results[i];
+    try {
+      if (payload.empty()) throw std::runtime_error(death_text(status));
+      from_wire(payload, t);
+    } catch (const std::exception& e) {
+      t.passed = false;
+      t.failure = e.what();
+    }
+    done[i] = true;
+    if (opt.progress) opt.progress(++finished, plans.size());
+  });
+
+  SimSession s(opt.spec);
+  make_pool_private(s.pool());
+  sim::SimBackend& be = s.backend();
+  std::size_t next = 0;
+  std::optional<std::size_t> mine;  // in a child: the trial it runs
+  sim::OpHook hook = [&](std::uint64_t op) {
+    while (next < order.size() && plans[order[next]].crash_op == op) {
+      const std::size_t i = order[next++];
+      if (children.fork_child(i)) {
+        mine = i;
+        return true;  // the child: the power fails before this op
+      }
+    }
+    children.poll(false);  // keep the progress moving
+    if (next < order.size()) be.arm_hook(plans[order[next]].crash_op, hook);
+    return false;
+  };
+  if (!order.empty()) be.arm_hook(plans[order[0]].crash_op, hook);
+  try {
+    s.run(0);
+  } catch (const sim::PowerFailure&) {
+    if (!mine) throw;
+  } catch (...) {
+    if (mine) children.finish_child({}, 4);
+    throw;
+  }
+  if (mine) {  // the child: finish the trial, hand the result over, never return
+    try {
+      std::mt19937_64 rng = trial_rng(opt.seed, *mine);
+      const TrialPlan plan = plan_trial(ff, *mine, rng);
+      TrialResult t;
+      t.crash_op = plan.crash_op;
+      finish_trial(s, t, recovery_crashes(opt, ff, rng));
+      children.finish_child(
+          trial_wire(t).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 0);
+    } catch (...) {
+      children.finish_child({}, 4);
+    }
+  }
+  children.wait_all();
+}
+
+std::uint64_t max_commits_within(std::vector<sim::CommitPoint> commits, std::uint64_t window) {
+  if (window == 0 || commits.empty()) return 0;
+  std::vector<std::uint64_t> t;
+  t.reserve(commits.size());
+  for (const auto& c : commits) t.push_back(c.clock.value());
+  std::sort(t.begin(), t.end());
+  std::uint64_t best = 0;
+  for (std::size_t lo = 0, hi = 0; hi < t.size(); ++hi) {
+    while (t[hi] - t[lo] >= window) ++lo;
+    best = std::max<std::uint64_t>(best, hi - lo + 1);
+  }
+  return best;
+}
+
+}  // namespace
+
+const char* to_string(CrashPointKind k) {
+  switch (k) {
+    case CrashPointKind::kUniform:
+      return "uniform";
+    case CrashPointKind::kFirstOp:
+      return "first-op";
+    case CrashPointKind::kLastOp:
+      return "last-op";
+    case CrashPointKind::kBeforeCommit:
+      return "before-commit";
+    case CrashPointKind::kAfterCommit:
+      return "after-commit";
+    case CrashPointKind::kInsideCommit:
+      return "inside-commit";
+    case CrashPointKind::kBeforeFence:
+      return "before-fence";
+    case CrashPointKind::kAfterFence:
+      return "after-fence";
+    case CrashPointKind::kBetweenFences:
+      return "between-fences";
+  }
+  return "?";
+}
+
+TrialResult replay_trial(const SimRunSpec& spec, std::uint64_t crash_op,
+                         const std::vector<std::uint64_t>& recovery_crashes) {
+  std::size_t next = 0;
+  return sequential_trial(spec, crash_op, [&](std::uint64_t ops_now) -> std::uint64_t {
+    while (next < recovery_crashes.size()) {
+      auto k = recovery_crashes[next++];
+      if (k > ops_now) return k;
+    }
+    return 0;
+  });
+}
+
+CampaignResult run_campaign(const CampaignOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CampaignResult out;
+  out.kernel = opt.spec.run.kernel;
+  out.scheme = opt.spec.run.scheme;
+  const FaultFree ff = fault_free_run(opt.spec);
+  out.fault_free_ops = ff.ops;
+  out.fault_free_cycles = ff.cycles;
+  out.commits = ff.commits.size();
+  out.fences = ff.fences.size();
+  out.periodic_flush_cycles = opt.spec.machine.periodic_flush_cycles.value();
+  out.max_commits_per_period = max_commits_within(ff.commits, out.periodic_flush_cycles);
+  std::vector<TrialPlan> plans;
+  plans.reserve(opt.trials);
+  for (std::uint64_t i = 0; i < opt.trials; ++i) {
+    std::mt19937_64 rng = trial_rng(opt.seed, i);
+    plans.push_back(plan_trial(ff, i, rng));
+  }
+  out.results.resize(opt.trials);
+  for (const TrialPlan& p : plans) {
+    out.results[p.index].index = p.index;
+    out.results[p.index].kind = p.kind;
+    out.results[p.index].crash_op = p.crash_op;
+  }
+  std::vector<bool> done(opt.trials, false);
+  out.jobs = opt.jobs;
+  if (opt.jobs > 0) run_forked(opt, ff, plans, out, done);
+  // Sequentially: with jobs = 0, and any trial the forked run did not reach.
+  std::uint64_t finished = static_cast<std::uint64_t>(std::count(done.begin(), done.end(), true));
+  for (const TrialPlan& p : plans) {
+    if (done[p.index]) continue;
+    std::mt19937_64 rng = trial_rng(opt.seed, p.index);
+    (void)plan_trial(ff, p.index, rng);
+    TrialResult& t = out.results[p.index];
+    t = sequential_trial(opt.spec, p.crash_op, recovery_crashes(opt, ff, rng));
+    t.index = p.index;
+    t.kind = p.kind;
+    if (opt.progress) opt.progress(++finished, opt.trials);
+  }
+  for (const auto& t : out.results) out.passed += t.passed ? 1 : 0;
+  out.trials = opt.trials;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
+  nlohmann::json j{{"kernel", r.kernel},
+                   {"scheme", r.scheme},
+                   {"fault_free_ops", r.fault_free_ops},
+                   {"fault_free_cycles", r.fault_free_cycles},
+                   {"commits", r.commits},
+                   {"fences", r.fences},
+                   {"trials", r.trials},
+                   {"passed", r.passed},
+                   {"failed", r.trials - r.passed},
+                   {"jobs", r.jobs},
+                   {"seconds", r.seconds},
+                   {"trials_per_second", r.trials_per_second()}};
+  std::vector<std::uint64_t> work, recomputed, redone;
+  std::uint64_t unnecessary = 0, recovery_crashes = 0, inconsistent_max = 0;
+  for (const auto& t : r.results) {
+    work.push_back(t.recovery_ops);
+    recomputed.push_back(t.recovery.regions_recomputed);
+    redone.push_back(t.regions_redone);
+    inconsistent_max = std::max(inconsistent_max, t.recovery.regions_inconsistent);
+    unnecessary += t.recovery.regions_unnecessary;
+    recovery_crashes += t.recovery_crashes.size();
+  }
+  const auto summary = [](std::vector<std::uint64_t> v) {
+    std::sort(v.begin(), v.end());
+    const auto pct = [&](double p) {
+      return v.empty() ? 0
+                       : v[std::min(v.size() - 1,
+                                    static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+    };
+    return nlohmann::json{
+        {"median", pct(0.5)}, {"p90", pct(0.9)}, {"max", v.empty() ? 0 : v.back()}};
+  };
+  j["recovery_ops"] = summary(work);
+  j["regions_recomputed"] = summary(recomputed);
+  j["regions_redone"] = summary(redone);
+  j["regions_inconsistent_max"] = inconsistent_max;
+  j["periodic_flush_cycles"] = r.periodic_flush_cycles;
+  j["max_commits_per_period"] = r.max_commits_per_period;
+  j["unnecessary_recomputations"] = unnecessary;
+  j["crashes_during_recovery"] = recovery_crashes;
+  for (const auto& t : r.results) {
+    if (!per_trial && t.passed) continue;
+    nlohmann::json tj{{"trial", t.index},
+                      {"crash_point", to_string(t.kind)},
+                      {"crash_op", t.crash_op},
+                      {"recovery_crashes", t.recovery_crashes},
+                      {"passed", t.passed},
+                      {"regions_validated", t.recovery.regions_validated},
+                      {"regions_inconsistent", t.recovery.regions_inconsistent},
+                      {"regions_recomputed", t.recovery.regions_recomputed},
+                      {"regions_unnecessary", t.recovery.regions_unnecessary},
+                      {"recovery_ops", t.recovery_ops},
+                      {"recovery_cycles", t.recovery_cycles},
+                      {"regions_redone", t.regions_redone}};
+    if (!t.passed) tj["failure"] = t.failure;
+    j[t.passed ? "trials_detail" : "failures"].push_back(tj);
+  }
+  return j;
+}
+
+}  // namespace pmlab::run

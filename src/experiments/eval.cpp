@@ -1,0 +1,384 @@
+// Plans and runs the evaluation sections, with a time-weighted progress estimate and Ctrl-C
+// support.
+#include "pmlab/experiments/eval.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+#include "pmlab/experiments/bench.hpp"
+#include "pmlab/experiments/checksum_study.hpp"
+#include "pmlab/experiments/crash_campaign.hpp"
+#include "pmlab/run/catalog.hpp"
+#include "pmlab/run/sim_session.hpp"
+#include "pmlab/sim/stats.hpp"
+
+namespace pmlab::eval {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// One unit of work: an estimate of its cost (relative seconds) and the function producing its
+// result, appended to results[section].
+struct Step {
+  std::string section, label;
+  double weight = 1;
+  std::function<json()> run;
+};
+
+struct Sizes {
+  std::uint64_t bench_n, sim_n, crash_n;
+};
+
+// Per-kernel sizes. quick: minutes on 2 cores; full: the papers' sizes where the simulator can
+// afford them (LP paper Table V / thesis Table 3.3).
+Sizes sizes_for(const std::string& kernel, bool full) {
+  static const std::map<std::string, std::pair<Sizes, Sizes>> table = {
+      // quick native sizes run >= ~20 ms per repetition (shorter runs are timer noise);
+      // quick sim sizes overflow lp-isca18's 512 KiB LLC (and the scaled pact17 one) with
+      // the data the kernel writes: else base writes ~nothing and ratios divide by ~0.
+      {"tmm", {{512, 256, 40}, {1024, 1024, 64}}},
+      {"cholesky", {{512, 512, 40}, {1024, 1024, 64}}},
+      {"lu", {{512, 512, 40}, {1024, 1024, 64}}},
+      {"gauss", {{512, 512, 40}, {4096, 1024, 64}}},
+      {"conv2d", {{1024, 512, 40}, {1024, 1024, 64}}},
+      {"fft", {{1u << 20, 1u << 15, 64}, {1u << 20, 1u << 17, 256}}},
+  };
+  auto it = table.find(kernel);
+  if (it == table.end()) return full ? Sizes{512, 256, 48} : Sizes{256, 96, 32};
+  return full ? it->second.second : it->second.first;
+}
+
+bool simulable(const run::SimRunSpec& spec) {
+  try {
+    run::validate(spec);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+run::SimRunSpec sim_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n,
+                         const std::string& preset, const run::MachineOverrides& o) {
+  run::SimRunSpec spec;
+  spec.run.kernel = kernel;
+  spec.run.scheme = scheme;
+  spec.run.n = n;
+  spec.run.bs = 16;
+  spec.machine = run::machine_from(preset, o);
+  spec.run.threads = static_cast<std::uint32_t>(spec.machine.threads);
+  // Like the papers, NVM writes are LLC write-backs plus flushes: lines still dirty at the end
+  // are not counted (no drain). Every size below therefore overflows the LLC, or base would
+  // write (almost) nothing and every ratio would divide by ~0.
+  spec.drain = false;
+  return spec;
+}
+
+json sim_figures(const sim::SimStats& s) {
+  return {{"cycles", s.cycles.value()}, {"nvm_writes", s.nvm.writes},
+          {"nvm_reads", s.nvm.reads},   {"flushes", s.flushes},
+          {"fences", s.fences},         {"llc_misses", s.llc().misses}};
+}
+
+double ratio(double a, double b) {
+  return b > 0 ? a / b : (a > 0 ? -1 : 1);
+}
+
+// Simulates `schemes` and base with the same spec; one row per scheme, normalized to base.
+json sim_rows(run::SimRunSpec spec, const std::vector<std::string>& schemes) {
+  spec.run.scheme = "base";
+  const auto base = run::simulate(spec).stats;
+  json rows = json::array();
+  for (const auto& s : schemes) {
+    spec.run.scheme = s;
+    if (!simulable(spec)) continue;
+    auto r = s == "base" ? base : run::simulate(spec).stats;
+    rows.push_back({{"scheme", s},
+                    {"stats", sim_figures(r)},
+                    {"cycles_vs_base", ratio(static_cast<double>(r.cycles.value()),
+                                             static_cast<double>(base.cycles.value()))},
+                    {"writes_vs_base", ratio(static_cast<double>(r.nvm.writes),
+                                             static_cast<double>(base.nvm.writes))}});
+  }
+  return rows;
+}
+
+std::vector<Step> plan(const EvalOptions& opt) {
+  std::vector<Step> steps;
+  const bool full = opt.full;
+  // 1. Native execution time, every scheme vs base, side by side.
+  for (const auto& k : run::kernel_drivers()) {
+    const Sizes sz = sizes_for(k.name, full);
+    steps.push_back({"native", "native " + k.name, full ? 600.0 : 25.0, [=, name = k.name] {
+                       run::BenchOptions b;
+                       b.kernel = name;
+                       b.n = sz.bench_n;
+                       b.reps = full ? 11 : 5;
+                       b.threads = 2;
+                       b.seed = opt.seed;
+                       b.stop = opt.stop;  // Ctrl-C stops inside the benchmark too
+                       return run::to_json(run::run_bench(b));
+                     }});
+  }
+  // 2. Simulated cycles and NVM writes vs base under both papers' machines.
+  for (const std::string preset : {"lp-isca18", "pact17"}) {
+    for (const auto& k : run::kernel_drivers()) {
+      const Sizes sz = sizes_for(k.name, full);
+      steps.push_back({"sim", fmt::format("sim {} {}", preset, k.name), full ? 900.0 : 6.0,
+                       [=, name = k.name, schemes = k.schemes] {
+                         // Quick mode keeps pact17's footprint/LLC ratio of the papers'
+                         // n = 1024 tmm (24 MiB / 8 MiB = 3) at n = 256: its 8 MiB LLC is
+                         // scaled to 512 KiB. --full runs the preset unchanged.
+                         run::MachineOverrides o;
+                         if (!full && preset == "pact17") o.llc_size = 512u << 10;
+                         auto spec = sim_spec(name, "base", sz.sim_n, preset, o);
+                         if (!simulable(spec))
+                           return json{{"kernel", name},
+                                       {"preset", preset},
+                                       {"skipped", "no simulator entry point"}};
+                         return json{{"kernel", name},
+                                     {"preset", preset},
+                                     {"n", sz.sim_n},
+                                     {"bs", spec.run.bs},
+                                     {"threads", spec.run.threads},
+                                     {"llc_bytes", spec.machine.llc.size_bytes},
+                                     {"rows", sim_rows(spec, schemes)}};
+                       }});
+    }
+  }
+  // 3. Crash campaigns: every kernel x simulable scheme.
+  for (const auto& k : run::kernel_drivers()) {
+    for (const auto& s : k.schemes) {
+      const Sizes sz = sizes_for(k.name, full);
+      steps.push_back(
+          {"crash", fmt::format("crash {} {}", k.name, s), full ? 120.0 : 1.5, [=, name = k.name] {
+             run::MachineOverrides o;
+             o.cores = 2;
+             o.l1_size = 1024;
+             o.llc_size = 4096;
+             o.l1_ways = 4;
+             o.l2_size = 0;
+             auto spec = sim_spec(name, s, sz.crash_n, "lp-isca18", o);
+             spec.run.bs = 8;
+             spec.run.threads = 2;
+             if (!simulable(spec))
+               return json{{"kernel", name}, {"scheme", s}, {"skipped", "native only"}};
+             run::CampaignOptions c;
+             c.spec = spec;
+             c.trials = full ? 2000 : 100;
+             c.seed = opt.seed;
+             auto j = run::to_json(run::run_campaign(c), false);
+             j["n"] = spec.run.n;
+             return j;
+           }});
+    }
+  }
+  // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
+  steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {
+                     ChecksumStudyOptions c;
+                     c.trials_per_cell = full ? 2'000'000 : 20'000;
+                     c.seed = opt.seed;
+                     ChecksumStudy st;
+                     st.accuracy = run_accuracy_study(c);
+                     return st.to_json();
+                   }});
+  steps.push_back({"checksum", "checksum overhead", full ? 300.0 : 8.0, [=] {
+                     ChecksumStudyOptions c;
+                     c.overhead_n = full ? 1024 : 384;
+                     c.overhead_reps = full ? 11 : 5;
+                     c.threads = 2;
+                     ChecksumStudy st;
+                     st.overhead = run_overhead_study(c);
+                     return st.to_json();
+                   }});
+  // 5. Sensitivity (LP paper §VI-C) for tmm: LLC size, NVM latency, threads.
+  // 384: C (1.1 MiB) overflows even the largest LLC studied, as at the papers' n = 1024.
+  const std::uint64_t sens_n = full ? 1024 : 384;
+  for (const std::string llc : {"256K", "512K", "1M"}) {
+    steps.push_back(
+        {"sensitivity", "LLC " + llc, full ? 200.0 : 3.0, [=] {
+           run::MachineOverrides o;
+           o.llc_size = llc == "256K" ? 256u << 10 : llc == "512K" ? 512u << 10 : 1u << 20;
+           auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
+           return json{{"study", "llc"}, {"value", llc}, {"n", sens_n}, {"rows", rows}};
+         }});
+  }
+  for (auto [r, w] : {std::pair{60.0, 150.0}, {150.0, 300.0}, {300.0, 600.0}}) {
+    steps.push_back(
+        {"sensitivity", fmt::format("NVM {}/{} ns", r, w), full ? 200.0 : 3.0, [=] {
+           run::MachineOverrides o;
+           o.nvm_read_ns = r;
+           o.nvm_write_ns = w;
+           auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
+           return json{{"study", "nvm"},
+                       {"value", fmt::format("{:.0f}/{:.0f}", r, w)},
+                       {"n", sens_n},
+                       {"rows", rows}};
+         }});
+  }
+  // Periodic flush (LP paper §III-E, Fig. 11): LP tmm with the cleaning hardware every T
+  // cycles, T a fraction of LP's own run; writes vs base tmm without it. Volatility duration
+  // (the longest a line stays dirty before reaching NVM) for base, LP and EagerRecompute.
+  steps.push_back(
+      {"sensitivity", "periodic flush", full ? 900.0 : 12.0, [=] {
+         auto spec = sim_spec("tmm", "base", sens_n, "lp-isca18", {});
+         const auto base = run::simulate(spec).stats;
+         spec.run.scheme = "lp";
+         const auto lp = run::simulate(spec).stats;
+         spec.run.scheme = "ep-ii";
+         const auto ep = run::simulate(spec).stats;
+         auto volatility = [&](const sim::SimStats& st) {
+           return std::max(st.volatility.max_cycles, st.volatility.open_max_cycles);
+         };
+         json points = json::array();
+         for (double frac : {0.0008, 0.01, 0.1, 0.33}) {
+           run::MachineOverrides o;
+           o.periodic_flush_cycles = std::max<std::uint64_t>(
+               1, static_cast<std::uint64_t>(frac * static_cast<double>(lp.cycles.value())));
+           const auto r = run::simulate(sim_spec("tmm", "lp", sens_n, "lp-isca18", o)).stats;
+           points.push_back({{"fraction_of_run", frac},
+                             {"period_cycles", *o.periodic_flush_cycles},
+                             {"writes_vs_base", ratio(static_cast<double>(r.nvm.writes),
+                                                      static_cast<double>(base.nvm.writes))},
+                             {"periodic_writes", r.nvm.writes_for(sim::WriteCause::kPeriodic)},
+                             {"max_dirty_cycles", volatility(r)}});
+         }
+         return json{
+             {"study", "periodic"},
+             {"n", sens_n},
+             {"lp_writes_vs_base",
+              ratio(static_cast<double>(lp.nvm.writes), static_cast<double>(base.nvm.writes))},
+             {"ep_writes_vs_base",
+              ratio(static_cast<double>(ep.nvm.writes), static_cast<double>(base.nvm.writes))},
+             {"volatility_max_cycles",
+              {{"base", volatility(base)}, {"lp", volatility(lp)}, {"ep-ii", volatility(ep)}}},
+             {"points", points}};
+       }});
+  for (int t : {1, 2, 4, 8, 16}) {
+    steps.push_back(
+        {"sensitivity", fmt::format("{} threads", t), full ? 200.0 : 3.0, [=] {
+           run::MachineOverrides o;
+           o.cores = t;
+           auto spec = sim_spec("tmm", "base", sens_n, "lp-isca18", o);
+           spec.run.threads = static_cast<std::uint32_t>(t);
+           auto rows = sim_rows(spec, {"lp", "ep-ii", "ep-jj"});
+           return json{{"study", "threads"}, {"value", t}, {"n", sens_n}, {"rows", rows}};
+         }});
+  }
+  return steps;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+  if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write '{}'", p.string()));
+}
+
+// matplotlib comes from the project's setup (Debian python3-matplotlib); prefer the system
+// Python that has it over another python3 earlier on PATH.
+std::string python_with_matplotlib() {
+  for (const char* py : {"/usr/bin/python3", "python3"}) {
+    std::string cmd = fmt::format("{} -c 'import matplotlib' >/dev/null 2>&1", py);
+    if (std::system(cmd.c_str()) == 0) return py;
+  }
+  return {};
+}
+
+fs::path tools_dir() {
+  // The plot script lives in the source tree; PMLAB_SOURCE_DIR is set by CMake.
+  return fs::path(PMLAB_SOURCE_DIR) / "tools";
+}
+
+}  // namespace
+
+std::vector<std::string> failed_checks(const json& results) {
+  std::vector<std::string> failed;
+  if (results.contains("native"))
+    for (const auto& k : results["native"])
+      if (k.contains("schemes"))
+        for (const auto& s : k["schemes"])
+          if (!s.value("bit_exact_vs_base", true))
+            failed.push_back(fmt::format("native {} {}: result not bit-identical to base",
+                                         k.value("kernel", "?"), s.value("scheme", "?")));
+  if (results.contains("crash"))
+    for (const auto& c : results["crash"])
+      if (c.contains("trials") && c.value("passed", 0ull) < c["trials"].get<std::uint64_t>())
+        failed.push_back(fmt::format("crash {} {}: {} of {} trials failed", c.value("kernel", "?"),
+                                     c.value("scheme", "?"),
+                                     c["trials"].get<std::uint64_t>() - c.value("passed", 0ull),
+                                     c["trials"].get<std::uint64_t>()));
+  return failed;
+}
+
+json run_eval(const EvalOptions& opt) {
+  const auto steps = plan(opt);
+  double total = 0;
+  for (const auto& s : steps) total += s.weight;
+  json results{{"pmlab_version", PMLAB_VERSION},
+               {"mode", opt.full ? "full" : "quick"},
+               {"seed", opt.seed},
+               {"complete", false}};
+  for (const char* section : {"native", "sim", "crash", "checksum", "sensitivity"})
+    results[section] = json::array();
+  const auto t0 = std::chrono::steady_clock::now();
+  double done = 0;
+  bool interrupted = false;
+  for (const auto& step : steps) {
+    if (opt.stop && opt.stop->load()) {
+      interrupted = true;
+      break;
+    }
+    if (opt.progress) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double left = done > 0 ? elapsed / done * (total - done) : 0;
+      opt.progress(done / total, left, step.label);
+    }
+    json r;
+    try {
+      r = step.run();
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kInterrupted) {
+        interrupted = true;  // a partial measurement is not a result: drop it
+        break;
+      }
+      r = {{"label", step.label}, {"error", e.what()}};
+    } catch (const std::exception& e) {
+      r = {{"label", step.label}, {"error", e.what()}};
+    }
+    r["label"] = step.label;
+    results[step.section].push_back(std::move(r));
+    done += step.weight;
+  }
+  results["complete"] = !interrupted;
+  results["failed_checks"] = failed_checks(results);
+  results["wall_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (opt.progress) opt.progress(1.0, 0, interrupted ? "interrupted" : "done");
+
+  fs::create_directories(opt.out_dir);
+  const fs::path dir(opt.out_dir);
+  write_file(dir / "results.json", results.dump(2));
+  std::string py = python_with_matplotlib();
+  results["figures"] = json::array();
+  if (!py.empty()) {
+    std::string cmd = fmt::format("{} '{}' '{}' '{}' >/dev/null 2>&1", py,
+                                  (tools_dir() / "plot_results.py").string(),
+                                  (dir / "results.json").string(), dir.string());
+    if (std::system(cmd.c_str()) == 0)
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".png")
+          results["figures"].push_back(e.path().filename().string());
+  }
+  write_file(dir / "results.json", results.dump(2));
+  write_file(dir / "report.md", render_report(results));
+  return results;
+}
+
+}  // namespace pmlab::eval

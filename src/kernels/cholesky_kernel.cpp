@@ -1,0 +1,100 @@
+// Tiled Cholesky as the drivers see it: arrays, SPD input, scheme table (base, lp, ep, wal, cp,
+// hr-x8), verification — one description for `pmlab run` and the simulator.
+#include <tuple>
+#include <vector>
+
+#include "pmlab/kernels/checks.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/scheme/rows.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+#include "pmlab/kernels/cholesky_rivals.hpp"
+
+namespace pmlab::run {
+namespace {
+
+namespace ch = kernels::cholesky;
+using Ctx = SchemeContext<ch::Operands>;
+
+// Sizes only (no arrays): table and record counts.
+ch::Operands shape_of(const pool::RunParams& p) {
+  return {{nullptr, p.n, p.n}, {nullptr, p.n, p.n}, {p.n, p.bs}};
+}
+
+// Outer iteration = factorization step k (one tile column).
+constexpr auto kSchemes = std::tuple{
+    restart_base_scheme(),
+    lp_scheme<shape_of>(),
+    Scheme{.name = "ep",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 return std::vector{ep_index_spec(ch::ep_records(shape_of(p)))};
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                 ch::run_ep(be, c.op, c.index_records(ch::ep_records(c.op)), first);
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "ep-recovery";
+             return ch::recover_ep(be, c.op, c.index_records(ch::ep_records(c.op)), r.recovery);
+           }},
+    wal_scheme<shape_of>(),
+    cp_scheme<shape_of>(),
+    hr_scheme<shape_of, 8>("hr-x8"),
+};
+
+struct Cholesky {
+  using Operands = ch::Operands;
+  static constexpr std::string_view kName = "cholesky";
+  static constexpr std::uint64_t kCrashTestMaxN = 600;
+  static constexpr bool kPowerOfTwoN = false;
+  static constexpr const auto& schemes = kSchemes;
+
+  static void validate(const pool::RunParams& p) {
+    require_sizes(kName, p, 1u << 16);
+    require_table_fits(kName, p, lp::ChecksumTable::bytes_for(shape_of(p).table_slots()),
+                       "step and tile");
+  }
+  static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
+    const std::uint64_t mat = p.n * p.n * sizeof(double);
+    return {{"a", mat}, {"l", mat}};
+  }
+  static void init(pool::Pool& pool) {
+    const auto& p = pool.params();
+    ch::fill_input(pool.array<double>("a"), p.n, p.seed);
+    ch::fill_work(pool.array<double>("l"), pool.array<const double>("a"), p.n);
+  }
+  static Operands operands(const pool::Pool& pool) {
+    const std::size_t n = pool.params().n;
+    return {{pool.array<const double>("a"), n, n},
+            {pool.array<double>("l"), n, n},
+            {n, pool.params().bs}};
+  }
+  static OutputBytes output(const Operands& op) { return {op.l.data(), op.l.bytes()}; }
+  static VerifyResult verify(const pool::Pool& pool) {
+    const auto& p = pool.params();
+    const std::size_t n = p.n;
+    std::vector<double> a(n * n), l(n * n);
+    ch::fill_input(a.data(), n, p.seed);
+    ch::fill_work(l.data(), a.data(), n);
+    mem::PlainBackend be({}, 1);
+    ch::run_base(be, ch::Operands{{a.data(), n, n}, {l.data(), n, n}, {n, p.bs}});
+    return compare_bits(pool.array<const double>("l"), l,
+                        [n](std::size_t i) { return fmt::format("L[{}][{}]", i / n, i % n); });
+  }
+  // n³/6 multiply-subtracts, two loads each, plus a load and a store per element per step.
+  static std::uint64_t base_refs(const pool::RunParams& p) {
+    return p.n * p.n * p.n / 3 + p.n * p.n * ((p.n + p.bs - 1) / p.bs);
+  }
+};
+static_assert(ResumableKernel<Cholesky>);
+
+}  // namespace
+
+KernelDriver make_cholesky_driver() {
+  return make_kernel_driver<Cholesky>();
+}
+SimKernel make_cholesky_sim() {
+  return make_sim_kernel<Cholesky>();
+}
+
+}  // namespace pmlab::run

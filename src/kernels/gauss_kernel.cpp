@@ -1,0 +1,102 @@
+// Gaussian elimination as the drivers see it: arrays, [A | b] input, scheme table (base, lp, ep,
+// wal, cp, hr-x8), verification — one description for `pmlab run` and the simulator.
+#include <cstring>
+#include <tuple>
+#include <vector>
+
+#include "pmlab/kernels/checks.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/scheme/rows.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+#include "pmlab/kernels/gauss_rivals.hpp"
+
+namespace pmlab::run {
+namespace {
+
+namespace ga = kernels::gauss;
+using Ctx = SchemeContext<ga::Operands>;
+
+// Sizes only (no arrays): table and record counts.
+ga::Operands shape_of(const pool::RunParams& p) {
+  return {{nullptr, p.n, p.n + 1}, {nullptr, p.n, p.n + 1}, p.n, p.bs};
+}
+
+// Outer iteration = elimination step k (column k); the row blocks are the regions.
+constexpr auto kSchemes = std::tuple{
+    restart_base_scheme(),
+    lp_scheme<shape_of>(),
+    Scheme{.name = "ep",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 return std::vector{ep_index_spec(shape_of(p).blocks())};  // one per row block
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                 ga::run_ep(be, c.op, c.index_records(c.op.blocks()), first);
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "ep-recovery";
+             return ga::recover_ep(be, c.op, c.index_records(c.op.blocks()), r.recovery);
+           }},
+    wal_scheme<shape_of>(),
+    cp_scheme<shape_of>(),
+    hr_scheme<shape_of, 8>("hr-x8"),
+};
+
+struct Gauss {
+  using Operands = ga::Operands;
+  static constexpr std::string_view kName = "gauss";
+  static constexpr std::uint64_t kCrashTestMaxN = 400;
+  static constexpr bool kPowerOfTwoN = false;
+  static constexpr const auto& schemes = kSchemes;
+
+  static void validate(const pool::RunParams& p) {
+    require_sizes(kName, p, 1u << 16);
+    require_table_fits(kName, p, lp::ChecksumTable::bytes_for(shape_of(p).table_slots()),
+                       "column step and row block");
+  }
+  static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
+    const std::uint64_t mat = p.n * (p.n + 1) * sizeof(double);
+    return {{"a", mat}, {"w", mat}};
+  }
+  static void init(pool::Pool& pool) {
+    const auto& p = pool.params();
+    ga::fill_input(pool.array<double>("a"), p.n, p.seed);
+    std::memcpy(pool.array<double>("w"), pool.array<const double>("a"),
+                p.n * (p.n + 1) * sizeof(double));
+  }
+  static Operands operands(const pool::Pool& pool) {
+    const std::size_t n = pool.params().n;
+    return {{pool.array<const double>("a"), n, n + 1},
+            {pool.array<double>("w"), n, n + 1},
+            n,
+            pool.params().bs};
+  }
+  static OutputBytes output(const Operands& op) { return {op.w.data(), op.w.bytes()}; }
+  static VerifyResult verify(const pool::Pool& pool) {
+    const auto& p = pool.params();
+    const std::size_t n = p.n;
+    std::vector<double> a(n * (n + 1));
+    ga::fill_input(a.data(), n, p.seed);
+    std::vector<double> w = a;
+    mem::PlainBackend be({}, 1);
+    ga::run_base(be, ga::Operands{{a.data(), n, n + 1}, {w.data(), n, n + 1}, n, p.bs});
+    return compare_bits(pool.array<const double>("w"), w, [n](std::size_t i) {
+      return fmt::format("W[{}][{}]", i / (n + 1), i % (n + 1));
+    });
+  }
+  // Step k: two loads and a store per element of the trailing (n-k) x (n-k+1) block.
+  static std::uint64_t base_refs(const pool::RunParams& p) { return p.n * p.n * p.n; }
+};
+static_assert(ResumableKernel<Gauss>);
+
+}  // namespace
+
+KernelDriver make_gauss_driver() {
+  return make_kernel_driver<Gauss>();
+}
+SimKernel make_gauss_sim() {
+  return make_sim_kernel<Gauss>();
+}
+
+}  // namespace pmlab::run

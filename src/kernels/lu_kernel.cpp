@@ -1,0 +1,102 @@
+// Tiled LU as the drivers see it: arrays, diagonally dominant input, scheme table (base, lp, ep,
+// wal, cp, hr-x8), verification — one description for `pmlab run` and the simulator.
+#include <cstring>
+#include <tuple>
+#include <vector>
+
+#include "pmlab/kernels/checks.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/scheme/rows.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+#include "pmlab/kernels/lu.hpp"
+#include "pmlab/kernels/lu_rivals.hpp"
+
+namespace pmlab::run {
+namespace {
+
+namespace lu = kernels::lu;
+using Ctx = SchemeContext<lu::Operands>;
+
+// Sizes only (no arrays): table and record counts.
+lu::Operands shape_of(const pool::RunParams& p) {
+  return {{nullptr, p.n, p.n}, {nullptr, p.n, p.n}, {p.n, p.bs}};
+}
+
+// Outer iteration = factorization step k (block row and column k).
+constexpr auto kSchemes = std::tuple{
+    restart_base_scheme(),
+    lp_scheme<shape_of>(),
+    Scheme{.name = "ep",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 return std::vector{ep_index_spec(lu::ep_records(shape_of(p)))};
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                 lu::run_ep(be, c.op, c.index_records(lu::ep_records(c.op)), first);
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "ep-recovery";
+             return lu::recover_ep(be, c.op, c.index_records(lu::ep_records(c.op)), r.recovery);
+           }},
+    wal_scheme<shape_of>(),
+    cp_scheme<shape_of>(),
+    hr_scheme<shape_of, 8>("hr-x8"),
+};
+
+struct Lu {
+  using Operands = lu::Operands;
+  static constexpr std::string_view kName = "lu";
+  static constexpr std::uint64_t kCrashTestMaxN = 500;
+  static constexpr bool kPowerOfTwoN = false;
+  static constexpr const auto& schemes = kSchemes;
+
+  static void validate(const pool::RunParams& p) {
+    require_sizes(kName, p, 1u << 16);
+    require_table_fits(kName, p, lp::ChecksumTable::bytes_for(shape_of(p).table_slots()),
+                       "step and tile");
+  }
+  static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
+    const std::uint64_t mat = p.n * p.n * sizeof(double);
+    return {{"a", mat}, {"w", mat}};
+  }
+  static void init(pool::Pool& pool) {
+    const auto& p = pool.params();
+    lu::fill_input(pool.array<double>("a"), p.n, p.seed);
+    std::memcpy(pool.array<double>("w"), pool.array<const double>("a"), p.n * p.n * sizeof(double));
+  }
+  static Operands operands(const pool::Pool& pool) {
+    const std::size_t n = pool.params().n;
+    return {{pool.array<const double>("a"), n, n},
+            {pool.array<double>("w"), n, n},
+            {n, pool.params().bs}};
+  }
+  static OutputBytes output(const Operands& op) { return {op.w.data(), op.w.bytes()}; }
+  static VerifyResult verify(const pool::Pool& pool) {
+    const auto& p = pool.params();
+    const std::size_t n = p.n;
+    std::vector<double> a(n * n);
+    lu::fill_input(a.data(), n, p.seed);
+    std::vector<double> w = a;
+    mem::PlainBackend be({}, 1);
+    lu::run_base(be, lu::Operands{{a.data(), n, n}, {w.data(), n, n}, {n, p.bs}});
+    return compare_bits(pool.array<const double>("w"), w,
+                        [n](std::size_t i) { return fmt::format("W[{}][{}]", i / n, i % n); });
+  }
+  // 2n³/3 loads in the updates, plus a load and a store per element per step.
+  static std::uint64_t base_refs(const pool::RunParams& p) {
+    return 2 * p.n * p.n * p.n / 3 + 2 * p.n * p.n * ((p.n + p.bs - 1) / p.bs) / 3;
+  }
+};
+static_assert(ResumableKernel<Lu>);
+
+}  // namespace
+
+KernelDriver make_lu_driver() {
+  return make_kernel_driver<Lu>();
+}
+SimKernel make_lu_sim() {
+  return make_sim_kernel<Lu>();
+}
+
+}  // namespace pmlab::run

@@ -1,0 +1,309 @@
+// Tiled matmul as the drivers see it: arrays, A and B inputs, scheme table (base, lp, ep-ii/jj,
+// wal-ii/jj, cp, hr-{ii,jj}-x{32,64}, pmemobj), verification — one description for `pmlab run`,
+// `pmlab bench` and the simulator.
+#include <algorithm>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "pmlab/kernels/checks.hpp"
+#include "pmlab/kernels/inputs.hpp"
+#include "pmlab/kernels/tmm.hpp"
+#include "pmlab/kernels/tmm_eager.hpp"
+#include "pmlab/kernels/tmm_pmemobj.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+#include "pmlab/scheme/native_path.hpp"
+#include "pmlab/scheme/rows.hpp"
+
+namespace pmlab::kernels::tmm {
+
+// Base keeps no persistent progress: a resumed base run zeroes C (its initial value), durably,
+// and starts over (found by restart_base_scheme through argument-dependent lookup).
+template <mem::Backend B>
+void restart(B& be, const Operands& op) {
+  be.parallel_for(0, op.tiles(), [&](std::size_t it) {
+    zero_panel(be, op, it);
+    be.persist(op.panel(it), op.panel_bytes(it));
+  });
+}
+
+}  // namespace pmlab::kernels::tmm
+
+namespace pmlab::run {
+namespace {
+
+namespace tm = kernels::tmm;
+using Ctx = SchemeContext<tm::Operands>;
+
+constexpr std::uint64_t kMaxN = 1u << 16;  // 32 GiB per matrix: beyond that it's a typo
+
+std::uint64_t tiles_of(const pool::RunParams& p) {
+  return (p.n + p.bs - 1) / p.bs;
+}
+
+// The granularity of an EagerRecompute-family scheme: one record per ii panel, progress per kk
+// tile (ii, Fig. 3.1) or per (kk, jj) tile (jj, Fig. 3.2).
+enum class Grain { kIi, kJj };
+
+tm::EagerState eager_of(const Ctx& c, const scheme::PartialCopier* copier = nullptr) {
+  return {{c.pool.array<scheme::IndexRecordLayout<2>>("ep_index"), c.op.tiles()}, copier};
+}
+
+template <Grain G, mem::Backend B>
+void run_eager(B& be, const tm::Operands& op, const tm::EagerState& st, std::size_t first) {
+  if constexpr (G == Grain::kJj)
+    tm::run_ep_jj(be, op, st, first);
+  else
+    tm::run_ep_ii(be, op, st, first);
+}
+
+template <Grain G, mem::Backend B>
+std::size_t recover_eager(B& be, const tm::Operands& op, const tm::EagerState& st,
+                          lp::RecoveryStats& stats) {
+  if constexpr (G == Grain::kJj)
+    return tm::recover_ep_jj(be, op, st, stats);
+  else
+    return tm::recover_ep_ii(be, op, st, stats);
+}
+
+std::vector<pool::ArraySpec> ep_arrays(const pool::RunParams& p) {
+  return {{"ep_index", scheme::IndexRecordTable<2>::bytes_for(tiles_of(p))}};
+}
+
+// EagerRecompute at granularity G (thesis Figs. 3.1-3.4).
+template <Grain G>
+constexpr auto ep_scheme(std::string_view name) {
+  return Scheme{.name = name,
+                .arrays = ep_arrays,
+                .run = [](mem::Backend auto& be, const Ctx& c,
+                          std::size_t first) { run_eager<G>(be, c.op, eager_of(c), first); },
+                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "recompute dirty regions from zero";
+                  return recover_eager<G>(be, c.op, eager_of(c), r.recovery);
+                }};
+}
+
+// Hybrid Recompute (thesis §3.2.1): EagerRecompute plus 1/Parts of C copied per kk iteration.
+template <std::size_t Parts>
+scheme::PartialCopier copier_of(const Ctx& c) {
+  return {c.op.c.data(), c.pool.array<double>("hr_copy"),
+          c.pool.array<scheme::PartState>("hr_parts"), c.op.n * c.op.n, Parts};
+}
+
+template <Grain G, std::size_t Parts>
+constexpr auto hr_scheme(std::string_view name) {
+  return Scheme{.name = name,
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      auto arrays = ep_arrays(p);
+                      arrays.push_back({"hr_copy", scheme::PartialCopier::copy_bytes(p.n * p.n)});
+                      arrays.push_back({"hr_parts", scheme::PartialCopier::state_bytes(Parts)});
+                      return arrays;
+                    },
+                .run =
+                    [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                      const auto copier = copier_of<Parts>(c);
+                      run_eager<G>(be, c.op, eager_of(c, &copier), first);
+                    },
+                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "restore latest partial copy + recompute";
+                  const auto copier = copier_of<Parts>(c);
+                  return recover_eager<G>(be, c.op, eager_of(c, &copier), r.recovery);
+                }};
+}
+
+// Undo-logging transactions (thesis Fig. 2.6): one per panel (ii) or per tile (jj).
+tm::WalState wal_of(const Ctx& c) {
+  return {c.pool.array<scheme::UndoHeader>("wal_header"), c.pool.array<tm::WalIndex>("wal_index"),
+          c.pool.array<double>("wal_log")};
+}
+
+template <Grain G>
+constexpr auto wal_scheme(std::string_view name) {
+  return Scheme{.name = name,
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      const std::uint64_t nt = tiles_of(p), b = std::min(p.bs, p.n);
+                      const std::uint64_t log = G == Grain::kJj ? nt * b * b : p.n * p.n;
+                      return std::vector<pool::ArraySpec>{
+                          {"wal_header", nt * sizeof(scheme::UndoHeader)},
+                          {"wal_index", nt * sizeof(tm::WalIndex)},
+                          {"wal_log", log * sizeof(double)}};
+                    },
+                .run =
+                    [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                      if constexpr (G == Grain::kJj)
+                        tm::run_wal_jj(be, c.op, wal_of(c), first);
+                      else
+                        tm::run_wal_ii(be, c.op, wal_of(c), first);
+                    },
+                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "undo-log rollback";
+                  return tm::recover_wal(be, c.op, wal_of(c), G == Grain::kJj, r.recovery);
+                }};
+}
+
+// Checkpoint of A, B and C by copy, double-buffered, after every kk tile.
+tm::CpState cp_of(const Ctx& c) {
+  return {c.pool.array<double>("cp_area"), c.pool.array<tm::CpHeader>("cp_header")};
+}
+
+constexpr auto cp_scheme() {
+  return Scheme{.name = "cp",
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      return std::vector<pool::ArraySpec>{
+                          {"cp_area", 6 * p.n * p.n * sizeof(double)},
+                          {"cp_header", kCacheLineBytes}};
+                    },
+                .run = [](mem::Backend auto& be, const Ctx& c,
+                          std::size_t first) { tm::run_cp(be, c.op, cp_of(c), first); },
+                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "restore checkpoint";
+                  return tm::recover_cp(be, c.op, cp_of(c), r.recovery);
+                }};
+}
+
+// libpmemobj flushes on its own; it is told to treat the file as pmem (cache-line flushes)
+// unless the run asked for libpmem2's own choice (--persist auto).
+template <class B>
+inline constexpr bool kPmemobjForcePmem = true;
+template <>
+inline constexpr bool kPmemobjForcePmem<mem::NativeBackend<persist::Pmem2Persist>> = false;
+
+template <mem::Backend B>
+tm::PmemobjTmm open_pmemobj(B& be, const Ctx& c, bool fresh) {
+  if constexpr (!scheme::kIsNativeBackend<B>)
+    throw Error(ErrorCode::kUnsupported, "pmemobj runs natively only (libpmemobj)");
+  return tm::PmemobjTmm::open_or_create(
+      tm::PmemobjTmm::path_for(c.pool.path()),
+      {c.op.n, c.op.bs, be.threads(), fresh, kPmemobjForcePmem<B>});
+}
+
+tm::ObjState* obj_state_of(const Ctx& c) {
+  return c.pool.array<tm::ObjState>("obj_state");
+}
+
+// libpmemobj undo transactions, one per (kk, ii): C is computed in a pool of libpmemobj's own,
+// then copied into the pmlab pool, marked, and the object pool dropped. Creating that pool
+// is set-up (like creating the pmlab pool), so it happens in `prepare`, outside the timing.
+constexpr auto pmemobj_scheme() {
+  return Scheme{.name = "pmemobj",
+                .arrays =
+                    [](const pool::RunParams&) {
+                      return std::vector<pool::ArraySpec>{{"obj_state", sizeof(tm::ObjState)}};
+                    },
+                .run =
+                    [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                      auto* marker = obj_state_of(c);
+                      if (be.load(&marker->copied_back) == 0) {
+                        const auto obj = open_pmemobj(be, c, /*fresh=*/false);
+                        obj.run(c.op, first);
+                        obj.copy_c(c.op.c.data());
+                        be.persist(c.op.c.data(), c.op.c.bytes());
+                        be.store(&marker->copied_back, std::uint64_t{1});
+                        be.persist(&marker->copied_back, sizeof(std::uint64_t));
+                      }
+                      tm::PmemobjTmm::remove(tm::PmemobjTmm::path_for(c.pool.path()));
+                    },
+                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "libpmemobj rollback (pmemobj_open)";
+                  if (be.load(&obj_state_of(c)->copied_back) != 0) return c.op.tiles();
+                  return open_pmemobj(be, c, /*fresh=*/false).resume_point();
+                },
+                .sim_refusal =
+                    "libpmemobj issues its own flushes and fences, which the simulator cannot "
+                    "see",
+                .prepare =
+                    [](mem::Backend auto& be, const Ctx& c) {
+                      // A first start must not pick up a stale object pool left at this path
+                      // earlier.
+                      if (c.pool.starts() <= 1) (void)open_pmemobj(be, c, /*fresh=*/true);
+                    }};
+}
+
+tm::Operands shape_of(const pool::RunParams& p) {
+  return {{nullptr, p.n, p.n}, {nullptr, p.n, p.n}, {nullptr, p.n, p.n}, p.n, p.bs};
+}
+
+// Outer iteration = kk tile; the (kk, ii) panels are the regions. The checksum table is one of
+// the kernel's arrays (not lp's) so that every scheme's pool keeps the layout it always had.
+constexpr auto kSchemes = std::tuple{
+    restart_base_scheme(),
+    lp_scheme<shape_of, TableArray::kKernel>(),
+    ep_scheme<Grain::kIi>("ep-ii"),
+    ep_scheme<Grain::kJj>("ep-jj"),
+    wal_scheme<Grain::kIi>("wal-ii"),
+    wal_scheme<Grain::kJj>("wal-jj"),
+    cp_scheme(),
+    hr_scheme<Grain::kIi, 32>("hr-ii-x32"),
+    hr_scheme<Grain::kIi, 64>("hr-ii-x64"),
+    hr_scheme<Grain::kJj, 32>("hr-jj-x32"),
+    hr_scheme<Grain::kJj, 64>("hr-jj-x64"),
+    pmemobj_scheme(),
+};
+
+void fill_inputs(double* a, double* b, std::uint64_t n, std::uint64_t seed) {
+  for (std::uint64_t i = 0; i < n * n; ++i) {
+    a[i] = kernels::input_value(seed, 0, i);
+    b[i] = kernels::input_value(seed, 1, i);
+  }
+}
+
+struct Tmm {
+  using Operands = tm::Operands;
+  static constexpr std::string_view kName = "tmm";
+  static constexpr std::uint64_t kCrashTestMaxN = 400;
+  static constexpr bool kPowerOfTwoN = false;
+  static constexpr const auto& schemes = kSchemes;
+
+  static void validate(const pool::RunParams& p) { require_sizes(kName, p, kMaxN); }
+  static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
+    const std::uint64_t mat = p.n * p.n * sizeof(double);
+    return {{"a", mat}, {"b", mat}, {"c", mat}, lp_table_spec(shape_of(p).table_slots())};
+  }
+  // C and the checksum table are zero-filled by the pool (C's initial value; "unwritten" tags).
+  static void init(pool::Pool& pool) {
+    const auto& p = pool.params();
+    fill_inputs(pool.array<double>("a"), pool.array<double>("b"), p.n, p.seed);
+  }
+  static Operands operands(const pool::Pool& pool) {
+    const std::size_t n = pool.params().n;
+    return {{pool.array<const double>("a"), n, n},
+            {pool.array<const double>("b"), n, n},
+            {pool.array<double>("c"), n, n},
+            n,
+            pool.params().bs};
+  }
+  static OutputBytes output(const Operands& op) { return {op.c.data(), op.c.bytes()}; }
+  static VerifyResult verify(const pool::Pool& pool) {
+    const auto& p = pool.params();
+    const std::size_t n = p.n;
+    std::vector<double> a(n * n), b(n * n), c(n * n, 0.0);
+    fill_inputs(a.data(), b.data(), n, p.seed);
+    mem::PlainBackend be({}, 1);
+    tm::run_base(be, Operands{{a.data(), n, n}, {b.data(), n, n}, {c.data(), n, n}, n, p.bs});
+    return compare_bits(pool.array<const double>("c"), c,
+                        [n](std::size_t i) { return fmt::format("C[{}][{}]", i / n, i % n); });
+  }
+  // Per kk tile: every C element is loaded and stored once, plus an A and a B load per k.
+  static std::uint64_t base_refs(const pool::RunParams& p) {
+    std::uint64_t refs = 0;
+    for (std::uint64_t kk = 0; kk < p.n; kk += p.bs)
+      refs += p.n * p.n * (2 + 2 * (std::min(kk + p.bs, p.n) - kk));
+    return refs;
+  }
+};
+static_assert(ResumableKernel<Tmm>);
+
+}  // namespace
+
+KernelDriver make_tmm_driver() {
+  return make_kernel_driver<Tmm>();
+}
+SimKernel make_tmm_sim() {
+  return make_sim_kernel<Tmm>();
+}
+
+}  // namespace pmlab::run

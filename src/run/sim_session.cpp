@@ -1,0 +1,244 @@
+// Simulated kernel x scheme runs: machine overrides, the table of per-kernel sim entry points,
+// the scratch-pool session.
+#include "pmlab/run/sim_session.hpp"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "pmlab/core/error.hpp"
+#include "pmlab/sim/presets.hpp"
+
+namespace pmlab::run {
+
+// ---------------------------------------------------------------------------------------------
+// Machine: a preset plus overrides.
+
+sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o) {
+  // pact17's shared L2 is "1MB tile/core": it scales with the core count.
+  sim::SimParams p = (preset == "pact17" && o.cores) ? sim::pact17(*o.cores) : sim::preset(preset);
+  if (o.cores) {
+    p.cores = *o.cores;
+    p.threads = std::min(p.threads, *o.cores);
+  }
+  if (o.l1_size) p.l1.size_bytes = *o.l1_size;
+  if (o.l1_ways) p.l1.ways = *o.l1_ways;
+  if (o.l2_size && *o.l2_size == 0) {
+    p.l2.reset();
+  } else if (o.l2_size) {
+    if (!p.l2) {
+      // No preset has a private L2: its latency is put halfway between L1 and the LLC.
+      const auto lat = (p.l1.hit_latency.value() + p.llc.hit_latency.value() + 1) / 2;
+      p.l2 = sim::LevelParams{"L2", *o.l2_size, 8, Cycles{lat}, p.l1.replacement};
+    }
+    p.l2->size_bytes = *o.l2_size;
+  }
+  if (o.l2_ways) {
+    if (!p.l2)
+      throw Error(ErrorCode::kInvalidArgument, "--l2-ways needs a private L2: give --l2-size too");
+    p.l2->ways = *o.l2_ways;
+  }
+  if (p.l2 && p.llc.name == "L2") p.llc.name = "L3";
+  if (!p.l2 && p.llc.name == "L3") p.llc.name = "L2";
+  if (o.llc_size) p.llc.size_bytes = *o.llc_size;
+  if (o.llc_ways) p.llc.ways = *o.llc_ways;
+  if (o.replacement) {
+    p.l1.replacement = p.llc.replacement = *o.replacement;
+    if (p.l2) p.l2->replacement = *o.replacement;
+  }
+  if (o.inclusive_llc) p.inclusive_llc = *o.inclusive_llc;
+  if (o.nvm_read_ns) p.nvm.read_ns = *o.nvm_read_ns;
+  if (o.nvm_write_ns) p.nvm.write_ns = *o.nvm_write_ns;
+  if (o.freq_ghz) p.freq_ghz = *o.freq_ghz;
+  if (o.write_queue_entries) p.nvm.write_queue_entries = *o.write_queue_entries;
+  if (o.write_units) p.nvm.write_units = *o.write_units;
+  if (o.periodic_flush_cycles) p.periodic_flush_cycles = Cycles{*o.periodic_flush_cycles};
+  p.validate();
+  return p;
+}
+
+// Built from each kernel's description and scheme table (src/driver/<kernel>_driver.cpp, via
+// make_sim_kernel in driver/sim_kernel.hpp): the simulator runs the native drivers' scheme code.
+SimKernel make_tmm_sim();
+SimKernel make_cholesky_sim();
+SimKernel make_lu_sim();
+SimKernel make_gauss_sim();
+SimKernel make_conv2d_sim();
+SimKernel make_fft_sim();
+
+const std::vector<SimKernel>& sim_kernels() {
+  static const std::vector<SimKernel> kernels{make_tmm_sim(),    make_cholesky_sim(),
+                                              make_lu_sim(),     make_gauss_sim(),
+                                              make_conv2d_sim(), make_fft_sim()};
+  return kernels;
+}
+
+const SimKernel& find_sim_kernel(const std::string& name) {
+  for (const auto& k : sim_kernels())
+    if (k.name == name) return k;
+  std::string known;
+  for (const auto& k : sim_kernels()) known += (known.empty() ? "" : ", ") + k.name;
+  throw Error(
+      ErrorCode::kInvalidArgument,
+      fmt::format("kernel '{}' has no simulator entry point (simulated kernels: {})", name, known));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The session.
+
+namespace {
+
+// DRAM-backed scratch space: /dev/shm when usable, else $TMPDIR, else /tmp.
+std::vector<std::string> scratch_dirs() {
+  std::vector<std::string> dirs;
+  if (access("/dev/shm", W_OK) == 0) dirs.emplace_back("/dev/shm");
+  if (const char* t = std::getenv("TMPDIR"); t != nullptr && *t != '\0') dirs.emplace_back(t);
+  dirs.emplace_back("/tmp");
+  return dirs;
+}
+
+pool::Pool scratch_pool(const KernelDriver& kd, const pool::RunParams& p) {
+  static std::atomic<std::uint64_t> counter{0};
+  const auto arrays = kd.arrays(p);
+  std::string errors;
+  for (const auto& dir : scratch_dirs()) {
+    const std::string path = fmt::format("{}/pmlab-sim-{}-{}.pool", dir, getpid(), counter++);
+    try {
+      pool::Pool pool = pool::Pool::create(path, p, arrays, kd.init);
+      ::unlink(path.c_str());  // the mapping stays valid; nothing is left behind
+      return pool;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kIo) throw;
+      errors += fmt::format("{}{}", errors.empty() ? "" : "; ", e.what());
+    }
+  }
+  throw Error(ErrorCode::kIo, "cannot create the simulator's scratch arrays: " + errors);
+}
+
+sim::SimBackend make_backend(const SimRunSpec& spec, pool::Pool& pool) {
+  sim::SimBackend be(spec.machine, spec.flush, static_cast<int>(spec.run.threads));
+  // Every array is persistent data; its initial bytes count as persisted at setup.
+  for (const auto& a : pool.arrays())
+    if (a.bytes > 0) be.register_persistent(pool.base() + a.offset, a.bytes);
+  return be;
+}
+
+}  // namespace
+
+struct SimSession::State {
+  SimRunSpec spec;
+  const KernelDriver* kd;
+  const SimKernel* sk;
+  pool::Pool pool;
+  sim::SimBackend be;
+
+  // Members are built in order: every check runs before anything is allocated.
+  explicit State(const SimRunSpec& s)
+      : spec((validate(s), s)),
+        kd(&find_kernel(s.run.kernel)),
+        sk(&find_sim_kernel(s.run.kernel)),
+        pool(scratch_pool(*kd, s.run)),
+        be(make_backend(s, pool)) {}
+};
+
+void validate(const SimRunSpec& spec) {
+  const KernelDriver& kd = find_kernel(spec.run.kernel);
+  kd.validate(spec.run);
+  find_sim_kernel(spec.run.kernel).check(spec.run);
+  if (spec.run.threads < 1 || spec.run.threads > static_cast<std::uint32_t>(sim::kMaxCores))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--threads must be between 1 and {} in the simulator (got {})",
+                            sim::kMaxCores, spec.run.threads));
+  spec.machine.validate();
+}
+
+SimSession::SimSession(const SimRunSpec& spec) : s_(std::make_unique<State>(spec)) {}
+SimSession::~SimSession() = default;
+SimSession::SimSession(SimSession&&) noexcept = default;
+SimSession& SimSession::operator=(SimSession&&) noexcept = default;
+
+void SimSession::run(std::size_t first) {
+  s_->sk->run(s_->be, s_->pool, first);
+}
+std::size_t SimSession::recover(RunReport& report) {
+  return s_->sk->recover(s_->be, s_->pool, report);
+}
+VerifyResult SimSession::verify() const {
+  return s_->kd->verify(s_->pool);
+}
+sim::SimBackend& SimSession::backend() {
+  return s_->be;
+}
+pool::Pool& SimSession::pool() {
+  return s_->pool;
+}
+const SimRunSpec& SimSession::spec() const {
+  return s_->spec;
+}
+std::uint64_t SimSession::estimated_ops() const {
+  return s_->sk->base_refs(s_->spec.run);
+}
+
+double SimRunResult::refs_per_second() const {
+  return seconds > 0 ? static_cast<double>(stats.accesses()) / seconds : 0.0;
+}
+
+namespace {
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
+
+SimRunResult simulate(const SimRunSpec& spec, const SimProgress& progress) {
+  SimSession session(spec);
+  sim::SimBackend& be = session.backend();
+  if (progress) {
+    const double total = static_cast<double>(std::max<std::uint64_t>(1, session.estimated_ops()));
+    // Schemes add ops to the base kernel's, so the estimate is capped below 1.
+    be.on_loop_end([&] { progress(std::min(0.999, static_cast<double>(be.ops()) / total)); });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = process_cpu_seconds();
+  session.run(0);
+  if (spec.drain) be.machine().write_back_all(sim::WriteCause::kDrain);
+  const double cpu = process_cpu_seconds() - cpu0;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  be.on_loop_end({});
+  SimRunResult r{be.stats(), be.ops(), seconds, cpu, std::nullopt};
+  if (spec.verify) r.verify = session.verify();
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+nlohmann::json ratio_tree(const nlohmann::json& x, const nlohmann::json& base) {
+  if (x.is_object()) {
+    nlohmann::json r = nlohmann::json::object();
+    for (const auto& [key, v] : x.items())
+      if (key != "core_cycles" && base.contains(key)) r[key] = ratio_tree(v, base.at(key));
+    return r;
+  }
+  if (!x.is_number() || !base.is_number()) return nullptr;
+  const double a = x.get<double>(), b = base.get<double>();
+  if (b == 0) return a == 0 ? nlohmann::json(1.0) : nlohmann::json(nullptr);
+  return a / b;
+}
+}  // namespace
+
+nlohmann::json normalized_to(const sim::SimStats& s, const sim::SimStats& base) {
+  return ratio_tree(sim::to_json(s), sim::to_json(base));
+}
+
+}  // namespace pmlab::run
