@@ -1,5 +1,4 @@
-// Paired-ratio statistics on synthetic timings from a seeded machine model: coverage, busy
-// detection, adaptive stopping, order alternation, formatting and determinism (no real timing).
+// paired_ratio.hpp on synthetic timings from a seeded machine model: honesty, stopping, order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
