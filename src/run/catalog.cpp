@@ -1,25 +1,61 @@
-// The table of kernels the CLI knows, and persistence-mode names.
+// The catalog of kernels (native driver + simulator entry points, one line each), and
+// persistence-mode names.
 #include <string>
 
 #include <fmt/format.h>
 
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/catalog.hpp"
+#include "pmlab/run/sim_session.hpp"
 
 namespace pmlab::run {
 
+// Each kernel's two entries, built from its one description (src/kernels/<kernel>_kernel.cpp):
+// the native driver and the simulator's entry points run the same scheme rows.
 KernelDriver make_tmm_driver();
 KernelDriver make_cholesky_driver();
 KernelDriver make_lu_driver();
 KernelDriver make_gauss_driver();
 KernelDriver make_conv2d_driver();
 KernelDriver make_fft_driver();
+SimKernel make_tmm_sim();
+SimKernel make_cholesky_sim();
+SimKernel make_lu_sim();
+SimKernel make_gauss_sim();
+SimKernel make_conv2d_sim();
+SimKernel make_fft_sim();
+
+namespace {
+
+struct CatalogEntry {
+  KernelDriver (*native)();
+  SimKernel (*sim)();
+};
+
+// The catalog: one line per kernel.
+constexpr CatalogEntry kCatalog[] = {
+    {make_tmm_driver, make_tmm_sim},       {make_cholesky_driver, make_cholesky_sim},
+    {make_lu_driver, make_lu_sim},         {make_gauss_driver, make_gauss_sim},
+    {make_conv2d_driver, make_conv2d_sim}, {make_fft_driver, make_fft_sim},
+};
+
+template <class T>
+std::vector<T> build_all(T (*CatalogEntry::*make)()) {
+  std::vector<T> all;
+  for (const auto& e : kCatalog) all.push_back((e.*make)());
+  return all;
+}
+
+}  // namespace
 
 const std::vector<KernelDriver>& kernel_drivers() {
-  static const std::vector<KernelDriver> drivers{make_tmm_driver(),    make_cholesky_driver(),
-                                                 make_lu_driver(),     make_gauss_driver(),
-                                                 make_conv2d_driver(), make_fft_driver()};
+  static const std::vector<KernelDriver> drivers = build_all(&CatalogEntry::native);
   return drivers;
+}
+
+const std::vector<SimKernel>& sim_kernels() {
+  static const std::vector<SimKernel> kernels = build_all(&CatalogEntry::sim);
+  return kernels;
 }
 
 const KernelDriver& find_kernel(const std::string& name) {

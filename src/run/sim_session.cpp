@@ -65,22 +65,6 @@ sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o) 
   return p;
 }
 
-// Built from each kernel's description and scheme table (src/driver/<kernel>_driver.cpp, via
-// make_sim_kernel in driver/sim_kernel.hpp): the simulator runs the native drivers' scheme code.
-SimKernel make_tmm_sim();
-SimKernel make_cholesky_sim();
-SimKernel make_lu_sim();
-SimKernel make_gauss_sim();
-SimKernel make_conv2d_sim();
-SimKernel make_fft_sim();
-
-const std::vector<SimKernel>& sim_kernels() {
-  static const std::vector<SimKernel> kernels{make_tmm_sim(),    make_cholesky_sim(),
-                                              make_lu_sim(),     make_gauss_sim(),
-                                              make_conv2d_sim(), make_fft_sim()};
-  return kernels;
-}
-
 const SimKernel& find_sim_kernel(const std::string& name) {
   for (const auto& k : sim_kernels())
     if (k.name == name) return k;
