@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../support/rival_crash.hpp"
-#include "pmlab/kernels/cholesky_rivals.hpp"
+#include "pmlab/kernels/cholesky.hpp"
 #include "pmlab/mem/native_backend.hpp"
 
 namespace pmlab::testing {

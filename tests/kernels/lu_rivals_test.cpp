@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "../support/rival_crash.hpp"
-#include "pmlab/kernels/lu_rivals.hpp"
+#include "pmlab/kernels/lu.hpp"
 #include "pmlab/mem/native_backend.hpp"
 
 namespace pmlab::testing {

@@ -13,6 +13,7 @@
 #include "pmlab/lp/region.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
+#include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/index_record.hpp"
 
 namespace pmlab::kernels::conv2d {
@@ -134,11 +135,10 @@ void persist_block(B& be, const Operands& op, std::size_t b) {
 
 template <mem::Backend B>
 void ep_block(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, std::size_t b) {
-  be.region_begin({0, static_cast<std::uint32_t>(b)});
-  conv_block(be, op, b, [](double) {});
-  persist_block(be, op, b);
-  rec[b].set(be, 0, 1);
-  be.region_end({0, static_cast<std::uint32_t>(b)});
+  // Out of place: recomputing a torn block is harmless, so no in-flight mark.
+  scheme::eager_region(
+      be, mem::RegionId{0, static_cast<std::uint32_t>(b)}, rec[b], {.done = 1},
+      [&] { conv_block(be, op, b, [](double) {}); }, [&] { persist_block(be, op, b); });
 }
 
 template <mem::Backend B>

@@ -1,6 +1,7 @@
-// Scheme-table rows shared by kernels: base and lp of the in-place factorizations, and LP's
-// rivals (wal, cp, hr-xX) of kernels whose header follows the *_rivals.hpp API; the kernel
-// functions are found by argument-dependent lookup on Operands.
+// Scheme-table rows shared by kernels: base, lp, ep and LP's rivals (wal, cp, hr-xX) of every
+// kernel whose header provides the functions they name (run_lp, recover_ep, wal_bytes_for...,
+// see tiled_factorization.hpp for the list); those are found by argument-dependent lookup on
+// the kernel's Operands.
 //
 // Usage in a kernel's table (ShapeOf: RunParams -> Operands with real dimensions and null data,
 // which is all the *_bytes_for functions read):
@@ -10,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "pmlab/scheme/band_copy.hpp"
@@ -88,6 +90,23 @@ constexpr auto lp_scheme() {
                 }};
 }
 
+// EagerRecompute with ep_records(op) index records (one per region's output unit).
+template <auto ShapeOf>
+constexpr auto ep_scheme() {
+  return Scheme{
+      .name = "ep",
+      .arrays =
+          [](const pool::RunParams& p) {
+            return std::vector{ep_index_spec(ep_records(ShapeOf(p)))};
+          },
+      .run = [](mem::Backend auto& be, const auto& c,
+                std::size_t first) { run_ep(be, c.op, c.index_records(ep_records(c.op)), first); },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "ep-recovery";
+        return recover_ep(be, c.op, c.index_records(ep_records(c.op)), r.recovery);
+      }};
+}
+
 // Undo-logging transactions, one per EagerRecompute region (thesis Fig. 2.6).
 template <auto ShapeOf>
 constexpr auto wal_scheme() {
@@ -129,6 +148,14 @@ constexpr auto hr_scheme(std::string_view name) {
         r.recovery_action = "hr-recovery";
         return recover_hr(be, c.op, hybrid_of<Parts>(c), r.recovery);
       }};
+}
+
+// The table of an in-place kernel with the whole rival set (gauss, lu, cholesky): LP, its
+// rivals, and Hybrid Recompute copying 1/8 of the working array per step.
+template <auto ShapeOf>
+constexpr auto in_place_schemes() {
+  return std::tuple{restart_base_scheme(), lp_scheme<ShapeOf>(), ep_scheme<ShapeOf>(),
+                    wal_scheme<ShapeOf>(), cp_scheme<ShapeOf>(), hr_scheme<ShapeOf, 8>("hr-x8")};
 }
 
 }  // namespace pmlab::run
