@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "kernel_options.hpp"
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/run/catalog.hpp"
-#include "pmlab/run/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -24,7 +24,7 @@ struct BenchArgs {
   std::uint32_t threads = 2;
   int reps = 15;
   std::uint64_t seed = 1;
-  std::optional<std::uint64_t> width;  // conv2d only
+  KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string persist = "cpu";
   std::string flush = "clwb";
   std::string dir;
@@ -68,7 +68,6 @@ struct StopOnSignal {
 };
 
 int do_bench(const BenchArgs& a) {
-  if (a.width) run::require_width_applies(a.kernel);
   run::BenchOptions o;
   o.kernel = a.kernel;
   o.schemes = a.schemes;
@@ -77,7 +76,12 @@ int do_bench(const BenchArgs& a) {
   o.threads = a.threads;
   o.reps = a.reps;
   o.seed = a.seed;
-  o.extra = a.width.value_or(0);
+  {
+    pool::RunParams named;
+    named.kernel = a.kernel;
+    a.kernel_options.apply(named);
+    o.kernel_params = named.kernel_params;
+  }
   o.mode = run::persist_mode_from_string(a.persist);
   o.flush = persist::flush_kind_from_string(a.flush);
   o.dir = a.dir;
@@ -120,8 +124,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
   cmd->add_option("--reps", args->reps, "Repetitions per scheme")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the input matrices")->capture_default_str();
-  cmd->add_option("--width", args->width, run::kWidthHelp)
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
+  args->kernel_options.add_to(*cmd);
   cmd->add_option("--persist", args->persist, "Persistence mode: cpu, auto, none")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "auto", "none"}));

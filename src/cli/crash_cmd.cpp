@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kernel_options.hpp"
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
-#include "pmlab/run/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -37,7 +37,7 @@ struct CrashArgs {
   std::string checksum = "modular";
   std::uint64_t trials = 200;
   std::optional<std::uint64_t> seed;
-  std::optional<std::uint64_t> width;  // conv2d only (RunParams.extra)
+  KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string flush = "clflushopt";
   double recovery_crash_rate = 0.3;
   int jobs = run::kDefaultCampaignJobs;
@@ -63,10 +63,7 @@ run::SimRunSpec make_spec(const CrashArgs& a) {
   spec.run.bs = a.bs;
   spec.run.threads = a.threads;
   spec.run.checksum = lp::checksum_kind_from_string(a.checksum);
-  if (a.width) {
-    run::require_width_applies(a.kernel);
-    spec.run.extra = *a.width;
-  }
+  a.kernel_options.apply(spec.run);
   spec.machine = build_machine(a.machine);
   spec.flush = flush_mode(a.flush);
   run::validate(spec);
@@ -84,7 +81,7 @@ std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
       t.crash_op);
   if (const auto period = spec.machine.periodic_flush_cycles.value(); period > 0)
     cmd += fmt::format(" --periodic-flush {}", period);
-  if (a.width) cmd += fmt::format(" --width {}", *a.width);
+  cmd += a.kernel_options.as_flags();
   for (auto k : t.recovery_crashes) cmd += fmt::format(" --replay-recovery {}", k);
   return cmd;
 }
@@ -184,8 +181,7 @@ void add_crash_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 10'000'000u));
   cmd->add_option("--seed", a->seed, "Campaign seed (default: random, printed for replay)");
-  cmd->add_option("--width", a->width, run::kWidthHelp)
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
+  a->kernel_options.add_to(*cmd);
   cmd->add_option("--flush", a->flush, "Flush instruction of the eager schemes")
       ->capture_default_str();
   cmd->add_option("--recovery-crash-rate", a->recovery_crash_rate,

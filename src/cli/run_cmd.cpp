@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kernel_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/catalog.hpp"
-#include "pmlab/run/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -24,7 +24,7 @@ struct RunArgs {
   std::uint32_t threads = 1;
   std::string checksum = "modular";
   std::uint64_t seed = 1;
-  std::uint64_t width = 0;  // conv2d only; 0 = the kernel's default
+  KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string pool;
   std::string persist = "cpu";
   std::string flush = "clwb";
@@ -32,15 +32,21 @@ struct RunArgs {
   bool json = false;
 };
 
+nlohmann::json kernel_params_json(const pool::RunParams& p) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& kp : p.kernel_params) j[kp.name] = kp.value;
+  return j;
+}
+
 bool file_exists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
 }
 
 struct Given {
-  bool kernel, scheme, n, bs, threads, checksum, seed, width;
+  bool kernel, scheme, n, bs, threads, checksum, seed, kernel_params;
   [[nodiscard]] bool any() const {
-    return kernel || scheme || n || bs || threads || checksum || seed || width;
+    return kernel || scheme || n || bs || threads || checksum || seed || kernel_params;
   }
 };
 
@@ -54,19 +60,20 @@ pool::RunParams merge(const RunArgs& a, const Given& g, const pool::RunParams& b
   if (g.threads) p.threads = a.threads;
   if (g.checksum) p.checksum = lp::checksum_kind_from_string(a.checksum);
   if (g.seed) p.seed = a.seed;
-  if (g.width) p.extra = a.width;
+  if (g.kernel_params) a.kernel_options.apply(p);
   return p;
 }
 
 int do_run(const RunArgs& a, const Given& g) {
-  if (g.width) {
+  if (g.kernel_params) {
     // The kernel named here, else the one stored in the pool (read before anything is opened).
-    const std::string kernel =
+    pool::RunParams named;
+    named.kernel =
         g.kernel ? a.kernel : (file_exists(a.pool) ? pool::Pool::read_params(a.pool).kernel : "");
-    if (!kernel.empty()) run::require_width_applies(kernel);
+    if (!named.kernel.empty()) a.kernel_options.apply(named);
   }
   run::ExecOptions opt{run::persist_mode_from_string(a.persist),
-                          persist::flush_kind_from_string(a.flush)};
+                       persist::flush_kind_from_string(a.flush)};
   std::optional<pool::Pool> pool;
   std::string state_before = "new";
   if (!file_exists(a.pool)) {
@@ -108,7 +115,7 @@ int do_run(const RunArgs& a, const Given& g) {
         {"threads", params.threads},
         {"checksum", std::string(lp::to_string(params.checksum))},
         {"seed", params.seed},
-        {"extra", params.extra},  // kernel-specific: conv2d's --width (0 = default)
+        {"kernel_params", kernel_params_json(params)},  // the kernel's own, e.g. conv2d's width
         {"pool", a.pool},
         {"persist", a.persist},
         {"flush", a.flush},
@@ -136,8 +143,7 @@ int do_run(const RunArgs& a, const Given& g) {
   } else {
     fmt::print("pmlab run {} --scheme {} --n {} --bs {} --threads {} --checksum {}{}  pool={}\n",
                params.kernel, params.scheme, params.n, params.bs, params.threads,
-               lp::to_string(params.checksum),
-               params.extra != 0 ? fmt::format(" --width {}", params.extra) : "", a.pool);
+               lp::to_string(params.checksum), kernel_param_flags(params), a.pool);
     if (report.resumed) {
       fmt::print("  resumed an interrupted run (start #{}): {}\n", pool->starts(),
                  report.recovery_action);
@@ -193,11 +199,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                    ->capture_default_str();
   auto* o_seed = cmd->add_option("--seed", args->seed, "Seed of the deterministic input matrices")
                      ->capture_default_str();
-  auto* o_width =
-      cmd->add_option("--width", args->width,
-                      std::string(run::kWidthHelp) +
-                          "; stored in the pool: resuming with another width is refused")
-          ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
+  args->kernel_options.add_to(*cmd);
   cmd->add_option("--pool", args->pool, "Pool file to create or resume")->required();
   cmd->add_option("--persist", args->persist,
                   "Persistence mode for flushes: cpu (flush instructions + sfence), auto "
@@ -211,7 +213,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--verify", args->verify,
                 "Compare the result with a fault-free reference, bit for bit (exit 1 on mismatch)");
   cmd->add_flag("--json", args->json, "Print a JSON report instead of text");
-  cmd->callback([args, &exit_code, cmd, o_scheme, o_n, o_bs, o_thr, o_ck, o_seed, o_width] {
+  cmd->callback([args, &exit_code, cmd, o_scheme, o_n, o_bs, o_thr, o_ck, o_seed] {
     Given g{cmd->get_option("kernel")->count() > 0,
             o_scheme->count() > 0,
             o_n->count() > 0,
@@ -219,7 +221,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
             o_thr->count() > 0,
             o_ck->count() > 0,
             o_seed->count() > 0,
-            o_width->count() > 0};
+            args->kernel_options.any_given()};
     exit_code = do_run(*args, g);
   });
 }

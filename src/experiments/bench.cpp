@@ -48,7 +48,7 @@ Measurement measure(const BenchOptions& opt, const std::string& scheme, const fs
   p.bs = opt.bs;
   p.threads = opt.threads;
   p.seed = opt.seed;
-  p.extra = opt.extra;
+  p.kernel_params = opt.kernel_params;
   const auto& k = find_kernel(opt.kernel);
   const auto path = (dir / scheme).string();
   Measurement m;
@@ -86,7 +86,7 @@ void validate(const BenchOptions& opt, const std::vector<std::string>& schemes) 
   p.n = opt.n;
   p.bs = opt.bs;
   p.threads = opt.threads;
-  p.extra = opt.extra;
+  p.kernel_params = opt.kernel_params;
   k.validate(p);
   if (opt.mode == persist::PersistMode::kCpu && !persist::cpu_supports(opt.flush))
     throw Error(ErrorCode::kUnsupported,

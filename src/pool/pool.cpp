@@ -222,6 +222,7 @@ RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std:
     throw corrupt(fmt::format("file is {} bytes, header says {}", file_size, h.file_bytes));
   if (!lp::is_valid_checksum_kind(h.checksum)) throw corrupt("unknown checksum kind");
   if (h.array_count > kMaxArrays) throw corrupt("too many arrays");
+  if (h.param_count > kMaxKernelParams) throw corrupt("too many kernel parameters");
   auto state = st.state_word & 0xffff'ffffu;
   if ((st.state_word & ~0xffff'ffffull) != disk::kStateMagic || state < 1 || state > 3)
     throw corrupt("invalid run-state word");
@@ -241,7 +242,11 @@ RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std:
   p.n = h.n;
   p.bs = h.bs;
   p.seed = h.seed;
-  p.extra = h.extra;
+  for (std::uint32_t i = 0; i < h.param_count; ++i) {
+    std::string name = read_name(h.params[i].name, sizeof h.params[i].name);
+    if (name.empty()) throw corrupt(fmt::format("kernel parameter #{} has no name", i));
+    p.kernel_params.push_back({std::move(name), h.params[i].value});
+  }
   return p;
 }
 
@@ -352,7 +357,14 @@ std::optional<Pool> Pool::try_create(const std::string& path, const RunParams& p
   h.n = params.n;
   h.bs = params.bs;
   h.seed = params.seed;
-  h.extra = params.extra;
+  if (params.kernel_params.size() > kMaxKernelParams)
+    throw Error(ErrorCode::kInvalidArgument, "too many kernel parameters for one pool");
+  h.param_count = static_cast<std::uint32_t>(params.kernel_params.size());
+  for (std::size_t i = 0; i < params.kernel_params.size(); ++i) {
+    copy_name(h.params[i].name, sizeof h.params[i].name, params.kernel_params[i].name,
+              "kernel parameter");
+    h.params[i].value = params.kernel_params[i].value;
+  }
   h.array_count = static_cast<std::uint32_t>(arrays.size());
   std::uint64_t offset = disk::kHeaderBytes;
   constexpr std::uint64_t kMaxPoolBytes = 1ull << 46;  // 64 TiB: anything larger is a typo

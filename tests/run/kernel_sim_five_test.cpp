@@ -43,7 +43,7 @@ pool::RunParams params(const std::string& kernel, const std::string& scheme, std
   p.threads = threads;
   p.checksum = kind;
   p.seed = 7 + n;
-  p.extra = kernel == "conv2d" ? extra : 0;
+  if (kernel == "conv2d" && extra != 0) p.set_kernel_param("width", extra);
   return p;
 }
 

@@ -16,7 +16,7 @@ struct pmem2_map;
 
 namespace pmlab::pool {
 
-inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFormatVersion = 2;  // 2: named kernel parameters
 inline constexpr std::size_t kMaxArrays = 32;
 inline constexpr std::size_t kMaxArrayName = 24;
 
