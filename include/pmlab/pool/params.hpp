@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pmlab/lp/checksum.hpp"
+#include "pmlab/lp/checksum_kind.hpp"
 
 namespace pmlab::pool {
 
