@@ -122,8 +122,10 @@ TEST(KernelTmm, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
     });
     ASSERT_TRUE(bit_equal(f.result(), expected));
   }
-  // Not vacuous: many crashes really required recomputation.
-  EXPECT_GT(recoveries_with_work, trials / 10);
+  // Not vacuous: many crashes really required recomputation. About 10-15% of trials do (a crash
+  // early in a region, or a region that never committed); a bound at 10% failed 1 run in ~100
+  // (40 of 400, seed 9316164026337048501), so the bound is half of that.
+  EXPECT_GT(recoveries_with_work, trials / 20);
 }
 
 }  // namespace
