@@ -172,13 +172,16 @@ TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
     // The kills really interrupted runs (a kill drawn after a short run's end does not land).
     EXPECT_GE(tally.kills, trials / 3);
     // LP must really have had to recompute after some kills.
-    if (scheme == "lp") EXPECT_GE(tally.resumes_with_recovery_work, 1);
+    if (scheme == "lp") {
+      EXPECT_GE(tally.resumes_with_recovery_work, 1);
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, KillResume, ::testing::ValuesIn(all_cases()),
-                         [](const auto& info) {
-                           std::string s = info.param.kernel + "_" + info.param.scheme;
+                         [](const auto& param_info) {
+                           std::string s =
+                               param_info.param.kernel + "_" + param_info.param.scheme;
                            for (auto& ch : s)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return s;

@@ -60,7 +60,7 @@ TEST_F(WidthCli, ResumeWithAnotherWidthIsRefusedAndLeavesThePoolUntouched) {
                 .exit_code,
             0);
   const std::string before = slurp(pool());
-  for (const std::vector<std::string> args :
+  for (const std::vector<std::string>& args :
        {std::vector<std::string>{"run", "conv2d", "--width", "5", "--pool", pool()},
         std::vector<std::string>{"run", "--width", "5", "--pool", pool()}}) {
     const auto r = pmlab(args);
