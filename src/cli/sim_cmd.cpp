@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/sim_session.hpp"
@@ -218,8 +219,7 @@ int do_sim(const SimArgs& a) {
                human(static_cast<double>(r.stats.accesses())), r.seconds, r.cpu_seconds,
                human(r.refs_per_second()));
     const nlohmann::json base_stats = base ? sim::to_json(base->stats) : nlohmann::json();
-    const nlohmann::json norm =
-        base ? run::normalized_to(r.stats, base->stats) : nlohmann::json();
+    const nlohmann::json norm = base ? run::normalized_to(r.stats, base->stats) : nlohmann::json();
     if (base)
       fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", "", a.scheme, *a.vs, fmt::format("/{}", *a.vs));
     for (const Row& row : report_rows(machine)) {
@@ -285,7 +285,10 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-progress", a->no_progress,
                 "No progress bar (it is shown only when stderr is a terminal)");
   add_machine_options(*cmd, a->machine);
-  cmd->callback([a, &exit_code] { exit_code = do_sim(*a); });
+  cmd->callback([a, &exit_code] {
+    const InterruptScope interrupts(OnInterrupt::kExitNow);  // everything is in memory
+    exit_code = do_sim(*a);
+  });
 }
 
 }  // namespace pmlab::cli

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "../support/test_seed.hpp"
 #include "../support/eviction_model_backend.hpp"
 #include "../support/test_scale.hpp"
 #include "../support/tmm_fixture.hpp"
@@ -153,9 +154,8 @@ TEST(KernelGauss, LpThroughTheSimulatorEqualsNativeBitForBit) {
 // including crashes during recovery; LP recovery + resumed execution reproduce the fault-free
 // factor bit for bit under any legal eviction order.
 TEST(KernelGauss, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
@@ -237,9 +237,8 @@ TEST(KernelGauss, EpEqualsBaseBitForBitAndRecordsEveryRegion) {
 }
 
 TEST(KernelGauss, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   [[maybe_unused]] const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
