@@ -100,6 +100,7 @@ int do_run(const RunArgs& a, const Given& g) {
   const auto& params = pool->params();
   const auto& k = run::find_kernel(params.kernel);
   k.validate(params);
+  pool->require_layout(k.arrays(params));  // a header can pass its CRC and still lie
   run::RunReport report;
   try {
     report = k.execute(*pool, opt);

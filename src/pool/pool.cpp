@@ -308,12 +308,20 @@ RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std:
   if ((st.state_word & ~0xffff'ffffull) != disk::kStateMagic || state < 1 || state > 3)
     throw corrupt("invalid run-state word");
   arrays.clear();
+  std::uint64_t previous_end = disk::kHeaderBytes;
   for (std::uint32_t i = 0; i < h.array_count; ++i) {
     const auto& a = h.arrays[i];
     if (a.offset < disk::kHeaderBytes || a.offset % disk::kArrayAlign != 0 || a.bytes > file_size ||
         a.offset > file_size - a.bytes)
       throw corrupt(fmt::format("array #{} lies outside the file", i));
-    arrays.push_back({read_name(a.name, sizeof a.name), a.offset, a.bytes});
+    // Pools are laid out in order (layout()): an array starting inside the one before would
+    // make a write to one corrupt the other.
+    if (a.offset < previous_end) throw corrupt(fmt::format("array #{} overlaps the one before", i));
+    previous_end = a.offset + a.bytes;
+    std::string name = read_name(a.name, sizeof a.name);
+    for (const auto& other : arrays)
+      if (other.name == name) throw corrupt(fmt::format("two arrays are named '{}'", name));
+    arrays.push_back({std::move(name), a.offset, a.bytes});
   }
   RunParams p;
   p.kernel = read_name(h.kernel, sizeof h.kernel);
@@ -594,6 +602,17 @@ void Pool::count_start() {
   auto* st = reinterpret_cast<disk::StateLine*>(base_ + disk::kStateOffset);
   st->starts += 1;
   persist(st, sizeof *st);
+}
+
+void Pool::require_layout(const std::vector<ArraySpec>& expected) const {
+  bool same = expected.size() == arrays_.size();
+  for (std::size_t i = 0; same && i < expected.size(); ++i)
+    same = expected[i].name == arrays_[i].name && expected[i].bytes == arrays_[i].bytes;
+  if (!same)
+    throw Error(ErrorCode::kPoolCorrupt,
+                fmt::format("pool '{}' is corrupt: its arrays are not those of the parameters it "
+                            "stores ({} {} n={} bs={})",
+                            path_, params_.kernel, params_.scheme, params_.n, params_.bs));
 }
 
 bool Pool::has_array(const std::string& name) const {

@@ -68,7 +68,7 @@ TEST_F(Interrupt, RunExits130AndTheRunResumesBitExact) {
   // Long enough (seconds) that the signal lands in the computation, after the pool is published.
   bool signalled = false;
   const auto r = run_process_signal_when(
-      {PMLAB_BINARY, "run", "tmm", "--scheme", "lp", "--n", "1024", "--bs", "32", "--pool", pool},
+      {PMLAB_BINARY, "run", "tmm", "--scheme", "lp", "--n", "1536", "--bs", "32", "--pool", pool},
       log(),
       [&, t0 = std::chrono::steady_clock::time_point{}]() mutable {
         if (!fs::exists(pool)) return false;
@@ -113,7 +113,7 @@ TEST_F(Interrupt, RunInterruptedWhileCreatingItsPoolLeavesNothing) {
 TEST_F(Interrupt, SimExits130AndLeavesNoScratchPool) {
   bool signalled = false;
   const auto r = run_process_signal_when(
-      {PMLAB_BINARY, "sim", "tmm", "--scheme", "lp", "--n", "512", "--bs", "16"}, log(), nullptr,
+      {PMLAB_BINARY, "sim", "tmm", "--scheme", "lp", "--n", "1024", "--bs", "16"}, log(), nullptr,
       1500ms, SIGTERM, &signalled);
   ASSERT_TRUE(signalled) << "the simulation ended within 1.5 s: " << r.out;
   EXPECT_EQ(r.exit_code, 130) << r.err;

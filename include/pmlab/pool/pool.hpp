@@ -102,6 +102,9 @@ class Pool {
   [[nodiscard]] std::uint64_t starts() const;
   void count_start();
 
+  // Throws kPoolCorrupt unless the pool holds exactly `expected` (names and sizes, in order):
+  // what a kernel computes from the stored parameters, so that no access can leave an array.
+  void require_layout(const std::vector<ArraySpec>& expected) const;
   [[nodiscard]] bool has_array(const std::string& name) const;
   [[nodiscard]] const ArrayInfo& array_info(const std::string& name) const;  // throws if absent
   template <class T>
