@@ -1,8 +1,6 @@
 // `pmlab bench`: native execution time of every persistency scheme vs base, measured side by side.
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -10,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "kernel_options.hpp"
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/run/catalog.hpp"
@@ -42,31 +41,6 @@ void draw_progress(std::size_t done, std::size_t total, const std::string& what)
   std::fflush(stderr);
 }
 
-std::atomic<bool> g_bench_stop{false};
-
-// Ctrl-C / SIGTERM: finish the current measurement, then remove the temporary pools and exit 130
-// (a handler cannot remove files safely). A second Ctrl-C kills at once.
-extern "C" void on_bench_signal(int sig) {
-  if (g_bench_stop.exchange(true)) {
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-  }
-}
-
-// Installs the handlers for the lifetime of one benchmark.
-struct StopOnSignal {
-  StopOnSignal() {
-    std::signal(SIGINT, on_bench_signal);
-    std::signal(SIGTERM, on_bench_signal);
-  }
-  ~StopOnSignal() {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-  }
-  StopOnSignal(const StopOnSignal&) = delete;
-  StopOnSignal& operator=(const StopOnSignal&) = delete;
-};
-
 int do_bench(const BenchArgs& a) {
   run::BenchOptions o;
   o.kernel = a.kernel;
@@ -86,8 +60,10 @@ int do_bench(const BenchArgs& a) {
   o.flush = persist::flush_kind_from_string(a.flush);
   o.dir = a.dir;
   if (!a.quiet) o.progress = draw_progress;
-  o.stop = &g_bench_stop;
-  const StopOnSignal handlers;
+  // Ctrl-C / SIGTERM: finish the current measurement, then remove the temporary pools (a
+  // handler cannot remove a directory safely) and exit 130 (run_bench throws kInterrupted).
+  const InterruptScope interrupts(OnInterrupt::kStopAfterStep);
+  o.stop = InterruptScope::stop_flag();
   const auto r = run::run_bench(o);
   if (a.json)
     fmt::print("{}\n", run::to_json(r).dump(2));

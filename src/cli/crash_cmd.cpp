@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "kernel_options.hpp"
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
@@ -201,7 +202,10 @@ void add_crash_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a->json, "Print JSON");
   // Small caches by default so CI-sized runs evict (the interesting crashes).
   add_machine_options(*cmd, a->machine);
-  cmd->callback([a, &exit_code] { exit_code = do_crash(*a); });
+  cmd->callback([a, &exit_code] {
+    const InterruptScope interrupts(OnInterrupt::kExitNow);  // pools in memory, children die too
+    exit_code = do_crash(*a);
+  });
 }
 
 }  // namespace pmlab::cli

@@ -52,6 +52,9 @@ std::uint64_t parse_size(const std::string& flag, const std::string& text) {
   std::size_t pos = 0;
   unsigned long long v = 0;
   try {
+    // stoull would take " 5" and wrap "-1" around to 2^64 - 1: digits only.
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
+      throw std::invalid_argument(text);
     v = std::stoull(text, &pos);
   } catch (const std::exception&) {
     bad(fmt::format("{}: '{}' is not a size (e.g. 65536, 64K, 512KiB, 8M)", flag, text));
@@ -180,6 +183,12 @@ PeriodicFlushArg parse_periodic_flush(const std::string& text) {
     if (!text.empty() && text.back() == '%') {
       const double p = std::stod(text.substr(0, text.size() - 1), &pos);
       if (pos != text.size() - 1 || !(p > 0) || !std::isfinite(p)) fail();
+      // A period longer than the run would never clean anything: certainly a typo.
+      if (p > 100)
+        bad(
+            fmt::format("--periodic-flush: {}% is more than the whole run; a percentage must "
+                        "be in (0, 100]",
+                        text.substr(0, text.size() - 1)));
       r.percent = p;
     } else {
       if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) fail();

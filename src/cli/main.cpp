@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "pmlab/core/error.hpp"
+#include "strict_numbers.hpp"
 
 int main(int argc, char** argv) {
   using namespace pmlab::cli;
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   add_bench_command(app, exit_code);
   add_crash_command(app, exit_code);
   add_eval_command(app, exit_code);
+  harden_unsigned_options(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

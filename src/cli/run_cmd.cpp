@@ -1,5 +1,6 @@
 // `pmlab run`: create or resume a pool, recover an interrupted run, finish it, optionally verify.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "kernel_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/catalog.hpp"
@@ -86,9 +88,13 @@ int do_run(const RunArgs& a, const Given& g) {
     auto params = merge(a, Given{true, true, true, true, true, true, true, true}, defaults);
     const auto& k = run::find_kernel(params.kernel);
     k.validate(params);
+    // Sizes the file system cannot hold are impossible parameters (exit 2), refused before
+    // anything is created rather than failing with ENOSPC once allocation starts.
+    const auto arrays = k.arrays(params);
+    pool::require_room_for_pool(a.pool, pool::pool_file_bytes(arrays));
     // Empty when a concurrent `pmlab run` published a pool at this path first: this one then
     // continues as if it had started after it (below), never replacing what it wrote.
-    pool = pool::Pool::try_create(a.pool, params, k.arrays(params), k.init);
+    pool = pool::Pool::try_create(a.pool, params, arrays, k.init);
   }
   if (!pool) {
     // Only the explicitly given parameters are checked against the stored ones. A pool whose
@@ -101,7 +107,19 @@ int do_run(const RunArgs& a, const Given& g) {
   const auto& params = pool->params();
   const auto& k = run::find_kernel(params.kernel);
   k.validate(params);
-  auto report = k.execute(*pool, opt);
+  pool->require_layout(k.arrays(params));  // a header can pass its CRC and still lie
+  run::RunReport report;
+  try {
+    report = k.execute(*pool, opt);
+  } catch (const Error& e) {
+    // A first start that fails (e.g. libpmemobj cannot create its own pool) leaves no pool
+    // behind: it holds nothing worth resuming, and a retry should start from scratch. It is
+    // removed while still locked, so no other process can have opened it meanwhile.
+    if (state_before != "new") throw;
+    ::unlink(a.pool.c_str());
+    throw Error(e.code(), fmt::format("{} (the pool '{}' this run had just created was removed)",
+                                      e.what(), a.pool));
+  }
 
   std::optional<run::VerifyResult> verdict;
   if (a.verify) verdict = k.verify(*pool);
@@ -222,6 +240,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
             o_ck->count() > 0,
             o_seed->count() > 0,
             args->kernel_options.any_given()};
+    // The pool is consistent at every instant (that is the point of the schemes): an
+    // interrupted run is left exactly as after kill -9, and resumes.
+    const InterruptScope interrupts(OnInterrupt::kExitNow);
     exit_code = do_run(*args, g);
   });
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "kernel_options.hpp"
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
@@ -280,7 +281,10 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-progress", a->no_progress,
                 "No progress bar (it is shown only when stderr is a terminal)");
   add_machine_options(*cmd, a->machine);
-  cmd->callback([a, &exit_code] { exit_code = do_sim(*a); });
+  cmd->callback([a, &exit_code] {
+    const InterruptScope interrupts(OnInterrupt::kExitNow);  // everything is in memory
+    exit_code = do_sim(*a);
+  });
 }
 
 }  // namespace pmlab::cli

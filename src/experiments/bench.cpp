@@ -88,6 +88,15 @@ void validate(const BenchOptions& opt, const std::vector<std::string>& schemes) 
   p.threads = opt.threads;
   p.kernel_params = opt.kernel_params;
   k.validate(p);
+  // One pool at a time lives in the temporary directory: the largest must fit there (else the
+  // sizes are impossible here: exit 2 before anything is created, not ENOSPC half-way).
+  std::uint64_t largest = 0;
+  for (const auto& s : schemes) {
+    p.scheme = s;
+    largest = std::max(largest, pool::pool_file_bytes(k.arrays(p)));
+  }
+  const fs::path parent = opt.dir.empty() ? fs::temp_directory_path() : fs::path(opt.dir);
+  pool::require_room_for_pool((parent / "pool").string(), largest);
   if (opt.mode == persist::PersistMode::kCpu && !persist::cpu_supports(opt.flush))
     throw Error(ErrorCode::kUnsupported,
                 fmt::format("this CPU does not support {}", persist::to_string(opt.flush)));

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/test_seed.hpp"
 #include "../support/process.hpp"
 #include "pmlab/run/catalog.hpp"
 
@@ -155,8 +156,8 @@ std::vector<Case> all_cases() {
 class KillResume : public ::testing::TestWithParam<Case> {};
 
 TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
   const int trials = env_int("PMLAB_CRASH_TRIALS", 30);
   const auto& [kernel, scheme] = GetParam();
   SchemeTally tally;

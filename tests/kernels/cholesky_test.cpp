@@ -5,7 +5,10 @@
 #include <cmath>
 #include <random>
 
+#include "../support/eviction_model_backend.hpp"
 #include "../support/lp_conformance.hpp"
+#include "../support/test_scale.hpp"
+#include "../support/test_seed.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/cholesky.hpp"
 

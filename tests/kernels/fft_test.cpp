@@ -7,7 +7,10 @@
 #include <numbers>
 #include <random>
 
+#include "../support/eviction_model_backend.hpp"
 #include "../support/lp_conformance.hpp"
+#include "../support/test_scale.hpp"
+#include "../support/test_seed.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/fft.hpp"
 

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "../support/test_seed.hpp"
 #include "../support/eviction_model_backend.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/tmm.hpp"
@@ -71,9 +72,8 @@ TEST(KernelTmm, RecoveryDetectsACorruptedElementAndRepairsIt) {
 // recovery), LP recovery + resumed execution reproduce the fault-free C bit for bit under any
 // legal eviction order.
 TEST(KernelTmm, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   std::uint64_t recoveries_with_work = 0, trials = 400;
   for (std::uint64_t t = 0; t < trials; ++t) {

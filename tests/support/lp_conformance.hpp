@@ -21,6 +21,7 @@
 #include "pmlab/sim/sim_backend.hpp"
 #include "test_scale.hpp"
 #include "tmm_fixture.hpp"
+#include "test_seed.hpp"
 
 namespace pmlab::testing {
 
@@ -120,10 +121,9 @@ inline void print_tally(const std::string& name, std::uint64_t trials, const Evi
       static_cast<unsigned long long>(t.resumed_mid_run));
 }
 
-// A fresh seed per run, printed on failure.
+// The test's fixed seed (PMLAB_TEST_SEED to replay or explore: tests/support/test_seed.hpp).
 inline std::uint64_t conformance_seed() {
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) | rd();
+  return test::test_seed();
 }
 
 // Zeroed EagerRecompute index records for f's operands, and the table over them.
@@ -196,7 +196,7 @@ TYPED_TEST_P(LpConformance, LpThroughTheSimulatorEqualsNativeBitForBit) {
 TYPED_TEST_P(LpConformance, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
   using K = TypeParam;
   const std::uint64_t seed = conformance_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   const std::uint64_t trials = pmlab::test::scaled_trials(K::kLpTrials);
   EvictionTally tally;
@@ -254,7 +254,7 @@ TYPED_TEST_P(LpConformance, EpEqualsBaseBitForBitAndRecordsEveryRegion) {
 TYPED_TEST_P(LpConformance, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
   using K = TypeParam;
   const std::uint64_t seed = conformance_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   const std::uint64_t trials = pmlab::test::scaled_trials(600);
   EvictionTally tally;

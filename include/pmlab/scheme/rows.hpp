@@ -23,6 +23,14 @@
 
 namespace pmlab::run {
 
+// Declared so that ordinary lookup finds a template named run_lp / recover_lp and `run_lp<K>(...)`
+// below parses as a template call for every compiler (clang needs it); the kernels' own
+// overloads are then found by argument-dependent lookup, as before. Never callable.
+template <auto>
+void run_lp() = delete;
+template <auto>
+void recover_lp() = delete;
+
 template <std::size_t N>
 [[nodiscard]] std::vector<pool::ArraySpec> array_specs(
     const std::array<scheme::PoolArray, N>& arrays) {
