@@ -9,6 +9,7 @@
 #include "pmlab/kernels/checks.hpp"
 #include "pmlab/kernels/inputs.hpp"
 #include "pmlab/kernels/tmm.hpp"
+#include "pmlab/kernels/tmm_cp_variants.hpp"
 #include "pmlab/kernels/tmm_eager.hpp"
 #include "pmlab/kernels/tmm_pmemobj.hpp"
 #include "pmlab/run/resumable.hpp"
@@ -165,6 +166,24 @@ constexpr auto cp_scheme() {
                 }};
 }
 
+// Seed 002's checkpoint-by-copy designs on tmm: cp's arrays, the copy made by Mode, a checkpoint
+// every --cp-every kk tiles (default 1, the paper's cadence).
+template <scheme::CopyMode Mode>
+constexpr auto cp_variant_scheme(std::string_view name) {
+  return Scheme{
+      .name = name,
+      .arrays = cp_scheme().arrays,
+      .run =
+          [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+            tm::run_cp_variant(be, c.op, {cp_of(c), Mode, scheme::checkpoint_interval()}, first);
+          },
+      .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "restore checkpoint";
+        return tm::recover_cp_variant(be, c.op, {cp_of(c), Mode, scheme::checkpoint_interval()},
+                                      r.recovery);
+      }};
+}
+
 // libpmemobj flushes on its own; it is told to treat the file as pmem (cache-line flushes)
 // unless the run asked for libpmem2's own choice (--persist auto).
 template <class B>
@@ -237,6 +256,9 @@ constexpr auto kSchemes = std::tuple{
     wal_scheme<Grain::kIi>("wal-ii"),
     wal_scheme<Grain::kJj>("wal-jj"),
     cp_scheme(),
+    cp_variant_scheme<scheme::CopyMode::kStoresClflush>("cp-clflush"),
+    cp_variant_scheme<scheme::CopyMode::kStoresParClflush>("cp-par-clflush"),
+    cp_variant_scheme<scheme::CopyMode::kNt>("cp-nt"),
     hr_scheme<Grain::kIi, 32>("hr-ii-x32"),
     hr_scheme<Grain::kIi, 64>("hr-ii-x64"),
     hr_scheme<Grain::kJj, 32>("hr-jj-x32"),
