@@ -11,6 +11,7 @@
 #include "pmlab/kernels/tmm.hpp"
 #include "pmlab/kernels/tmm_cp_variants.hpp"
 #include "pmlab/kernels/tmm_eager.hpp"
+#include "pmlab/kernels/tmm_ipv.hpp"
 #include "pmlab/kernels/tmm_pmemobj.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_kernel.hpp"
@@ -184,6 +185,35 @@ constexpr auto cp_variant_scheme(std::string_view name) {
       }};
 }
 
+// In-place versioning (seed 002 §4.1): C and ipv_c1 alternate as working and consistent
+// versions per kk tile; ipv-sync flushes in place, ipv hands the flush to the helper thread.
+tm::IpvState ipv_of(const Ctx& c) {
+  return {c.pool.array<double>("ipv_c1"), c.pool.array<scheme::IpvHeader>("ipv_header")};
+}
+
+template <tm::IpvFlush How>
+constexpr auto ipv_scheme(std::string_view name) {
+  return Scheme{.name = name,
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      return std::vector<pool::ArraySpec>{
+                          {"ipv_c1", p.n * p.n * sizeof(double)},
+                          {"ipv_header", sizeof(scheme::IpvHeader)}};
+                    },
+                .run = [](mem::Backend auto& be, const Ctx& c,
+                          std::size_t first) { tm::run_ipv(be, c.op, ipv_of(c), How, first); },
+                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+                  const std::size_t d = tm::recover_ipv(be, c.op, ipv_of(c), r.recovery);
+                  // O(1): no data moved; the resumed run redoes at most the tile in flight.
+                  r.recovery_action = d < c.op.tiles() ? fmt::format(
+                                                             "ipv: version {} holds {} kk tiles; "
+                                                             "at most 1 tile recomputed",
+                                                             d % 2, d)
+                                                       : std::string("ipv: complete");
+                  return d;
+                }};
+}
+
 // libpmemobj flushes on its own; it is told to treat the file as pmem (cache-line flushes)
 // unless the run asked for libpmem2's own choice (--persist auto).
 template <class B>
@@ -259,6 +289,8 @@ constexpr auto kSchemes = std::tuple{
     cp_variant_scheme<scheme::CopyMode::kStoresClflush>("cp-clflush"),
     cp_variant_scheme<scheme::CopyMode::kStoresParClflush>("cp-par-clflush"),
     cp_variant_scheme<scheme::CopyMode::kNt>("cp-nt"),
+    ipv_scheme<tm::IpvFlush::kSync>("ipv-sync"),
+    ipv_scheme<tm::IpvFlush::kAsync>("ipv"),
     hr_scheme<Grain::kIi, 32>("hr-ii-x32"),
     hr_scheme<Grain::kIi, 64>("hr-ii-x64"),
     hr_scheme<Grain::kJj, 32>("hr-jj-x32"),
