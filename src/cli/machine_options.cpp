@@ -100,6 +100,9 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   add_opt(m, "--freq-ghz", a.freq_ghz, "Core clock (GHz)");
   add_opt(m, "--wq-entries", a.wq_entries, "Memory-controller write-queue entries");
   add_opt(m, "--write-units", a.write_units, "Concurrent NVM writes (banks)");
+  add_opt(m, "--wc-buffers", a.wc_buffers,
+          "Model non-temporal stores with this many write-combining buffers per core (no fill, "
+          "no RFO, lost at a power failure unless drained); 0 or absent: stores + flushes");
   add_opt(m, "--D1", a.d1, "With --config cachegrind: D1 as size,assoc,line (cachegrind's syntax)");
   add_opt(m, "--LL", a.ll, "With --config cachegrind: LL as size,assoc,line");
   add_opt(m, "--periodic-flush", a.periodic_flush,
@@ -126,6 +129,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
   o.freq_ghz = a.freq_ghz;
   o.write_queue_entries = a.wq_entries;
   o.write_units = a.write_units;
+  o.wc_buffers = a.wc_buffers;
   if (a.periodic_flush) {
     const PeriodicFlushArg pf = parse_periodic_flush(*a.periodic_flush);
     if (!pf.percent) o.periodic_flush_cycles = pf.cycles;
@@ -165,6 +169,7 @@ std::string machine_flags(const MachineArgs& a) {
   add("--freq-ghz", a.freq_ghz);
   add("--wq-entries", a.wq_entries);
   add("--write-units", a.write_units);
+  add("--wc-buffers", a.wc_buffers);
   add("--D1", a.d1);
   add("--LL", a.ll);
   return s;

@@ -22,6 +22,7 @@ struct MachineArgs {
   std::optional<std::string> replacement, llc_inclusion;
   std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
   std::optional<std::string> periodic_flush;  // CYCLES, or P% of the run
+  std::optional<std::uint32_t> wc_buffers;    // set: non-temporal stores modelled (0 = off)
 };
 
 // Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the

@@ -72,6 +72,9 @@ constexpr auto kSchemes = std::tuple{
            }},
     wal_scheme<shape_of>(),
     cp_scheme<shape_of>(),
+    cp_clflush_scheme<shape_of>(),
+    cp_par_clflush_scheme<shape_of>(),
+    cp_nt_scheme<shape_of>(),
 };
 
 struct Conv2d {

@@ -16,6 +16,7 @@
 
 #include "pmlab/scheme/band_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
+#include "pmlab/scheme/copy_mode.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/scheme.hpp"
 #include "pmlab/scheme/step_checkpoint.hpp"
@@ -50,6 +51,14 @@ template <class Ctx>
 [[nodiscard]] scheme::StepCheckpoint checkpoint_of(const Ctx& c) {
   return cp_state(c.op, c.pool.template array<scheme::StepCheckpointHeader>("cp_header"),
                   c.pool.template array<double>("cp_area"), cp_default_every(c.op));
+}
+// The checkpoint of the seed-002 rows: the same arrays as cp, copies made by Mode, taken every
+// scheme::checkpoint_interval() outer iterations (1 unless --cp-every says otherwise).
+template <scheme::CopyMode Mode, class Ctx>
+[[nodiscard]] scheme::StepCheckpoint checkpoint_variant_of(const Ctx& c) {
+  return cp_state(c.op, c.pool.template array<scheme::StepCheckpointHeader>("cp_header"),
+                  c.pool.template array<double>("cp_area"), scheme::checkpoint_interval())
+      .with_copy(Mode);
 }
 template <std::size_t Parts, class Ctx>
 [[nodiscard]] auto hybrid_of(const Ctx& c) {
@@ -143,6 +152,36 @@ constexpr auto cp_scheme() {
       }};
 }
 
+// Seed 002's checkpoint-by-copy designs (cp-clflush, cp-par-clflush, cp-nt): cp's protocol and
+// arrays, with the copy made by Mode and the paper's cadence (every outer iteration by default).
+// `cp` above keeps the kernel's historic interval (cp_default_every), so its figures stay put.
+template <auto ShapeOf, scheme::CopyMode Mode>
+constexpr auto cp_variant_scheme(std::string_view name) {
+  return Scheme{
+      .name = name,
+      .arrays = [](const pool::RunParams& p) { return array_specs(cp_bytes_for(ShapeOf(p))); },
+      .run = [](mem::Backend auto& be, const auto& c,
+                std::size_t first) { run_cp(be, c.op, checkpoint_variant_of<Mode>(c), first); },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "cp-recovery";  // restore the last checkpoint
+        return recover_cp(be, c.op, checkpoint_variant_of<Mode>(c), r.recovery);
+      }};
+}
+
+// The three rows of seed 002 §3, one line each in a kernel's table.
+template <auto ShapeOf>
+constexpr auto cp_clflush_scheme() {
+  return cp_variant_scheme<ShapeOf, scheme::CopyMode::kStoresClflush>("cp-clflush");
+}
+template <auto ShapeOf>
+constexpr auto cp_par_clflush_scheme() {
+  return cp_variant_scheme<ShapeOf, scheme::CopyMode::kStoresParClflush>("cp-par-clflush");
+}
+template <auto ShapeOf>
+constexpr auto cp_nt_scheme() {
+  return cp_variant_scheme<ShapeOf, scheme::CopyMode::kNt>("cp-nt");
+}
+
 // Hybrid Recompute: EagerRecompute plus 1/Parts of the working array copied per outer step.
 template <auto ShapeOf, std::size_t Parts>
 constexpr auto hr_scheme(std::string_view name) {
@@ -159,7 +198,8 @@ constexpr auto hr_scheme(std::string_view name) {
 }
 
 // The table of an in-place kernel with the whole rival set (gauss, lu, cholesky): LP, its
-// rivals, and Hybrid Recompute copying 1/8 of the working array per step.
+// rivals (with seed 002's checkpoint-by-copy variants), and Hybrid Recompute copying 1/8 of the
+// working array per step.
 template <auto ShapeOf>
 constexpr auto in_place_schemes() {
   return std::tuple{restart_base_scheme(), lp_scheme<ShapeOf>(), ep_scheme<ShapeOf>(),
