@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "build_info.hpp"
 #include "commands.hpp"
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/run/catalog.hpp"
@@ -85,10 +86,12 @@ int do_bench(const BenchArgs& a) {
   o.stop = &g_bench_stop;
   const StopOnSignal handlers;
   const auto r = run::run_bench(o);
-  if (a.json)
-    fmt::print("{}\n", run::to_json(r).dump(2));
-  else
+  if (a.json) {
+    auto j = run::to_json(r);
+    fmt::print("{}\n", with_meta(j).dump(2));
+  } else {
     fmt::print("{}", run::to_markdown(r));
+  }
   for (const auto& s : r.schemes)
     if (!s.bit_exact) return kExitVerifyFailed;
   return kExitOk;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "build_info.hpp"
 #include "commands.hpp"
 #include "pmlab/core/progress.hpp"
 #include "pmlab/experiments/eval.hpp"
@@ -51,7 +52,7 @@ int do_eval(const EvalArgs& a) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (a.json) {
-    fmt::print("{}\n", results.dump(2));
+    fmt::print("{}\n", with_meta(results).dump(2));
   } else {
     fmt::print("\n{}\n", eval::render_headline(results));
     fmt::print("{} in {:.0f} s. Report: {}/report.md, data: {}/results.json, figures: {}\n",

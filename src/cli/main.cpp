@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add_bench_command(app, exit_code);
   add_crash_command(app, exit_code);
   add_eval_command(app, exit_code);
+  add_info_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,26 +9,32 @@
 
 namespace pmlab::lp {
 
+/// How a region's values are folded into its checksum.
 enum class ChecksumKind : std::uint32_t {
-  kModular = 1,        // 64-bit wrapping sum of the values' bit patterns (LP paper default)
-  kParity = 2,         // XOR of the bit patterns
-  kAdler32 = 3,        // Adler-32 over the values' bytes
-  kModularParity = 4,  // modular and parity side by side
-  kCrc32c = 5,         // CRC32C (SSE4.2 instruction), the strong option
+  kModular = 1,        ///< 64-bit wrapping sum of the values' bit patterns (LP paper default)
+  kParity = 2,         ///< XOR of the bit patterns
+  kAdler32 = 3,        ///< Adler-32 over the values' bytes
+  kModularParity = 4,  ///< modular and parity side by side
+  kCrc32c = 5,         ///< CRC32C (SSE4.2 instruction), the strong option
 };
 
+/// Every checksum kind.
 inline constexpr ChecksumKind kAllChecksumKinds[] = {
     ChecksumKind::kModular, ChecksumKind::kParity, ChecksumKind::kAdler32,
     ChecksumKind::kModularParity, ChecksumKind::kCrc32c};
 
+/// The kind's name: modular, parity, adler32, modular-parity, crc32c.
 [[nodiscard]] std::string_view to_string(ChecksumKind k);
-[[nodiscard]] ChecksumKind checksum_kind_from_string(std::string_view s);  // throws pmlab::Error
+/// The kind named `s`; throws pmlab::Error (kInvalidArgument) for an unknown name.
+[[nodiscard]] ChecksumKind checksum_kind_from_string(std::string_view s);
+/// Whether `raw` is the value of a ChecksumKind (pool headers store it as a number).
 [[nodiscard]] bool is_valid_checksum_kind(std::uint32_t raw);
 
-// A checksum value; kinds with one word leave `secondary` zero.
+/// A checksum value; kinds with one word leave `secondary` zero.
 struct ChecksumValue {
-  std::uint64_t primary = 0;
-  std::uint64_t secondary = 0;
+  std::uint64_t primary = 0;    ///< the checksum (modular sum, parity, Adler-32 or CRC32C)
+  std::uint64_t secondary = 0;  ///< the parity of kModularParity, else 0
+  /// Both words equal.
   friend bool operator==(const ChecksumValue&, const ChecksumValue&) = default;
 };
 
@@ -39,11 +45,13 @@ __attribute__((target("sse4.2"))) inline std::uint64_t crc32c_u64(std::uint64_t 
 }
 }  // namespace detail
 
-// Accumulates values of one region in program order; value() is the region's checksum.
+/// Accumulates values of one region in program order; value() is the region's checksum.
 template <ChecksumKind K>
 class Accumulator {
  public:
+  /// Folds in a double by its bit pattern (so -0.0 and 0.0, or two NaNs, differ).
   void add(double v) { add_bits(std::bit_cast<std::uint64_t>(v)); }
+  /// Folds in a 64-bit word.
   void add_bits(std::uint64_t bits) {
     if constexpr (K == ChecksumKind::kModular) {
       sum_ += bits;
@@ -64,6 +72,7 @@ class Accumulator {
       if (++pending_ == kAdlerBlock) reduce();
     }
   }
+  /// The checksum of everything added so far.
   [[nodiscard]] ChecksumValue value() const {
     if constexpr (K == ChecksumKind::kModular) return {sum_, 0};
     if constexpr (K == ChecksumKind::kParity) return {xor_, 0};
@@ -91,8 +100,8 @@ class Accumulator {
   int pending_ = 0;
 };
 
-// Calls fn(std::integral_constant<ChecksumKind, K>{}) for the runtime kind k: the kind is
-// chosen once per run, and every hot loop is compiled for exactly one kind.
+/// Calls fn(std::integral_constant<ChecksumKind, K>{}) for the runtime kind k: the kind is
+/// chosen once per run, and every hot loop is compiled for exactly one kind.
 template <class Fn>
 decltype(auto) with_checksum_kind(ChecksumKind k, Fn&& fn) {
   switch (k) {
