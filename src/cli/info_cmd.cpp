@@ -94,7 +94,8 @@ int do_info(const InfoArgs& a) {
     j["starts"] = pool->starts();
     j["store_granularity"] = store_granularity(*pool);
     j["persistence_emulated"] = persistence_emulated(*pool);
-    progress = lp_progress(*pool);
+    // tmm keeps its checksum table under every scheme; only LP schemes fill it.
+    if (p.scheme.rfind("lp", 0) == 0) progress = lp_progress(*pool);
     if (progress)
       j["lp_progress"] = {{"committed_slots", progress->committed}, {"slots", progress->slots}};
     for (const auto& arr : pool->arrays())

@@ -195,6 +195,10 @@ int do_sim(const SimArgs& a) {
       j["vs"] = *a.vs;
       j["base"] = sim::to_json(base->stats);
       j["normalized"] = run::normalized_to(r.stats, base->stats);
+      if (r.stats.nvm.writes == 0 && base->stats.nvm.writes == 0)
+        j["warnings"].push_back(
+            "neither run wrote anything to NVM: normalized 0/0 figures are 1 "
+            "by convention and say nothing");
     }
     if (verdict) {
       j["verified"] = verdict->ok();
