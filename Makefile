@@ -3,7 +3,7 @@ PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 JOBS ?= 2
 
-.PHONY: all deps build run run-full demo test test-sanitize bench format clean
+.PHONY: all deps build run run-full demo test test-sanitize bench format clean docs check-examples
 
 all: build
 
@@ -34,6 +34,14 @@ test-sanitize: deps
 	@cmake --preset asan-ubsan >/dev/null
 	@cmake --build --preset asan-ubsan -j $(JOBS)
 	@ASAN_OPTIONS=detect_leaks=0 PMLAB_CRASH_TRIALS=6 PMLAB_TEST_SCALE=0.2 ctest --preset asan-ubsan -j $(JOBS)
+
+# The Doxygen API reference (build/$(PRESET)/docs/html); warnings in the user API fail it.
+docs: build
+	@cmake --build --preset $(PRESET) --target docs
+
+# Install to a temporary prefix; build and run examples/ against it with find_package(pmlab).
+check-examples: build
+	@PRESET=$(PRESET) scripts/check-examples
 
 bench: build
 	@scripts/backend-overhead $(BUILD_DIR)/bench/bench_backend

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "build_info.hpp"
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "kernel_options.hpp"
@@ -65,10 +66,12 @@ int do_bench(const BenchArgs& a) {
   const InterruptScope interrupts(OnInterrupt::kStopAfterStep);
   o.stop = InterruptScope::stop_flag();
   const auto r = run::run_bench(o);
-  if (a.json)
-    fmt::print("{}\n", run::to_json(r).dump(2));
-  else
+  if (a.json) {
+    auto j = run::to_json(r);
+    fmt::print("{}\n", with_meta(j).dump(2));
+  } else {
     fmt::print("{}", run::to_markdown(r));
+  }
   for (const auto& s : r.schemes)
     if (!s.bit_exact) return kExitVerifyFailed;
   return kExitOk;

@@ -19,5 +19,6 @@ void add_sim_command(CLI::App& app, int& exit_code);    // src/cli/sim_cmd.cpp
 void add_bench_command(CLI::App& app, int& exit_code);  // src/cli/bench_cmd.cpp
 void add_crash_command(CLI::App& app, int& exit_code);  // src/cli/crash_cmd.cpp
 void add_eval_command(CLI::App& app, int& exit_code);   // src/cli/eval_cmd.cpp
+void add_info_command(CLI::App& app, int& exit_code);   // src/cli/info_cmd.cpp
 
 }  // namespace pmlab::cli

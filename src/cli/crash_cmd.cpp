@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "build_info.hpp"
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "kernel_options.hpp"
@@ -92,13 +93,13 @@ int do_crash(const CrashArgs& a) {
   if (a.replay) {
     auto t = run::replay_trial(spec, *a.replay, a.replay_recovery);
     if (a.json) {
-      fmt::print("{}\n", nlohmann::json{{"crash_op", t.crash_op},
-                                        {"recovery_crashes", t.recovery_crashes},
-                                        {"passed", t.passed},
-                                        {"failure", t.failure},
-                                        {"regions_recomputed", t.recovery.regions_recomputed},
-                                        {"recovery_ops", t.recovery_ops}}
-                             .dump(2));
+      nlohmann::json j{{"crash_op", t.crash_op},
+                       {"recovery_crashes", t.recovery_crashes},
+                       {"passed", t.passed},
+                       {"failure", t.failure},
+                       {"regions_recomputed", t.recovery.regions_recomputed},
+                       {"recovery_ops", t.recovery_ops}};
+      fmt::print("{}\n", with_meta(j).dump(2));
     } else {
       fmt::print("replay crash at op {} ({} crashes in recovery): {}{}\n", t.crash_op,
                  t.recovery_crashes.size(), t.passed ? "PASSED" : "FAILED: ", t.failure);
@@ -120,7 +121,7 @@ int do_crash(const CrashArgs& a) {
   if (a.json) {
     for (auto& f : j["failures"])
       f["replay"] = replay_command(a, spec, r.results[f["trial"].get<std::size_t>()]);
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", with_meta(j).dump(2));
   } else {
     fmt::print(
         "crash campaign {} --scheme {} n={} bs={} threads={} seed={}: {} / {} trials bit-exact "

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "build_info.hpp"
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "pmlab/core/progress.hpp"
@@ -43,7 +44,7 @@ int do_eval(const EvalArgs& a) {
   bar.finish();
   interrupts.reset();
   if (a.json) {
-    fmt::print("{}\n", results.dump(2));
+    fmt::print("{}\n", with_meta(results).dump(2));
   } else {
     fmt::print("\n{}\n", eval::render_headline(results));
     fmt::print("{} in {:.0f} s. Report: {}/report.md, data: {}/results.json, figures: {}\n",

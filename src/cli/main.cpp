@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   add_bench_command(app, exit_code);
   add_crash_command(app, exit_code);
   add_eval_command(app, exit_code);
+  add_info_command(app, exit_code);
   // Seed 002's checkpoint rows (cp-clflush, cp-par-clflush, cp-nt): a per-process interval.
   for (const char* verb : {"run", "sim", "bench", "crash"})
     app.get_subcommand(verb)

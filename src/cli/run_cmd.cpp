@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "build_info.hpp"
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "kernel_options.hpp"
@@ -104,6 +105,7 @@ int do_run(const RunArgs& a, const Given& g) {
     pool.emplace(pool::Pool::open(a.pool, expected));
     state_before = pool::to_string(pool->state());
   }
+  warn_if_emulated(*pool);
   const auto& params = pool->params();
   const auto& k = run::find_kernel(params.kernel);
   k.validate(params);
@@ -157,7 +159,8 @@ int do_run(const RunArgs& a, const Given& g) {
       j["mismatches"] = verdict->mismatches;
       if (!verdict->ok()) j["first_mismatch"] = verdict->first_mismatch;
     }
-    fmt::print("{}\n", j.dump(2));
+    j["persistence_emulated"] = persistence_emulated(*pool);
+    fmt::print("{}\n", with_meta(j).dump(2));
   } else {
     fmt::print("pmlab run {} --scheme {} --n {} --bs {} --threads {} --checksum {}{}  pool={}\n",
                params.kernel, params.scheme, params.n, params.bs, params.threads,

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "build_info.hpp"
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "kernel_options.hpp"
@@ -192,12 +193,16 @@ int do_sim(const SimArgs& a) {
       j["vs"] = *a.vs;
       j["base"] = sim::to_json(base->stats);
       j["normalized"] = run::normalized_to(r.stats, base->stats);
+      if (r.stats.nvm.writes == 0 && base->stats.nvm.writes == 0)
+        j["warnings"].push_back(
+            "neither run wrote anything to NVM: normalized 0/0 figures are 1 "
+            "by convention and say nothing");
     }
     if (verdict) {
       j["verified"] = verdict->ok();
       j["mismatches"] = verdict->mismatches;
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", with_meta(j).dump(2));
   } else {
     fmt::print("pmlab sim {} --scheme {} --config {} --n {} --bs {} --threads {} --flush {}{}\n",
                a.kernel, a.scheme, a.machine.config, a.n, a.bs, spec.run.threads, a.flush,
@@ -221,11 +226,12 @@ int do_sim(const SimArgs& a) {
       fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", "", a.scheme, *a.vs, fmt::format("/{}", *a.vs));
     for (const Row& row : report_rows(machine)) {
       const auto v = at_path(stats, row.path).get<std::uint64_t>();
-      if (base)
-        fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", row.label, v,
-                   at_path(base_stats, row.path).get<std::uint64_t>(),
-                   ratio_text(at_path(norm, row.path)));
-      else
+      if (base) {
+        const auto bv = at_path(base_stats, row.path).get<std::uint64_t>();
+        // 0/0 says nothing: "n/a", not 1.0000x (warned about below for NVM writes).
+        fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", row.label, v, bv,
+                   v == 0 && bv == 0 ? std::string("n/a") : ratio_text(at_path(norm, row.path)));
+      } else
         fmt::print("  {:<26}{:>16}\n", row.label, v);
     }
     if (verdict) {
@@ -236,6 +242,12 @@ int do_sim(const SimArgs& a) {
         fmt::print("  verify: FAILED, {} of {} elements differ; first: {}\n", verdict->mismatches,
                    verdict->elements, verdict->first_mismatch);
     }
+    if (base && r.stats.nvm.writes == 0 && base->stats.nvm.writes == 0)
+      fmt::print(stderr,
+                 "pmlab: warning: neither {} nor {} wrote anything to NVM (the data fits in the "
+                 "caches): their write ratio is n/a, not 1; try a larger --n or a smaller "
+                 "--llc-size\n",
+                 a.scheme, *a.vs);
   }
   return verdict && !verdict->ok() ? kExitVerifyFailed : kExitOk;
 }

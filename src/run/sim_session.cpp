@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/run/user_kernel.hpp"
 #include "pmlab/sim/presets.hpp"
 
 namespace pmlab::run {
@@ -131,16 +132,20 @@ struct SimSession::State {
   // Members are built in order: every check runs before anything is allocated.
   explicit State(const SimRunSpec& s)
       : spec((validate(s), s)),
-        kd(&find_kernel(s.run.kernel)),
-        sk(&find_sim_kernel(s.run.kernel)),
+        kd(s.user ? &s.user->driver : &find_kernel(s.run.kernel)),
+        sk(s.user ? &s.user->sim : &find_sim_kernel(s.run.kernel)),
         pool(scratch_pool(*kd, s.run)),
         be(make_backend(s, pool)) {}
 };
 
 void validate(const SimRunSpec& spec) {
-  const KernelDriver& kd = find_kernel(spec.run.kernel);
-  kd.validate(spec.run);
-  find_sim_kernel(spec.run.kernel).check(spec.run);
+  const KernelDriver& kd = spec.user ? spec.user->driver : find_kernel(spec.run.kernel);
+  const SimKernel& sk = spec.user ? spec.user->sim : find_sim_kernel(spec.run.kernel);
+  if (kd.validate) kd.validate(spec.run);
+  if (sk.check) sk.check(spec.run);
+  if (!sk.run || !sk.recover || !kd.arrays || !kd.verify)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("kernel '{}' lacks a simulator entry point", spec.run.kernel));
   if (spec.run.threads < 1 || spec.run.threads > static_cast<std::uint32_t>(sim::kMaxCores))
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("--threads must be between 1 and {} in the simulator (got {})",
@@ -172,7 +177,7 @@ const SimRunSpec& SimSession::spec() const {
   return s_->spec;
 }
 std::uint64_t SimSession::estimated_ops() const {
-  return s_->sk->base_refs(s_->spec.run);
+  return s_->sk->base_refs ? s_->sk->base_refs(s_->spec.run) : 0;
 }
 
 double SimRunResult::refs_per_second() const {

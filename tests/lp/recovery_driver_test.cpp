@@ -72,5 +72,42 @@ TEST(LpRecoveryDriver, RepairsOnlyMismatchedRegionsAndIsExactAfterRandomCrashes)
   }
 }
 
+// Regions 0..23 of a second loop live in slots [kRegions, 2 kRegions) of a shared table; the
+// first loop's slots hold other checksums. Recovery with the offset validates the right slots;
+// the negative control (offset 0) reads the other loop's slots and repairs every region.
+TEST(LpRecoveryDriver, SlotOffsetValidatesTheLoopsOwnSlots) {
+  auto y = aligned_zeroed<double>(kRegions * kPerRegion);
+  auto slots = aligned_zeroed<lp::ChecksumSlot>(2 * kRegions);
+  lp::ChecksumTable table(slots.get(), 2 * kRegions);
+  mem::PlainBackend be;
+  for (std::size_t r = 0; r < kRegions; ++r) {
+    table.commit(be, r, lp::ChecksumValue{r + 1, r + 2});  // the other loop's checksums
+    lp::Region<lp::ChecksumKind::kModular, mem::PlainBackend> region(
+        be, table, kRegions + r, {1, static_cast<std::uint32_t>(r)});
+    for (std::size_t k = 0; k < kPerRegion; ++k)
+      region.store(y.get() + r * kPerRegion + k, value_of(r, k));
+    region.commit();
+  }
+  auto checksum_of = [&](std::size_t r) {
+    lp::Accumulator<lp::ChecksumKind::kModular> acc;
+    for (std::size_t k = 0; k < kPerRegion; ++k) acc.add(y[r * kPerRegion + k]);
+    return acc.value();
+  };
+  std::size_t repaired = 0;
+  auto repair = [&](std::size_t r) {
+    ++repaired;
+    return checksum_of(r);
+  };
+  const auto st =
+      lp::recover_independent_regions(be, table, kRegions, kRegions, checksum_of, repair, true);
+  EXPECT_EQ(st.regions_validated, kRegions);
+  EXPECT_EQ(st.regions_recomputed, 0u);
+  // Negative control: without the offset the first loop's slots mismatch everywhere.
+  const auto wrong =
+      lp::recover_independent_regions(be, table, kRegions, checksum_of, repair, true);
+  EXPECT_EQ(wrong.regions_inconsistent, kRegions);
+  EXPECT_EQ(repaired, kRegions);
+}
+
 }  // namespace
 }  // namespace pmlab::testing

@@ -11,10 +11,11 @@
 
 namespace pmlab::lp {
 
-// A checksum value; kinds with one word leave `secondary` zero.
+/// A checksum value; kinds with one word leave `secondary` zero.
 struct ChecksumValue {
-  std::uint64_t primary = 0;
-  std::uint64_t secondary = 0;
+  std::uint64_t primary = 0;    ///< the checksum (modular sum, parity, Adler-32 or CRC32C)
+  std::uint64_t secondary = 0;  ///< the parity of kModularParity, else 0
+  /// Both words equal.
   friend bool operator==(const ChecksumValue&, const ChecksumValue&) = default;
 };
 
@@ -25,11 +26,13 @@ __attribute__((target("sse4.2"))) inline std::uint64_t crc32c_u64(std::uint64_t 
 }
 }  // namespace detail
 
-// Accumulates values of one region in program order; value() is the region's checksum.
+/// Accumulates values of one region in program order; value() is the region's checksum.
 template <ChecksumKind K>
 class Accumulator {
  public:
+  /// Folds in a double by its bit pattern (so -0.0 and 0.0, or two NaNs, differ).
   void add(double v) { add_bits(std::bit_cast<std::uint64_t>(v)); }
+  /// Folds in a 64-bit word.
   void add_bits(std::uint64_t bits) {
     if constexpr (K == ChecksumKind::kModular) {
       sum_ += bits;
@@ -50,6 +53,7 @@ class Accumulator {
       if (++pending_ == kAdlerBlock) reduce();
     }
   }
+  /// The checksum of everything added so far.
   [[nodiscard]] ChecksumValue value() const {
     if constexpr (K == ChecksumKind::kModular) return {sum_, 0};
     if constexpr (K == ChecksumKind::kParity) return {xor_, 0};
@@ -77,8 +81,8 @@ class Accumulator {
   int pending_ = 0;
 };
 
-// Calls fn(std::integral_constant<ChecksumKind, K>{}) for the runtime kind k: the kind is
-// chosen once per run, and every hot loop is compiled for exactly one kind.
+/// Calls fn(std::integral_constant<ChecksumKind, K>{}) for the runtime kind k: the kind is
+/// chosen once per run, and every hot loop is compiled for exactly one kind.
 template <class Fn>
 decltype(auto) with_checksum_kind(ChecksumKind k, Fn&& fn) {
   switch (k) {

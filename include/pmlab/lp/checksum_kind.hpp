@@ -7,20 +7,25 @@
 
 namespace pmlab::lp {
 
+/// How a region's values are folded into its checksum.
 enum class ChecksumKind : std::uint32_t {
-  kModular = 1,        // 64-bit wrapping sum of the values' bit patterns (LP paper default)
-  kParity = 2,         // XOR of the bit patterns
-  kAdler32 = 3,        // Adler-32 over the values' bytes
-  kModularParity = 4,  // modular and parity side by side
-  kCrc32c = 5,         // CRC32C (SSE4.2 instruction), the strong option
+  kModular = 1,        ///< 64-bit wrapping sum of the values' bit patterns (LP paper default)
+  kParity = 2,         ///< XOR of the bit patterns
+  kAdler32 = 3,        ///< Adler-32 over the values' bytes
+  kModularParity = 4,  ///< modular and parity side by side
+  kCrc32c = 5,         ///< CRC32C (SSE4.2 instruction), the strong option
 };
 
+/// Every checksum kind.
 inline constexpr ChecksumKind kAllChecksumKinds[] = {
     ChecksumKind::kModular, ChecksumKind::kParity, ChecksumKind::kAdler32,
     ChecksumKind::kModularParity, ChecksumKind::kCrc32c};
 
+/// The kind's name: modular, parity, adler32, modular-parity, crc32c.
 [[nodiscard]] std::string_view to_string(ChecksumKind k);
-[[nodiscard]] ChecksumKind checksum_kind_from_string(std::string_view s);  // throws pmlab::Error
+/// The kind named `s`; throws pmlab::Error (kInvalidArgument) for an unknown name.
+[[nodiscard]] ChecksumKind checksum_kind_from_string(std::string_view s);
+/// Whether `raw` is the value of a ChecksumKind (pool headers store it as a number).
 [[nodiscard]] bool is_valid_checksum_kind(std::uint32_t raw);
 
 }  // namespace pmlab::lp

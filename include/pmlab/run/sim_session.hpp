@@ -20,6 +20,8 @@
 
 namespace pmlab::run {
 
+struct UserKernel;  // run/user_kernel.hpp
+
 // What to simulate: a kernel run (kernel, scheme, n, bs, threads = logical threads, checksum,
 // seed) on a machine. Both papers implemented clflushopt, hence the default.
 struct SimRunSpec {
@@ -28,6 +30,8 @@ struct SimRunSpec {
   sim::FlushMode flush = sim::FlushMode::kClflushopt;
   bool drain = false;   // write every dirty line back at the end (counted under "drain")
   bool verify = false;  // simulate(): compare the result with the fault-free reference
+  // A kernel outside the catalog (make_user_kernel<K>()); null: run.kernel names a catalog one.
+  std::shared_ptr<const UserKernel> user;
 };
 
 // Every check SimSession makes (kernel, scheme, sizes, threads, machine), without allocating.

@@ -1,0 +1,60 @@
+// A user's own run parameters kept in a pool beside the fixed header fields, checked on every
+// open so that a resume can't mix two different runs.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "pmlab/core/error.hpp"
+#include "pmlab/pool/pool.hpp"
+
+namespace pmlab::pool {
+
+/// Parameters a pool can store for its user: trivially copyable. They are compared byte for
+/// byte (a double by its bits), so give T no padding, or value-initialize it (`T{...}`).
+template <class T>
+concept UserParamsType = std::is_trivially_copyable_v<T> && std::is_standard_layout_v<T>;
+
+/// Name of the pool array that holds the user's parameters.
+inline constexpr const char* kUserParamsArray = "user_params";
+
+/// Opens the pool at `path`, or creates it with `arrays` plus the user's parameters `user`
+/// (written and persisted before `init` runs and before the pool is published), like
+/// Pool::open_or_create. `identity` holds the header's fields (kernel name, scheme, ...).
+/// A pool whose stored user parameters differ from `user` is refused with kPoolMismatch, as
+/// is one created without user parameters.
+template <UserParamsType T>
+[[nodiscard]] Pool open_or_create_with(const std::string& path, const RunParams& identity,
+                                       const T& user, std::vector<ArraySpec> arrays,
+                                       const Pool::Initializer& init, bool* created = nullptr) {
+  arrays.push_back({kUserParamsArray, sizeof(T)});
+  Pool pool = Pool::open_or_create(
+      path, identity, arrays,
+      [&](Pool& p) {
+        std::memcpy(p.array<T>(kUserParamsArray), &user, sizeof(T));
+        p.persist(p.array<T>(kUserParamsArray), sizeof(T));
+        if (init) init(p);
+      },
+      created);
+  if (!pool.has_array(kUserParamsArray) || pool.array_info(kUserParamsArray).bytes != sizeof(T) ||
+      std::memcmp(pool.array<const T>(kUserParamsArray), &user, sizeof(T)) != 0)
+    throw Error(ErrorCode::kPoolMismatch,
+                "pool '" + path + "' was created with other user parameters; use another pool " +
+                    "path or the parameters it was created with");
+  return pool;
+}
+
+/// The user parameters stored in `pool` (kPoolMismatch if it holds none of this size).
+template <UserParamsType T>
+[[nodiscard]] T user_params(const Pool& pool) {
+  if (!pool.has_array(kUserParamsArray) || pool.array_info(kUserParamsArray).bytes != sizeof(T))
+    throw Error(ErrorCode::kPoolMismatch,
+                "pool '" + pool.path() + "' holds no user parameters of this type");
+  T v;
+  std::memcpy(&v, pool.array<const T>(kUserParamsArray), sizeof(T));
+  return v;
+}
+
+}  // namespace pmlab::pool
