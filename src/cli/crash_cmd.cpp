@@ -45,6 +45,7 @@ struct CrashArgs {
   MachineArgs machine = campaign_machine();
   std::vector<std::string> images{"cache", "any-dirty"};
   std::string mutate = "none";
+  bool controls = true;
   std::optional<std::uint64_t> replay;
   std::vector<std::uint64_t> replay_recovery;
   std::string replay_image = "cache";
@@ -148,8 +149,13 @@ int do_crash(const CrashArgs& a) {
   opt.progress = [&](std::uint64_t done, std::uint64_t) { bar.update(done); };
   auto r = run::run_campaign(opt);
   bar.finish();
+  // Negative controls: the same campaign (seed, trials, images) on each mutant it must catch.
+  std::vector<run::ControlResult> controls;
+  const bool with_controls = a.controls && mutation == mem::Mutation::kNone;
+  if (with_controls) controls = run::run_controls(opt);
   auto j = run::to_json(r, a.per_trial);
   j["seed"] = opt.seed;
+  if (with_controls) j["controls"] = run::to_json(controls);
   if (a.json) {
     for (auto& f : j["failures"])
       f["replay"] = replay_command(a, spec, r.results[f["trial"].get<std::size_t>()]);
@@ -193,6 +199,19 @@ int do_crash(const CrashArgs& a) {
         j["regions_redone"]["median"].get<std::uint64_t>(),
         j["regions_redone"]["p90"].get<std::uint64_t>(),
         j["regions_redone"]["max"].get<std::uint64_t>());
+    if (with_controls) {
+      std::string each;
+      for (const auto& c : controls)
+        each += fmt::format("{}{} {}/{} trials failed", each.empty() ? "" : ", ",
+                            mem::to_string(c.mutation), c.failed, c.trials);
+      if (controls.empty())
+        fmt::print("  negative controls: none apply to {} (no persistence protocol)\n", a.scheme);
+      else
+        fmt::print(
+            "  negative controls (same campaign on deliberately broken protocols): detects "
+            "{}/{} mutants ({})\n",
+            run::mutants_detected(controls), controls.size(), each);
+    }
     if (r.periodic_flush_cycles > 0)
       fmt::print("  periodic flush every {} cycles: at most {} region commits in any such window\n",
                  r.periodic_flush_cycles, r.max_commits_per_period);
@@ -257,6 +276,9 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                   "before the data they commit are durable (WAL, checkpoint)")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "no-flush", "no-fence", "no-validate", "commit-early"}));
+  cmd->add_flag("!--no-controls", a->controls,
+                "Skip the negative controls (by default the same campaign is rerun on every "
+                "mutant the scheme must detect, and the detection count printed)");
   cmd->add_option("--replay", a->replay, "Replay one trial: crash before this op");
   cmd->add_option("--replay-recovery", a->replay_recovery,
                   "With --replay: crash again before this op (repeatable)");

@@ -619,4 +619,47 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
   return j;
 }
 
+std::vector<mem::Mutation> applicable_mutations(const std::string& scheme) {
+  using mem::Mutation;
+  if (scheme == "lp") return {Mutation::kNoValidate};
+  if (scheme.starts_with("ep") || scheme.starts_with("hr"))
+    return {Mutation::kNoFlush, Mutation::kNoFence};
+  if (scheme.starts_with("wal") || scheme == "cp")
+    return {Mutation::kNoFlush, Mutation::kNoFence, Mutation::kCommitEarly};
+  return {};
+}
+
+std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
+  std::vector<ControlResult> out;
+  for (const mem::Mutation m : applicable_mutations(opt.spec.run.scheme)) {
+    CampaignOptions c = opt;
+    c.mutation = m;
+    c.progress = nullptr;
+    const CampaignResult r = run_campaign(c);
+    out.push_back({m, r.trials, r.trials - r.passed, tally_by_image(r), r.seconds});
+  }
+  return out;
+}
+
+std::uint64_t mutants_detected(const std::vector<ControlResult>& c) {
+  return static_cast<std::uint64_t>(
+      std::count_if(c.begin(), c.end(), [](const ControlResult& x) { return x.detected(); }));
+}
+
+nlohmann::json to_json(const std::vector<ControlResult>& c) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& x : c) {
+    nlohmann::json models = nlohmann::json::array();
+    for (const auto& t : x.by_image)
+      models.push_back({{"model", to_string(t.image)}, {"trials", t.trials}, {"passed", t.passed}});
+    runs.push_back({{"mutation", mem::to_string(x.mutation)},
+                    {"trials", x.trials},
+                    {"failed", x.failed},
+                    {"detected", x.detected()},
+                    {"image_models", models},
+                    {"seconds", x.seconds}});
+  }
+  return {{"mutants", c.size()}, {"detected", mutants_detected(c)}, {"runs", runs}};
+}
+
 }  // namespace pmlab::run

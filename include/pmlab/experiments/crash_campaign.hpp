@@ -143,4 +143,25 @@ struct ImageTally {
 
 [[nodiscard]] nlohmann::json to_json(const CampaignResult& r, bool per_trial);
 
+// --- Negative controls ---------------------------------------------------------------------
+// The mutations that break `scheme`'s protocol, i.e. that its campaign must detect:
+//   lp            no-validate (its normal run has no flush or fence to drop)
+//   ep*, hr*      no-flush, no-fence (the index record is one word: no commit to move)
+//   wal*, cp      no-flush, no-fence, commit-early
+//   base          none: no persistence protocol (its recovery starts over)
+[[nodiscard]] std::vector<mem::Mutation> applicable_mutations(const std::string& scheme);
+
+struct ControlResult {
+  mem::Mutation mutation = mem::Mutation::kNone;
+  std::uint64_t trials = 0, failed = 0;
+  std::vector<ImageTally> by_image;  // passes per image model
+  double seconds = 0;
+  [[nodiscard]] bool detected() const { return failed > 0; }
+};
+// The campaign `opt` (its mutation ignored) once per applicable mutation.
+[[nodiscard]] std::vector<ControlResult> run_controls(const CampaignOptions& opt);
+[[nodiscard]] std::uint64_t mutants_detected(const std::vector<ControlResult>& c);
+// {"mutants": M, "detected": N, "runs": [{mutation, trials, failed, by_image}]}
+[[nodiscard]] nlohmann::json to_json(const std::vector<ControlResult>& c);
+
 }  // namespace pmlab::run
