@@ -116,7 +116,7 @@ TEST_P(CrashCampaign, EveryTrialRecoversBitExactly) {
                             << t.failure;
       recomputed += t.recovery.regions_recomputed;
       kinds_seen.insert(t.kind);
-      recovery_crashes += t.recovery_crashes.size();
+      recovery_crashes += t.crashes_in_recovery;  // inside a recovery, not the resumed run
     }
     total += r.trials;
   }
@@ -145,7 +145,8 @@ TEST(CrashCampaignReplay, ATrialReplaysExactly) {
   opt.recovery_crash_rate = 0.5;
   auto r = run_campaign(opt);
   for (const auto& t : r.results) {
-    auto again = replay_trial(opt.spec, t.crash_op, t.recovery_crashes);
+    auto again = replay_trial(opt.spec, t.crash_op, t.recovery_crashes,
+                              {t.image, t.image_seed, opt.mutation});
     EXPECT_EQ(again.passed, t.passed);
     EXPECT_EQ(again.recovery_ops, t.recovery_ops);
     EXPECT_EQ(again.recovery.regions_recomputed, t.recovery.regions_recomputed);
