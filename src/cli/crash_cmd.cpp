@@ -1,4 +1,5 @@
 // `pmlab crash`: power-failure campaigns in the simulator, with replay of any failed trial.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -44,8 +45,13 @@ struct CrashArgs {
   double recovery_crash_rate = 0.3;
   int jobs = run::kDefaultCampaignJobs;
   MachineArgs machine = campaign_machine();
+  std::vector<std::string> images{"cache", "any-dirty"};
+  std::string mutate = "none";
+  bool controls = true;
   std::optional<std::uint64_t> replay;
   std::vector<std::uint64_t> replay_recovery;
+  std::string replay_image = "cache";
+  std::uint64_t replay_image_seed = 0;
   bool per_trial = false;
   bool json = false;
 };
@@ -84,25 +90,50 @@ std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
   if (const auto period = spec.machine.periodic_flush_cycles.value(); period > 0)
     cmd += fmt::format(" --periodic-flush {}", period);
   cmd += a.kernel_options.as_flags();
+  if (a.mutate != "none") cmd += fmt::format(" --mutate {}", a.mutate);
   for (auto k : t.recovery_crashes) cmd += fmt::format(" --replay-recovery {}", k);
+  cmd += fmt::format(" --replay-image {}", run::to_string(t.image));
+  if (t.image == run::ImageModel::kAnyDirty)
+    cmd += fmt::format(" --replay-image-seed {}", t.image_seed);
   return cmd;
+}
+
+std::vector<run::ImageModel> image_models(const std::vector<std::string>& names) {
+  std::vector<run::ImageModel> out;
+  for (const auto& n : names) {
+    const auto m = run::image_model_from_string(n);
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+  }
+  return out;
 }
 
 int do_crash(const CrashArgs& a) {
   const auto spec = make_spec(a);
+  const auto mutation = run::mutation_from_string(a.mutate);
+  const auto images = image_models(a.images);
   if (a.replay) {
-    auto t = run::replay_trial(spec, *a.replay, a.replay_recovery);
+    auto t = run::replay_trial(
+        spec, *a.replay, a.replay_recovery,
+        {run::image_model_from_string(a.replay_image), a.replay_image_seed, mutation});
     if (a.json) {
       nlohmann::json j{{"crash_op", t.crash_op},
                        {"recovery_crashes", t.recovery_crashes},
+                       {"crashes_in_recovery", t.crashes_in_recovery},
+                       {"crashes_in_resumed_run", t.crashes_in_resumed_run},
+                       {"image", run::to_string(t.image)},
+                       {"mutation", mem::to_string(mutation)},
                        {"passed", t.passed},
                        {"failure", t.failure},
                        {"regions_recomputed", t.recovery.regions_recomputed},
                        {"recovery_ops", t.recovery_ops}};
-      fmt::print("{}\n", with_meta(j).dump(2));
+      fmt::print("{}
+", with_meta(j).dump(2));
     } else {
-      fmt::print("replay crash at op {} ({} crashes in recovery): {}{}\n", t.crash_op,
-                 t.recovery_crashes.size(), t.passed ? "PASSED" : "FAILED: ", t.failure);
+      fmt::print(
+          "replay crash at op {} ({} image; later crashes: {} in recovery, {} in the "
+          "resumed run): {}{}\n",
+          t.crash_op, run::to_string(t.image), t.crashes_in_recovery, t.crashes_in_resumed_run,
+          t.passed ? "PASSED" : "FAILED: ", t.failure);
     }
     return t.passed ? kExitOk : kExitVerifyFailed;
   }
@@ -112,12 +143,19 @@ int do_crash(const CrashArgs& a) {
   opt.seed = a.seed ? *a.seed : std::random_device{}();
   opt.recovery_crash_rate = a.recovery_crash_rate;
   opt.jobs = a.jobs;
+  opt.images = images;
+  opt.mutation = mutation;
   ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials);
   opt.progress = [&](std::uint64_t done, std::uint64_t) { bar.update(done); };
   auto r = run::run_campaign(opt);
   bar.finish();
+  // Negative controls: the same campaign (seed, trials, images) on each mutant it must catch.
+  std::vector<run::ControlResult> controls;
+  const bool with_controls = a.controls && mutation == mem::Mutation::kNone;
+  if (with_controls) controls = run::run_controls(opt);
   auto j = run::to_json(r, a.per_trial);
   j["seed"] = opt.seed;
+  if (with_controls) j["controls"] = run::to_json(controls);
   if (a.json) {
     for (auto& f : j["failures"])
       f["replay"] = replay_command(a, spec, r.results[f["trial"].get<std::size_t>()]);
@@ -129,11 +167,23 @@ int do_crash(const CrashArgs& a) {
         a.kernel, a.scheme, a.n, a.bs, a.threads, opt.seed, r.passed, r.trials,
         r.trials_per_second(),
         r.jobs > 0 ? fmt::format("{} forked at once", r.jobs) : std::string("sequential"));
+    std::string per_model;
+    for (const auto& x : run::tally_by_image(r))
+      per_model += fmt::format("{}{} {}/{}", per_model.empty() ? "" : ", ", run::to_string(x.image),
+                               x.passed, x.trials);
+    fmt::print("  crash images: {}{}\n", per_model,
+               r.mutation == mem::Mutation::kNone
+                   ? std::string()
+                   : fmt::format(" (mutant {}: a campaign that detects it has failures)",
+                                 mem::to_string(r.mutation)));
     fmt::print(
-        "  fault-free run: {} ops, {} cycles, {} region commits, {} fences; crashes inside "
-        "recovery: {}\n",
+        "  fault-free run: {} ops, {} cycles, {} region commits, {} fences; later crashes: {} "
+        "inside a recovery, {} in the resumed run ({} recoveries measured, {} non-empty)\n",
         r.fault_free_ops, r.fault_free_cycles, r.commits, r.fences,
-        j["crashes_during_recovery"].get<std::uint64_t>());
+        j["crashes_during_recovery"].get<std::uint64_t>(),
+        j["crashes_in_resumed_run"].get<std::uint64_t>(),
+        j["recoveries_measured"].get<std::uint64_t>(),
+        j["recoveries_measured_nonempty"].get<std::uint64_t>());
     fmt::print(
         "  recovery work (ops): median {}, p90 {}, max {}; unnecessary recomputations (R3): {}\n",
         j["recovery_ops"]["median"].get<std::uint64_t>(),
@@ -149,6 +199,19 @@ int do_crash(const CrashArgs& a) {
         j["regions_redone"]["median"].get<std::uint64_t>(),
         j["regions_redone"]["p90"].get<std::uint64_t>(),
         j["regions_redone"]["max"].get<std::uint64_t>());
+    if (with_controls) {
+      std::string each;
+      for (const auto& c : controls)
+        each += fmt::format("{}{} {}/{} trials failed", each.empty() ? "" : ", ",
+                            mem::to_string(c.mutation), c.failed, c.trials);
+      if (controls.empty())
+        fmt::print("  negative controls: none apply to {} (no persistence protocol)\n", a.scheme);
+      else
+        fmt::print(
+            "  negative controls (same campaign on deliberately broken protocols): detects "
+            "{}/{} mutants ({})\n",
+            run::mutants_detected(controls), controls.size(), each);
+    }
     if (r.periodic_flush_cycles > 0)
       fmt::print("  periodic flush every {} cycles: at most {} region commits in any such window\n",
                  r.periodic_flush_cycles, r.max_commits_per_period);
@@ -196,9 +259,33 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                   "process (slower, identical results)")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
+  cmd->add_option("--images", a->images,
+                  "Crash image models, trials alternating between them: 'cache' (what the "
+                  "simulated caches wrote back: their LRU evictions, flushes, cleaning) and "
+                  "'any-dirty' (adversarial: each flush not yet fenced may be lost and each "
+                  "dirty line may have reached NVM, independently)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cache", "any-dirty"}))
+      ->delimiter(',');
+  cmd->add_option("--mutate", a->mutate,
+                  "Test aid (negative control): run a deliberately broken protocol, which the "
+                  "campaign should detect (exit 1). no-flush / no-fence: the simulator drops "
+                  "every flush / fence; no-validate: LP recovery trusts every written checksum "
+                  "slot; commit-early: the undo log's flag is cleared and a checkpoint published "
+                  "before the data they commit are durable (WAL, checkpoint)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "no-flush", "no-fence", "no-validate", "commit-early"}));
+  cmd->add_flag("!--no-controls", a->controls,
+                "Skip the negative controls (by default the same campaign is rerun on every "
+                "mutant the scheme must detect, and the detection count printed)");
   cmd->add_option("--replay", a->replay, "Replay one trial: crash before this op");
   cmd->add_option("--replay-recovery", a->replay_recovery,
                   "With --replay: crash again before this op (repeatable)");
+  cmd->add_option("--replay-image", a->replay_image, "With --replay: the trial's image model")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cache", "any-dirty"}));
+  cmd->add_option("--replay-image-seed", a->replay_image_seed,
+                  "With --replay-image any-dirty: the trial's image seed");
   cmd->add_flag("--per-trial", a->per_trial, "With --json: list every trial, not only failures");
   cmd->add_flag("--json", a->json, "Print JSON");
   // Small caches by default so CI-sized runs evict (the interesting crashes).

@@ -29,8 +29,21 @@ struct FaultFree {
   std::vector<std::uint64_t> fences;  // op numbers of the fences: persistence-protocol steps
 };
 
-FaultFree fault_free_run(const SimRunSpec& spec) {
+// Every session of a campaign carries its mutation from the start (the op numbering of the
+// fault-free run must match the trials'), and tracks unfenced flushes when an adversarial image
+// may be drawn.
+void prepare(SimSession& s, mem::Mutation mutation, bool any_dirty) {
+  s.backend().set_mutation(mutation);
+  s.backend().track_unfenced(any_dirty);
+}
+
+bool uses(const std::vector<ImageModel>& images, ImageModel m) {
+  return std::find(images.begin(), images.end(), m) != images.end();
+}
+
+FaultFree fault_free_run(const SimRunSpec& spec, mem::Mutation mutation) {
   SimSession s(spec);
+  prepare(s, mutation, false);
   s.backend().record_fences(true);
   s.run(0);
   return {s.backend().ops(), s.backend().stats().cycles.value(), s.backend().commits(),
@@ -49,15 +62,29 @@ std::mt19937_64 trial_rng(std::uint64_t seed, std::uint64_t i) {
   return std::mt19937_64(kernels::mix64(seed ^ kernels::mix64(i)));
 }
 
-TrialPlan plan_trial(const FaultFree& ff, std::uint64_t i, std::mt19937_64& rng) {
-  // The first trials hit the corners, the rest are uniform (corners keep recurring at 1/4).
+std::uint64_t image_seed(std::uint64_t seed, std::uint64_t i) {
+  return kernels::mix64(seed ^ kernels::mix64(i ^ 0x1ea9e5eedull));
+}
+
+// Trial i's image model, and its index among the trials of that model (which decides corners).
+ImageModel image_of(const CampaignOptions& opt, std::uint64_t i) {
+  return opt.images.empty() ? ImageModel::kCache : opt.images[i % opt.images.size()];
+}
+std::uint64_t rank_in_model(const CampaignOptions& opt, std::uint64_t i) {
+  return opt.images.empty() ? i : i / opt.images.size();
+}
+
+TrialPlan plan_trial(const FaultFree& ff, std::uint64_t i, std::uint64_t rank,
+                     std::mt19937_64& rng) {
+  // Each model's first trials hit the corners, the rest are uniform (corners keep recurring
+  // at 1/4).
   CrashPointKind kind = CrashPointKind::kUniform;
   const int commit_kinds = ff.commits.empty() ? 0 : 3, fence_kinds = ff.fences.empty() ? 0 : 3;
-  if (i == 0) {
+  if (rank == 0) {
     kind = CrashPointKind::kFirstOp;
-  } else if (i == 1) {
+  } else if (rank == 1) {
     kind = CrashPointKind::kLastOp;
-  } else if (commit_kinds + fence_kinds > 0 && (i < 8 || rng() % 4 == 0)) {
+  } else if (commit_kinds + fence_kinds > 0 && (rank < 8 || rng() % 4 == 0)) {
     const auto c = static_cast<int>(rng() % static_cast<std::uint64_t>(commit_kinds + fence_kinds));
     kind = c < commit_kinds ? static_cast<CrashPointKind>(3 + c)
                             : static_cast<CrashPointKind>(6 + c - commit_kinds);
@@ -102,17 +129,48 @@ TrialPlan plan_trial(const FaultFree& ff, std::uint64_t i, std::mt19937_64& rng)
   return {i, kind, std::clamp<std::uint64_t>(k, 1, ff.ops)};
 }
 
-// Draws the crashes inside trial's restarts (0 = no more); `ops_now` = ops done so far.
+// Where the restart about to run begins (ops done) and how many ops its recovery takes.
+struct RecoverySpan {
+  std::uint64_t start = 0, length = 0;
+};
+
+// Runs the recovery from the current crash image without a crash, then puts everything back as
+// it was (image, memory, caches, recorded commits): the restart that follows runs exactly the
+// same recovery, now known to take `length` ops from `start` on.
+RecoverySpan measure_recovery(SimSession& s) {
+  auto& be = s.backend();
+  auto& image = be.machine().image();
+  const auto saved = image.save();
+  const std::size_t commits = be.commits().size();
+  const std::uint64_t ops0 = be.ops();
+  RunReport scratch;
+  (void)s.recover(scratch);
+  const std::uint64_t length = be.ops() - ops0;
+  image.load(saved);
+  be.apply_crash_image();
+  be.forget_commits_from(commits);
+  return {be.ops(), length};
+}
+
+// Draws the crashes after the first (0 = no more). `measure()` measures the next recovery:
+// three in four draws land inside it (a crash in recovery is what the restart has to survive),
+// the rest in the resumed run (half of those early in it).
 auto recovery_crashes(const CampaignOptions& opt, const FaultFree& ff, std::mt19937_64& rng) {
   return [&opt, &ff, &rng, crashes_left = opt.max_recovery_crashes,
           crash_again = std::bernoulli_distribution(opt.recovery_crash_rate)](
-             std::uint64_t ops_now) mutable -> std::uint64_t {
+             auto&& measure) mutable -> std::uint64_t {
     if (crashes_left-- <= 0 || !crash_again(rng)) return 0;
-    // Somewhere in the remaining work; recovery is usually much shorter than a run,
-    // so half of the draws land in the first 1% of it.
+    const RecoverySpan r = measure();
+    if (r.length > 0 && rng() % 4 != 0) return r.start + 1 + rng() % r.length;
     const std::uint64_t span = std::max<std::uint64_t>(1, rng() % 2 ? ff.ops / 100 : ff.ops);
-    return ops_now + 1 + rng() % span;
+    return r.start + r.length + 1 + rng() % span;
   };
+}
+
+// The power failed: NVM's image (perturbed under the any-dirty model) becomes memory.
+void apply_image(sim::SimBackend& be, ImageModel m, std::mt19937_64& image_rng) {
+  if (m == ImageModel::kAnyDirty) be.machine().image().perturb(image_rng);
+  be.apply_crash_image();
 }
 
 // Commits from index `from` on of a region that had committed before.
@@ -137,16 +195,23 @@ template <class NextCrash>
 void finish_trial(SimSession& s, TrialResult& t, NextCrash&& next_recovery_crash) {
   try {
     auto& be = s.backend();
+    std::mt19937_64 image_rng(t.image_seed);
     const std::size_t commits_before = be.commits().size();
-    be.apply_crash_image();
+    apply_image(be, t.image, image_rng);
     for (;;) {
+      const std::uint64_t again = next_recovery_crash([&] {
+        const RecoverySpan r = measure_recovery(s);
+        t.recovery_lengths.push_back(r.length);
+        return r;
+      });
       const std::uint64_t ops0 = be.ops();
       const std::uint64_t cycles0 = be.stats().cycles.value();
-      const std::uint64_t again = next_recovery_crash(ops0);
       if (again != 0) be.arm_crash(again);
+      bool in_recovery = true;
       try {
         RunReport report;
         const std::size_t resume = s.recover(report);
+        in_recovery = false;
         t.recovery += report.recovery;
         t.recovery_ops = be.ops() - ops0;
         t.recovery_cycles = be.stats().cycles.value() - cycles0;
@@ -156,7 +221,8 @@ void finish_trial(SimSession& s, TrialResult& t, NextCrash&& next_recovery_crash
         break;
       } catch (const sim::PowerFailure& pf) {
         t.recovery_crashes.push_back(pf.op());
-        be.apply_crash_image();
+        ++(in_recovery ? t.crashes_in_recovery : t.crashes_in_resumed_run);
+        apply_image(be, t.image, image_rng);
       }
     }
     t.regions_redone =
@@ -173,11 +239,14 @@ void finish_trial(SimSession& s, TrialResult& t, NextCrash&& next_recovery_crash
 // A trial in a fresh session that runs from the start to its crash point (replay, fallback).
 template <class NextCrash>
 TrialResult sequential_trial(const SimRunSpec& spec, std::uint64_t crash_op,
-                             NextCrash&& next_recovery_crash) {
+                             const TrialSetup& setup, NextCrash&& next_recovery_crash) {
   TrialResult t;
   t.crash_op = crash_op;
+  t.image = setup.image;
+  t.image_seed = setup.image_seed;
   try {
     SimSession s(spec);
+    prepare(s, setup.mutation, setup.image == ImageModel::kAnyDirty);
     s.backend().arm_crash(crash_op);
     try {
       s.run(0);
@@ -198,6 +267,8 @@ nlohmann::json trial_wire(const TrialResult& t) {
   const auto& r = t.recovery;
   return {{"crash_op", t.crash_op},
           {"recovery_crashes", t.recovery_crashes},
+          {"phases", {t.crashes_in_recovery, t.crashes_in_resumed_run}},
+          {"recovery_lengths", t.recovery_lengths},
           {"passed", t.passed},
           {"failure", t.failure},
           {"stats",
@@ -212,6 +283,9 @@ void from_wire(const std::string& payload, TrialResult& t) {
   const auto j = nlohmann::json::parse(payload);
   t.crash_op = j.at("crash_op").get<std::uint64_t>();
   t.recovery_crashes = j.at("recovery_crashes").get<std::vector<std::uint64_t>>();
+  t.crashes_in_recovery = j.at("phases").at(0).get<std::uint64_t>();
+  t.crashes_in_resumed_run = j.at("phases").at(1).get<std::uint64_t>();
+  t.recovery_lengths = j.at("recovery_lengths").get<std::vector<std::uint64_t>>();
   t.passed = j.at("passed").get<bool>();
   t.failure = j.at("failure").get<std::string>();
   const auto& st = j.at("stats");
@@ -273,6 +347,7 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
   });
 
   SimSession s(opt.spec);
+  prepare(s, opt.mutation, uses(opt.images, ImageModel::kAnyDirty));
   make_pool_private(s.pool());
   sim::SimBackend& be = s.backend();
   std::size_t next = 0;
@@ -301,9 +376,11 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
   if (mine) {  // the child: finish the trial, hand the result over, never return
     try {
       std::mt19937_64 rng = trial_rng(opt.seed, *mine);
-      const TrialPlan plan = plan_trial(ff, *mine, rng);
+      const TrialPlan plan = plan_trial(ff, *mine, rank_in_model(opt, *mine), rng);
       TrialResult t;
       t.crash_op = plan.crash_op;
+      t.image = image_of(opt, *mine);
+      t.image_seed = image_seed(opt.seed, *mine);
       finish_trial(s, t, recovery_crashes(opt, ff, rng));
       children.finish_child(
           trial_wire(t).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 0);
@@ -354,16 +431,61 @@ const char* to_string(CrashPointKind k) {
   return "?";
 }
 
+const char* to_string(ImageModel m) {
+  switch (m) {
+    case ImageModel::kCache:
+      return "cache";
+    case ImageModel::kAnyDirty:
+      return "any-dirty";
+  }
+  return "?";
+}
+
+ImageModel image_model_from_string(const std::string& s) {
+  for (const ImageModel m : {ImageModel::kCache, ImageModel::kAnyDirty})
+    if (s == to_string(m)) return m;
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("unknown crash image model '{}' (expected cache or any-dirty)", s));
+}
+
+mem::Mutation mutation_from_string(const std::string& s) {
+  if (s == "none") return mem::Mutation::kNone;
+  for (const mem::Mutation m : mem::kAllMutations)
+    if (s == mem::to_string(m)) return m;
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("unknown mutation '{}' (expected no-flush, no-fence, no-validate or "
+                          "commit-early)",
+                          s));
+}
+
+// The original trial measured the recovery before each crash it armed, so the replay does too
+// (the measuring run advances the op count).
 TrialResult replay_trial(const SimRunSpec& spec, std::uint64_t crash_op,
-                         const std::vector<std::uint64_t>& recovery_crashes) {
+                         const std::vector<std::uint64_t>& recovery_crashes,
+                         const TrialSetup& setup) {
   std::size_t next = 0;
-  return sequential_trial(spec, crash_op, [&](std::uint64_t ops_now) -> std::uint64_t {
+  return sequential_trial(spec, crash_op, setup, [&](auto&& measure) -> std::uint64_t {
+    if (next >= recovery_crashes.size()) return 0;
+    const RecoverySpan r = measure();
     while (next < recovery_crashes.size()) {
       auto k = recovery_crashes[next++];
-      if (k > ops_now) return k;
+      if (k > r.start) return k;
     }
     return 0;
   });
+}
+
+std::vector<ImageTally> tally_by_image(const CampaignResult& r) {
+  std::vector<ImageTally> out;
+  for (const ImageModel m : r.images) out.push_back({m, 0, 0});
+  for (const auto& t : r.results) {
+    for (auto& x : out) {
+      if (x.image != t.image) continue;
+      ++x.trials;
+      x.passed += t.passed ? 1 : 0;
+    }
+  }
+  return out;
 }
 
 CampaignResult run_campaign(const CampaignOptions& opt) {
@@ -371,7 +493,11 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
   CampaignResult out;
   out.kernel = opt.spec.run.kernel;
   out.scheme = opt.spec.run.scheme;
-  const FaultFree ff = fault_free_run(opt.spec);
+  if (opt.images.empty())
+    throw Error(ErrorCode::kInvalidArgument, "a crash campaign needs at least one image model");
+  const FaultFree ff = fault_free_run(opt.spec, opt.mutation);
+  out.images = opt.images;
+  out.mutation = opt.mutation;
   out.fault_free_ops = ff.ops;
   out.fault_free_cycles = ff.cycles;
   out.commits = ff.commits.size();
@@ -382,13 +508,15 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
   plans.reserve(opt.trials);
   for (std::uint64_t i = 0; i < opt.trials; ++i) {
     std::mt19937_64 rng = trial_rng(opt.seed, i);
-    plans.push_back(plan_trial(ff, i, rng));
+    plans.push_back(plan_trial(ff, i, rank_in_model(opt, i), rng));
   }
   out.results.resize(opt.trials);
   for (const TrialPlan& p : plans) {
     out.results[p.index].index = p.index;
     out.results[p.index].kind = p.kind;
     out.results[p.index].crash_op = p.crash_op;
+    out.results[p.index].image = image_of(opt, p.index);
+    out.results[p.index].image_seed = image_seed(opt.seed, p.index);
   }
   std::vector<bool> done(opt.trials, false);
   out.jobs = opt.jobs;
@@ -398,9 +526,11 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
   for (const TrialPlan& p : plans) {
     if (done[p.index]) continue;
     std::mt19937_64 rng = trial_rng(opt.seed, p.index);
-    (void)plan_trial(ff, p.index, rng);
+    (void)plan_trial(ff, p.index, rank_in_model(opt, p.index), rng);
     TrialResult& t = out.results[p.index];
-    t = sequential_trial(opt.spec, p.crash_op, recovery_crashes(opt, ff, rng));
+    t = sequential_trial(opt.spec, p.crash_op,
+                         {image_of(opt, p.index), image_seed(opt.seed, p.index), opt.mutation},
+                         recovery_crashes(opt, ff, rng));
     t.index = p.index;
     t.kind = p.kind;
     if (opt.progress) opt.progress(++finished, opt.trials);
@@ -420,20 +550,29 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
                    {"fences", r.fences},
                    {"trials", r.trials},
                    {"passed", r.passed},
+                   {"mutation", mem::to_string(r.mutation)},
                    {"failed", r.trials - r.passed},
                    {"jobs", r.jobs},
                    {"seconds", r.seconds},
                    {"trials_per_second", r.trials_per_second()}};
   std::vector<std::uint64_t> work, recomputed, redone;
-  std::uint64_t unnecessary = 0, recovery_crashes = 0, inconsistent_max = 0;
+  std::uint64_t unnecessary = 0, in_recovery = 0, in_resumed = 0, inconsistent_max = 0;
+  std::uint64_t targeted = 0, targeted_nonempty = 0;
   for (const auto& t : r.results) {
     work.push_back(t.recovery_ops);
     recomputed.push_back(t.recovery.regions_recomputed);
     redone.push_back(t.regions_redone);
     inconsistent_max = std::max(inconsistent_max, t.recovery.regions_inconsistent);
     unnecessary += t.recovery.regions_unnecessary;
-    recovery_crashes += t.recovery_crashes.size();
+    in_recovery += t.crashes_in_recovery;
+    in_resumed += t.crashes_in_resumed_run;
+    targeted += t.recovery_lengths.size();
+    for (auto len : t.recovery_lengths) targeted_nonempty += len > 0 ? 1 : 0;
   }
+  nlohmann::json models = nlohmann::json::array();
+  for (const auto& x : tally_by_image(r))
+    models.push_back({{"model", to_string(x.image)}, {"trials", x.trials}, {"passed", x.passed}});
+  j["image_models"] = models;
   const auto summary = [](std::vector<std::uint64_t> v) {
     std::sort(v.begin(), v.end());
     const auto pct = [&](double p) {
@@ -451,13 +590,21 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
   j["periodic_flush_cycles"] = r.periodic_flush_cycles;
   j["max_commits_per_period"] = r.max_commits_per_period;
   j["unnecessary_recomputations"] = unnecessary;
-  j["crashes_during_recovery"] = recovery_crashes;
+  // Later crashes by where they landed: inside a recovery, or in the run resumed after it.
+  j["crashes_during_recovery"] = in_recovery;
+  j["crashes_in_resumed_run"] = in_resumed;
+  j["recoveries_measured"] = targeted;
+  j["recoveries_measured_nonempty"] = targeted_nonempty;
   for (const auto& t : r.results) {
     if (!per_trial && t.passed) continue;
     nlohmann::json tj{{"trial", t.index},
                       {"crash_point", to_string(t.kind)},
+                      {"image", to_string(t.image)},
+                      {"image_seed", t.image_seed},
                       {"crash_op", t.crash_op},
                       {"recovery_crashes", t.recovery_crashes},
+                      {"crashes_in_recovery", t.crashes_in_recovery},
+                      {"crashes_in_resumed_run", t.crashes_in_resumed_run},
                       {"passed", t.passed},
                       {"regions_validated", t.recovery.regions_validated},
                       {"regions_inconsistent", t.recovery.regions_inconsistent},
@@ -470,6 +617,49 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
     j[t.passed ? "trials_detail" : "failures"].push_back(tj);
   }
   return j;
+}
+
+std::vector<mem::Mutation> applicable_mutations(const std::string& scheme) {
+  using mem::Mutation;
+  if (scheme == "lp") return {Mutation::kNoValidate};
+  if (scheme.starts_with("ep") || scheme.starts_with("hr"))
+    return {Mutation::kNoFlush, Mutation::kNoFence};
+  if (scheme.starts_with("wal") || scheme == "cp")
+    return {Mutation::kNoFlush, Mutation::kNoFence, Mutation::kCommitEarly};
+  return {};
+}
+
+std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
+  std::vector<ControlResult> out;
+  for (const mem::Mutation m : applicable_mutations(opt.spec.run.scheme)) {
+    CampaignOptions c = opt;
+    c.mutation = m;
+    c.progress = nullptr;
+    const CampaignResult r = run_campaign(c);
+    out.push_back({m, r.trials, r.trials - r.passed, tally_by_image(r), r.seconds});
+  }
+  return out;
+}
+
+std::uint64_t mutants_detected(const std::vector<ControlResult>& c) {
+  return static_cast<std::uint64_t>(
+      std::count_if(c.begin(), c.end(), [](const ControlResult& x) { return x.detected(); }));
+}
+
+nlohmann::json to_json(const std::vector<ControlResult>& c) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& x : c) {
+    nlohmann::json models = nlohmann::json::array();
+    for (const auto& t : x.by_image)
+      models.push_back({{"model", to_string(t.image)}, {"trials", t.trials}, {"passed", t.passed}});
+    runs.push_back({{"mutation", mem::to_string(x.mutation)},
+                    {"trials", x.trials},
+                    {"failed", x.failed},
+                    {"detected", x.detected()},
+                    {"image_models", models},
+                    {"seconds", x.seconds}});
+  }
+  return {{"mutants", c.size()}, {"detected", mutants_detected(c)}, {"runs", runs}};
 }
 
 }  // namespace pmlab::run

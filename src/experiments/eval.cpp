@@ -175,6 +175,9 @@ std::vector<Step> plan(const EvalOptions& opt) {
              c.seed = opt.seed;
              auto j = run::to_json(run::run_campaign(c), false);
              j["n"] = spec.run.n;
+             // Negative controls: the same campaign on each mutant the scheme must catch
+             // ("detects N/M mutants"; an undetected one is reported, not hidden).
+             j["controls"] = run::to_json(run::run_controls(c));
              return j;
            }});
     }

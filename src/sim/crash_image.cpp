@@ -40,6 +40,85 @@ void CrashImage::capture_line(LineAddr line) {
   }
 }
 
+template <bool ToShadow>
+bool CrashImage::line_bytes(LineAddr line, std::byte* buf) {
+  bool any = false;
+  const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
+                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
+  if (it != ranges_.begin()) --it;
+  for (; it != ranges_.end() && it->base < hi; ++it) {
+    const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
+    if (from >= to) continue;
+    any = true;
+    std::byte* shadow = it->shadow.data() + (from - it->base);
+    if constexpr (ToShadow)
+      std::memcpy(shadow, buf + (from - lo), to - from);
+    else
+      std::memcpy(buf + (from - lo), shadow, to - from);
+  }
+  return any;
+}
+
+void CrashImage::note_flush(LineAddr line, int core) {
+  auto it = unfenced_.find(line.value());
+  if (it == unfenced_.end()) {
+    Unfenced u{};
+    // Only the first flush since the last fence counts: undoing back to it is legal.
+    if (!line_bytes<false>(line, u.prior)) return;  // not persistent memory
+    it = unfenced_.emplace(line.value(), u).first;
+  }
+  it->second.cores |= std::uint64_t{1} << (core % 64);
+}
+
+void CrashImage::note_fence(int core) {
+  if (unfenced_.empty()) return;
+  const std::uint64_t bit = std::uint64_t{1} << (core % 64);
+  std::erase_if(unfenced_, [bit](const auto& e) { return (e.second.cores & bit) != 0; });
+}
+
+void CrashImage::perturb(std::mt19937_64& rng) {
+  // Sorted, so that the draws do not depend on the hash map's iteration order.
+  std::vector<std::uint64_t> lines;
+  lines.reserve(unfenced_.size());
+  for (const auto& e : unfenced_) lines.push_back(e.first);
+  std::sort(lines.begin(), lines.end());
+  for (const std::uint64_t l : lines)
+    if (rng() & 1) line_bytes<true>(LineAddr(l), unfenced_[l].prior);
+  unfenced_.clear();
+  for (Range& r : ranges_) {
+    const auto* live = reinterpret_cast<const std::byte*>(r.base);
+    // Line by line (absolute alignment): a line reaches NVM whole or not at all.
+    std::uintptr_t a = r.base;
+    while (a < r.base + r.len) {
+      const std::uintptr_t end =
+          std::min(r.base + r.len, (a / kCacheLineBytes + 1) * kCacheLineBytes);
+      const std::size_t off = a - r.base, len = end - a;
+      if (std::memcmp(live + off, r.shadow.data() + off, len) != 0 && (rng() & 1))
+        std::memcpy(r.shadow.data() + off, live + off, len);
+      a = end;
+    }
+  }
+}
+
+std::vector<std::vector<std::byte>> CrashImage::save() const {
+  std::vector<std::vector<std::byte>> out;
+  out.reserve(ranges_.size());
+  for (const Range& r : ranges_) out.push_back(r.shadow);
+  return out;
+}
+
+void CrashImage::load(const std::vector<std::vector<std::byte>>& saved) {
+  if (saved.size() != ranges_.size())
+    throw Error(ErrorCode::kInvalidArgument, "crash image: saved ranges do not match");
+  for (std::size_t i = 0; i < saved.size(); ++i) {
+    if (saved[i].size() != ranges_[i].len)
+      throw Error(ErrorCode::kInvalidArgument, "crash image: saved range sizes do not match");
+    ranges_[i].shadow = saved[i];
+  }
+  unfenced_.clear();
+}
+
 void CrashImage::restore_to_live() const {
   for (const Range& r : ranges_)
     std::memcpy(reinterpret_cast<void*>(r.base), r.shadow.data(), r.len);

@@ -35,8 +35,14 @@ void SimBackend::persist(const void* p, std::size_t len) {
   if (flush_ == FlushMode::kNone || len == 0) return;
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   const std::uint64_t first = a / kCacheLineBytes, last = (a + len - 1) / kCacheLineBytes;
-  for (std::uint64_t l = first; l <= last; ++l)
-    if (count_op()) machine_.flush(core_, LineAddr(l), flush_);
+  if (mutation_ != mem::Mutation::kNoFlush) {
+    for (std::uint64_t l = first; l <= last; ++l) {
+      if (!count_op()) continue;
+      if (track_unfenced_) [[unlikely]]
+        machine_.image().note_flush(LineAddr(l), core_);
+      machine_.flush(core_, LineAddr(l), flush_);
+    }
+  }
   fence();
 }
 
@@ -79,6 +85,7 @@ void SimBackend::power_failure(std::uint64_t op) {
 
 void SimBackend::apply_crash_image() {
   machine_.image().restore_to_live();
+  machine_.image().forget_unfenced();
   machine_.power_fail();
   disarm_crash();
   crashed_ = false;

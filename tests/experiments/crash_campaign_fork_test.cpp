@@ -36,6 +36,9 @@ void expect_same(const TrialResult& a, const TrialResult& b, const std::string& 
   EXPECT_EQ(a.kind, b.kind) << what;
   EXPECT_EQ(a.crash_op, b.crash_op) << what;
   EXPECT_EQ(a.recovery_crashes, b.recovery_crashes) << what;
+  EXPECT_EQ(a.image, b.image) << what;
+  EXPECT_EQ(a.crashes_in_recovery, b.crashes_in_recovery) << what;
+  EXPECT_EQ(a.recovery_lengths, b.recovery_lengths) << what;
   EXPECT_EQ(a.passed, b.passed) << what << ": " << a.failure << " / " << b.failure;
   EXPECT_EQ(a.recovery.regions_validated, b.recovery.regions_validated) << what;
   EXPECT_EQ(a.recovery.regions_inconsistent, b.recovery.regions_inconsistent) << what;
@@ -68,10 +71,11 @@ TEST(CrashCampaignFork, ForkedTrialsEqualSequentialOnesAndReplays) {
     for (std::size_t i = 0; i < 40; ++i) {
       const std::string what = std::string(scheme) + " trial " + std::to_string(i);
       expect_same(forked.results[i], sequential.results[i], what);
-      in_recovery += forked.results[i].recovery_crashes.size();
+      in_recovery += forked.results[i].crashes_in_recovery;
       if (i % 8 == 0) {
         TrialResult again =
-            replay_trial(opt.spec, forked.results[i].crash_op, forked.results[i].recovery_crashes);
+            replay_trial(opt.spec, forked.results[i].crash_op, forked.results[i].recovery_crashes,
+                         {forked.results[i].image, forked.results[i].image_seed, opt.mutation});
         again.index = forked.results[i].index;
         again.kind = forked.results[i].kind;
         expect_same(again, forked.results[i], what + " replayed");

@@ -96,7 +96,7 @@ TEST_P(CrashCampaign, EveryTrialRecoversBitExactly) {
   const std::uint64_t seed = test::test_seed();
   SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
-  std::uint64_t total = 0, recovery_crashes = 0, recomputed = 0;
+  std::uint64_t total = 0, recovery_crashes = 0, recomputed = 0, nonempty_recoveries = 0;
   std::set<CrashPointKind> kinds_seen;
   for (int size = 0; size < 4; ++size) {
     const std::uint64_t n = random_n(kernel, /*large=*/size == 0, rng), bs = 1 + rng() % 7;
@@ -118,13 +118,18 @@ TEST_P(CrashCampaign, EveryTrialRecoversBitExactly) {
                             << ": " << t.failure;
       recomputed += t.recovery.regions_recomputed;
       kinds_seen.insert(t.kind);
-      recovery_crashes += t.recovery_crashes.size();
+      recovery_crashes += t.crashes_in_recovery;  // inside a recovery, not the resumed run
+      for (auto len : t.recovery_lengths) nonempty_recoveries += len > 0 ? 1 : 0;
     }
     total += r.trials;
   }
   EXPECT_EQ(total, 300u);            // "a campaign of at least a few hundred trials"
   EXPECT_GE(kinds_seen.size(), 3u);  // uniform, first-op, last-op at least
-  EXPECT_GT(recovery_crashes, 0u) << "seed " << seed;  // some crashed inside recovery
+  // Some crashed inside a recovery (not only in the resumed run), unless every recovery was
+  // empty (conv2d's and fft's base: write-once outputs, nothing to restore before starting over).
+  if (nonempty_recoveries > 0) {
+    EXPECT_GT(recovery_crashes, 0u) << "seed " << seed;
+  }
   // The recompute schemes really repaired regions after some crashes.
   if (scheme == "lp" || scheme.starts_with("ep")) {
     EXPECT_GT(recomputed, 0u) << "seed " << seed;
@@ -147,7 +152,8 @@ TEST(CrashCampaignReplay, ATrialReplaysExactly) {
   opt.recovery_crash_rate = 0.5;
   auto r = run_campaign(opt);
   for (const auto& t : r.results) {
-    auto again = replay_trial(opt.spec, t.crash_op, t.recovery_crashes);
+    auto again = replay_trial(opt.spec, t.crash_op, t.recovery_crashes,
+                              {t.image, t.image_seed, opt.mutation});
     EXPECT_EQ(again.passed, t.passed);
     EXPECT_EQ(again.recovery_ops, t.recovery_ops);
     EXPECT_EQ(again.recovery.regions_recomputed, t.recovery.regions_recomputed);

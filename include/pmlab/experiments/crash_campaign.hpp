@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/run/sim_session.hpp"
 
 namespace pmlab::run {
@@ -29,6 +30,21 @@ enum class CrashPointKind {
   kBetweenFences,  // uniform between two fences: inside a log copy or an index update
 };
 [[nodiscard]] const char* to_string(CrashPointKind k);
+
+// What NVM holds after a power failure.
+enum class ImageModel : std::uint8_t {
+  // Exactly what the simulated caches wrote back: their evictions (LRU in every preset), flushes
+  // and periodic cleaning. One eviction order only, the one the flushes happen to agree with.
+  kCache,
+  // Adversarial: the cache's image, then every flush not yet fenced may be undone and every
+  // dirty line may have reached NVM with its current bytes, each independently with
+  // probability 1/2 (CrashImage::perturb): the legal images the property tests' backend draws.
+  kAnyDirty,
+};
+[[nodiscard]] const char* to_string(ImageModel m);
+[[nodiscard]] ImageModel image_model_from_string(const std::string& s);  // throws kInvalidArgument
+[[nodiscard]] mem::Mutation mutation_from_string(const std::string& s);  // throws kInvalidArgument
+inline const std::vector<ImageModel> kDefaultImageModels{ImageModel::kCache, ImageModel::kAnyDirty};
 
 // Trials forked at once by default. fork() under AddressSanitizer copies its shadow mappings
 // (~10 ms a trial, more than re-simulating a small run), so sanitized builds run campaigns
@@ -51,6 +67,10 @@ struct CampaignOptions {
   std::uint64_t seed = 1;
   double recovery_crash_rate = 0.3;  // chance that a restart is itself cut (repeatedly)
   int max_recovery_crashes = 3;
+  // Trial i uses images[i % size]; each model gets its own corner crash points.
+  std::vector<ImageModel> images = kDefaultImageModels;
+  // A negative control: the campaign runs a deliberately broken protocol and should fail.
+  mem::Mutation mutation = mem::Mutation::kNone;
   // Trials running at once as fork()ed children of one fault-free simulation (each child cuts
   // the power at its crash point); 0 = one fresh simulation per trial, in this process.
   // Results are identical either way.
@@ -61,8 +81,15 @@ struct CampaignOptions {
 struct TrialResult {
   std::uint64_t index = 0;
   CrashPointKind kind = CrashPointKind::kUniform;
-  std::uint64_t crash_op = 0;                   // the op that did not happen
-  std::vector<std::uint64_t> recovery_crashes;  // ops (absolute) of crashes inside recovery
+  std::uint64_t crash_op = 0;  // the op that did not happen
+  ImageModel image = ImageModel::kCache;
+  std::uint64_t image_seed = 0;  // draws of the any-dirty model (replay)
+  // Ops (absolute) of the crashes after the first: cut inside a recovery or in the run that
+  // resumed after it. Each such crash point is drawn after measuring how long the recovery it
+  // targets is (a recovery from the same image, then undone): most land inside it.
+  std::vector<std::uint64_t> recovery_crashes;
+  std::uint64_t crashes_in_recovery = 0, crashes_in_resumed_run = 0;
+  std::vector<std::uint64_t> recovery_lengths;  // measured ops of each targeted recovery
   bool passed = false;
   std::string failure;         // first mismatch or exception text
   lp::RecoveryStats recovery;  // summed over every recovery of the trial
@@ -81,6 +108,8 @@ struct CampaignResult {
   // of the fault-free run inside any T-cycle window, the scale recovery work should stay within.
   std::uint64_t periodic_flush_cycles = 0, max_commits_per_period = 0;
   std::uint64_t trials = 0, passed = 0;
+  std::vector<ImageModel> images;
+  mem::Mutation mutation = mem::Mutation::kNone;
   int jobs = 0;  // forked trials at once (0: sequential)
   double seconds = 0;
   std::vector<TrialResult> results;
@@ -93,10 +122,46 @@ struct CampaignResult {
 // replayed with replay_trial(). After a trial's last crash the rest of its run is executed
 // without the cache model (SimBackend::stop_modelling): only its result is compared.
 [[nodiscard]] CampaignResult run_campaign(const CampaignOptions& opt);
-// One trial with explicit crash points (first = the run's crash, rest = crashes inside recovery).
+// How a replayed trial's images are drawn and which mutation it runs.
+struct TrialSetup {
+  ImageModel image = ImageModel::kCache;
+  std::uint64_t image_seed = 0;
+  mem::Mutation mutation = mem::Mutation::kNone;
+};
+// One trial with explicit crash points (first = the run's crash, rest = later crashes, each
+// after the same measuring recovery the campaign ran).
 [[nodiscard]] TrialResult replay_trial(const SimRunSpec& spec, std::uint64_t crash_op,
-                                       const std::vector<std::uint64_t>& recovery_crashes);
+                                       const std::vector<std::uint64_t>& recovery_crashes,
+                                       const TrialSetup& setup = {});
+
+// Trials and passes of one image model in a campaign.
+struct ImageTally {
+  ImageModel image = ImageModel::kCache;
+  std::uint64_t trials = 0, passed = 0;
+};
+[[nodiscard]] std::vector<ImageTally> tally_by_image(const CampaignResult& r);
 
 [[nodiscard]] nlohmann::json to_json(const CampaignResult& r, bool per_trial);
+
+// --- Negative controls ---------------------------------------------------------------------
+// The mutations that break `scheme`'s protocol, i.e. that its campaign must detect:
+//   lp            no-validate (its normal run has no flush or fence to drop)
+//   ep*, hr*      no-flush, no-fence (the index record is one word: no commit to move)
+//   wal*, cp      no-flush, no-fence, commit-early
+//   base          none: no persistence protocol (its recovery starts over)
+[[nodiscard]] std::vector<mem::Mutation> applicable_mutations(const std::string& scheme);
+
+struct ControlResult {
+  mem::Mutation mutation = mem::Mutation::kNone;
+  std::uint64_t trials = 0, failed = 0;
+  std::vector<ImageTally> by_image;  // passes per image model
+  double seconds = 0;
+  [[nodiscard]] bool detected() const { return failed > 0; }
+};
+// The campaign `opt` (its mutation ignored) once per applicable mutation.
+[[nodiscard]] std::vector<ControlResult> run_controls(const CampaignOptions& opt);
+[[nodiscard]] std::uint64_t mutants_detected(const std::vector<ControlResult>& c);
+// {"mutants": M, "detected": N, "runs": [{mutation, trials, failed, by_image}]}
+[[nodiscard]] nlohmann::json to_json(const std::vector<ControlResult>& c);
 
 }  // namespace pmlab::run

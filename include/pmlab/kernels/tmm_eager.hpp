@@ -10,6 +10,7 @@
 #include "pmlab/kernels/tmm.hpp"
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/index_record.hpp"
@@ -356,6 +357,10 @@ void run_cp(B& be, const Operands& op, const CpState& st, std::size_t first_kt =
   for (std::size_t kt = first_kt; kt < nt; ++kt) {
     be.parallel_for(0, nt, [&](std::size_t it) { panel_step(be, op, kt, it, [](double) {}); });
     double* slot = st.area + ((kt + 1) % 2) * 3 * m;
+    if (mem::mutated(be, mem::Mutation::kCommitEarly)) {  // negative control: publish first
+      be.store(&st.header->done, std::uint64_t{kt + 1});
+      be.persist(&st.header->done, sizeof(std::uint64_t));
+    }
     scheme::copy_durable_parallel(
         be, {{slot, op.a.data(), m}, {slot + m, op.b.data(), m}, {slot + 2 * m, op.c.data(), m}});
     be.store(&st.header->done, std::uint64_t{kt + 1});

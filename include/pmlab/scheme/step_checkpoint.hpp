@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
 #include "pmlab/scheme/copy_mode.hpp"
@@ -94,8 +95,10 @@ class StepCheckpoint {
   void after_step(B& b, std::size_t done, Segments&& segments,
                   PersistResult&& persist_result) const {
     if (done >= steps_) {
+      const bool early = mem::mutated(b, mem::Mutation::kCommitEarly);  // negative control
+      if (early) publish(b, (static_cast<std::uint64_t>(steps_) << 2) | 2u);
       persist_result();
-      publish(b, (static_cast<std::uint64_t>(steps_) << 2) | 2u);
+      if (!early) publish(b, (static_cast<std::uint64_t>(steps_) << 2) | 2u);
     } else if (done % every_ == 0) {
       save(b, done, segments);
     }
@@ -144,8 +147,10 @@ class StepCheckpoint {
     if (mode_ == CheckpointMode::kAppendOnly) {
       // Only the new steps' elements; the published part is never a target.
       segments(nw.any ? std::min(nw.done, done) : std::size_t{0}, done, add(0));
+      const bool early = mem::mutated(b, mem::Mutation::kCommitEarly);  // negative control
+      if (early) publish(b, static_cast<std::uint64_t>(done) << 2);
       copy_jobs_durable_mode(b, jobs, copy_);
-      publish(b, static_cast<std::uint64_t>(done) << 2);
+      if (!early) publish(b, static_cast<std::uint64_t>(done) << 2);
       return;
     }
     // The slot not holding the newest checkpoint. Invariant: on segments(0, steps) minus
@@ -159,6 +164,10 @@ class StepCheckpoint {
       b.persist(&h_->base[slot], sizeof(std::uint64_t));
     }
     segments(std::min(base, done), steps_, add(slot));
+    if (mem::mutated(b, mem::Mutation::kCommitEarly)) {  // negative control: publish first
+      b.store(&h_->newest, (static_cast<std::uint64_t>(done) << 2) | slot);
+      b.persist(&h_->newest, sizeof(std::uint64_t));
+    }
     copy_jobs_durable_mode(b, jobs, copy_);
     // The slot now holds state `done` entirely. Either of these two words may reach NVM first:
     // a new base with the old `newest` is true of the slot, and an old (lower) base only makes

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/scheme/lines.hpp"
 
 namespace pmlab::scheme {
@@ -47,6 +48,10 @@ class UndoLog {
   // Steps 4-5: make the updated blocks durable, then durably clear the flag (the log is dead).
   template <mem::Backend B, class... T>
   void commit(B& b, const LogBlock<T>&... blocks) const {
+    if (mem::mutated(b, mem::Mutation::kCommitEarly)) {  // negative control: flag first
+      b.store(&h_->in_tx, std::uint64_t{0});
+      b.persist(&h_->in_tx, sizeof(std::uint64_t));
+    }
     (flush_block(b, blocks.data, blocks.rows, blocks.cols, blocks.ld), ...);
     b.fence();
     b.store(&h_->in_tx, std::uint64_t{0});

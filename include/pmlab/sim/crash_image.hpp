@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <random>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "pmlab/core/strong_types.hpp"
@@ -34,12 +36,35 @@ class CrashImage {
  public:
   // Throws kInvalidArgument for an empty or null range or one overlapping a registered range.
   void add_range(const void* base, std::size_t len);
-  void clear() { ranges_.clear(); }
+  void clear() {
+    ranges_.clear();
+    unfenced_.clear();
+  }
 
   // Copies the live bytes of `line` that lie inside registered ranges into the shadow.
   void capture_line(LineAddr line);
   // Copies every shadow back into live memory.
   void restore_to_live() const;
+
+  // --- adversarial images (crash campaigns' "any-dirty" model) ---
+  // The simulator writes a flushed line to the image at once; on real hardware it may still be
+  // in flight until the flushing core's fence. note_flush (before the flush reaches the
+  // machine) remembers the line's durable bytes, note_fence forgets every line that core
+  // flushed: what is left at a crash are flushes that may not have completed.
+  void note_flush(LineAddr line, int core);
+  void note_fence(int core);
+  void forget_unfenced() { unfenced_.clear(); }
+  [[nodiscard]] std::size_t unfenced_lines() const { return unfenced_.size(); }
+  // Turns the image into another legal one, as the property tests' any-legal-image backend
+  // does: each unfenced flush is undone with probability 1/2, then each line whose live bytes
+  // differ from the image (dirty in some cache) reaches NVM with its current bytes with
+  // probability 1/2, independently. Every line then holds a version it had, never older than a
+  // completed flush + fence made durable. Clears the unfenced set.
+  void perturb(std::mt19937_64& rng);
+  // Every shadow, for putting the image back after a measuring run (crash campaigns measure a
+  // recovery's length before cutting it).
+  [[nodiscard]] std::vector<std::vector<std::byte>> save() const;
+  void load(const std::vector<std::vector<std::byte>>& saved);  // from save(); clears unfenced
 
   [[nodiscard]] std::size_t range_count() const { return ranges_.size(); }
   [[nodiscard]] bool covers(const void* p) const {
@@ -63,8 +88,17 @@ class CrashImage {
   };
   [[nodiscard]] const Range* find(std::uintptr_t addr) const;
   [[nodiscard]] const std::byte* durable_bytes(const void* p, std::size_t n) const;
+  // Copies between one line's bytes inside registered ranges and `buf` (64 bytes):
+  // ToShadow: buf -> shadow; else shadow -> buf. False if the line is in no range.
+  template <bool ToShadow>
+  bool line_bytes(LineAddr line, std::byte* buf);
 
+  struct Unfenced {
+    std::byte prior[kCacheLineBytes];  // the line's durable bytes before its first flush
+    std::uint64_t cores = 0;           // bit c: core c flushed it since its last fence
+  };
   std::vector<Range> ranges_;  // sorted by base, disjoint
+  std::unordered_map<std::uint64_t, Unfenced> unfenced_;
 };
 
 }  // namespace pmlab::sim

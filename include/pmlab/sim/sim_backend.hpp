@@ -15,6 +15,7 @@
 
 #include "pmlab/core/strong_types.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/sim/crash_image.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/params.hpp"
@@ -80,13 +81,17 @@ class SimBackend {
     return flush_ != FlushMode::kNone && machine_.params().nt_stores;
   }
   void flush(const void* p) {
-    if (flush_ == FlushMode::kNone || !count_op()) return;
+    if (flush_ == FlushMode::kNone || mutation_ == mem::Mutation::kNoFlush || !count_op()) return;
+    if (track_unfenced_) [[unlikely]]
+      machine_.image().note_flush(line_of(p), core_);
     machine_.flush(core_, line_of(p), flush_);
   }
   void fence() {
-    if (flush_ == FlushMode::kNone || !count_op()) return;
+    if (flush_ == FlushMode::kNone || mutation_ == mem::Mutation::kNoFence || !count_op()) return;
     if (record_fences_) [[unlikely]]
       fence_ops_.push_back(ops_);
+    if (track_unfenced_) [[unlikely]]
+      machine_.image().note_fence(core_);
     machine_.fence(core_);
   }
   void persist(const void* p, std::size_t len);
@@ -119,6 +124,18 @@ class SimBackend {
     hook_ = nullptr;
   }
   [[nodiscard]] bool crashed() const { return crashed_; }
+  // Crash campaigns' adversarial image model: remember flushes not yet fenced, so that a crash
+  // image may lose them (CrashImage::note_flush, perturb). Off by default.
+  void track_unfenced(bool on) { track_unfenced_ = on; }
+  // A negative control (mem::Mutation): no-flush / no-fence drop those ops here (they are not
+  // counted either); the others are consulted by the building blocks via mem::mutated().
+  void set_mutation(mem::Mutation m) { mutation_ = m; }
+  [[nodiscard]] mem::Mutation mutation() const { return mutation_; }
+  // Forgets the region commits from index n on (a crash campaign's measuring run of a
+  // recovery that is then undone).
+  void forget_commits_from(std::size_t n) {
+    if (n < commits_.size()) commits_.resize(n);
+  }
   // After PowerFailure: live memory of every registered range := its durable image, caches
   // emptied, crash disarmed. Memory outside registered ranges is left as it is.
   void apply_crash_image();
@@ -201,6 +218,8 @@ class SimBackend {
   bool crashed_ = false;
   bool record_fences_ = false;
   bool modelling_ = true;
+  bool track_unfenced_ = false;
+  mem::Mutation mutation_ = mem::Mutation::kNone;
   std::uint64_t ops_ = 0;
   std::uint64_t crash_at_ = kDisarmed;
   OpHook hook_;  // set: crash_at_ is a hook point

@@ -1,0 +1,292 @@
+// Crash campaigns that can see the bugs they rule out: adversarial images, negative controls
+// (every kernel x scheme fails under each mutation that breaks it), later crashes by phase.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../support/process.hpp"
+#include "pmlab/core/error.hpp"
+#include "pmlab/experiments/crash_campaign.hpp"
+#include "pmlab/run/catalog.hpp"
+#include "pmlab/sim/crash_image.hpp"
+
+namespace pmlab::run {
+namespace {
+
+// Fixed so that a CI failure replays; PMLAB_TEST_SEED explores others.
+std::uint64_t test_seed() {
+  const char* s = std::getenv("PMLAB_TEST_SEED");
+  return s != nullptr ? std::strtoull(s, nullptr, 10) : 11;
+}
+
+SimRunSpec spec_for(const std::string& kernel, const std::string& scheme, std::uint64_t n = 32) {
+  SimRunSpec spec;
+  spec.run.kernel = kernel;
+  spec.run.scheme = scheme;
+  spec.run.n = n;
+  spec.run.bs = 8;
+  spec.run.threads = 2;
+  MachineOverrides o;
+  o.cores = 2;
+  o.l1_size = 1024;  // tiny caches: CI-sized runs evict
+  o.llc_size = 4096;
+  o.l1_ways = 4;
+  o.l2_size = 0;
+  spec.machine = machine_from("lp-isca18", o);
+  return spec;
+}
+
+struct Case {
+  std::string kernel, scheme;
+  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.kernel << " " << c.scheme; }
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const auto& k : kernel_drivers())
+    for (const auto& s : k.schemes) out.push_back({k.name, s});
+  return out;
+}
+
+bool simulable(const Case& c) {
+  try {
+    validate(spec_for(c.kernel, c.scheme));
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// --- The any-dirty image model -------------------------------------------------------------
+
+alignas(64) std::uint64_t g_mem[32];  // four lines
+
+TEST(AnyDirtyImage, UnfencedFlushesMayBeLostFencedOnesNever) {
+  int lost_unfenced = 0, kept_unfenced = 0;
+  for (std::uint64_t seed = 0; seed < 64; ++seed) {
+    std::memset(g_mem, 0, sizeof g_mem);
+    sim::CrashImage img;
+    img.add_range(g_mem, sizeof g_mem);
+    const auto line = [](int l) {
+      return LineAddr(reinterpret_cast<std::uintptr_t>(&g_mem[8 * l]) / 64);
+    };
+    // Line 0: flushed and fenced. Line 1: flushed, not fenced.
+    g_mem[0] = 1;
+    img.note_flush(line(0), 0);
+    img.capture_line(line(0));
+    img.note_fence(0);
+    g_mem[8] = 2;
+    img.note_flush(line(1), 0);
+    img.capture_line(line(1));
+    std::mt19937_64 rng(seed);
+    img.perturb(rng);
+    EXPECT_EQ(img.durable(&g_mem[0]), 1u);
+    (img.durable(&g_mem[8]) == 2u ? kept_unfenced : lost_unfenced) += 1;
+    EXPECT_EQ(img.unfenced_lines(), 0u);
+  }
+  EXPECT_GT(lost_unfenced, 0);
+  EXPECT_GT(kept_unfenced, 0);
+}
+
+TEST(AnyDirtyImage, DirtyLinesMayReachNvmWholeCleanOnesStay) {
+  int reached = 0, not_reached = 0;
+  for (std::uint64_t seed = 0; seed < 64; ++seed) {
+    std::memset(g_mem, 0, sizeof g_mem);
+    sim::CrashImage img;
+    img.add_range(g_mem, sizeof g_mem);
+    g_mem[16] = 7;  // line 2 dirty: two words
+    g_mem[23] = 9;
+    std::mt19937_64 rng(seed);
+    img.perturb(rng);
+    const auto a = img.durable(&g_mem[16]), b = img.durable(&g_mem[23]);
+    EXPECT_EQ(a == 7u, b == 9u) << "a line reaches NVM whole";
+    (a == 7u ? reached : not_reached) += 1;
+    EXPECT_EQ(img.durable(&g_mem[0]), 0u);
+  }
+  EXPECT_GT(reached, 0);
+  EXPECT_GT(not_reached, 0);
+}
+
+// --- Campaign reports ----------------------------------------------------------------------
+
+TEST(CrashEvidence, CampaignsUseBothImageModelsByDefaultAndCountEach) {
+  CampaignOptions opt;
+  opt.spec = spec_for("tmm", "cp");
+  opt.trials = 40;
+  opt.seed = test_seed();
+  const auto r = run_campaign(opt);
+  const auto tally = tally_by_image(r);
+  ASSERT_EQ(tally.size(), 2u);
+  EXPECT_EQ(tally[0].image, ImageModel::kCache);
+  EXPECT_EQ(tally[1].image, ImageModel::kAnyDirty);
+  EXPECT_EQ(tally[0].trials + tally[1].trials, 40u);
+  EXPECT_EQ(tally[0].passed + tally[1].passed, r.passed);
+  const auto j = to_json(r, false);
+  ASSERT_EQ(j["image_models"].size(), 2u);
+  EXPECT_EQ(j["image_models"][1]["model"], "any-dirty");
+  EXPECT_EQ(j["mutation"], "none");
+}
+
+// The finding: with every flush dropped, the cache's LRU image alone lets checkpointing
+// pass; the any-dirty model catches it.
+TEST(CrashEvidence, AnyDirtyCatchesWhatTheCacheImageMisses) {
+  CampaignOptions opt;
+  opt.spec = spec_for("tmm", "cp");
+  opt.trials = 100;
+  opt.seed = test_seed();
+  opt.mutation = mem::Mutation::kNoFence;
+  const auto t = tally_by_image(run_campaign(opt));
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_LT(t[1].passed, t[1].trials) << "any-dirty must detect the missing fences";
+}
+
+// A failed trial under a mutation and the any-dirty model replays exactly.
+TEST(CrashEvidence, MutatedAnyDirtyTrialsReplay) {
+  CampaignOptions opt;
+  opt.spec = spec_for("tmm", "wal-ii");
+  opt.trials = 60;
+  opt.seed = test_seed();
+  opt.recovery_crash_rate = 0.5;
+  opt.mutation = mem::Mutation::kNoFlush;
+  const auto r = run_campaign(opt);
+  int replayed = 0;
+  for (const auto& t : r.results) {
+    if (t.passed || replayed >= 5) continue;
+    const auto again = replay_trial(opt.spec, t.crash_op, t.recovery_crashes,
+                                    {t.image, t.image_seed, opt.mutation});
+    EXPECT_FALSE(again.passed) << "trial " << t.index;
+    EXPECT_EQ(again.failure, t.failure) << "trial " << t.index;
+    EXPECT_EQ(again.recovery_crashes, t.recovery_crashes) << "trial " << t.index;
+    ++replayed;
+  }
+  EXPECT_GT(replayed, 0);
+}
+
+// --- Negative controls: every kernel x scheme fails under each mutation that breaks it ------
+
+class NegativeControls : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
+  const Case& c = GetParam();
+  if (!simulable(c)) GTEST_SKIP() << "runs natively only";
+  CampaignOptions opt;
+  opt.spec = spec_for(c.kernel, c.scheme);
+  opt.seed = test_seed();
+  opt.trials = 100;
+  const auto clean = run_campaign(opt);
+  EXPECT_EQ(clean.passed, clean.trials) << "the unmutated campaign must pass";
+  const auto mutants = applicable_mutations(c.scheme);
+  if (c.scheme != "base") {
+    EXPECT_FALSE(mutants.empty());
+  }
+  for (const mem::Mutation m : mutants) {
+    CampaignOptions mo = opt;
+    mo.mutation = m;
+    // A commit moved before its data is exposed only by crashes inside that window: more trials.
+    if (m == mem::Mutation::kCommitEarly) mo.trials = 400;
+    const auto r = run_campaign(mo);
+    EXPECT_LT(r.passed, r.trials) << c.kernel << " " << c.scheme << " --mutate "
+                                  << mem::to_string(m) << " seed " << opt.seed
+                                  << ": the campaign did not detect the mutant";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSimulable, NegativeControls, ::testing::ValuesIn(cases()),
+                         [](const auto& param_info) {
+                           std::string s = param_info.param.kernel + "_" + param_info.param.scheme;
+                           for (auto& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+// --- Later crashes by phase ----------------------------------------------------------------
+
+class RecoveryPhases : public ::testing::TestWithParam<Case> {};
+
+// With every restart cut again, the crash points drawn within the measured recovery land in
+// it: each trial's later crashes are split by phase, and most land in recovery.
+TEST_P(RecoveryPhases, CrashesLandInsideTheMeasuredRecovery) {
+  const Case& c = GetParam();
+  if (!simulable(c) || c.scheme == "base") GTEST_SKIP();
+  CampaignOptions opt;
+  opt.spec = spec_for(c.kernel, c.scheme);
+  opt.seed = test_seed();
+  opt.trials = 40;
+  opt.recovery_crash_rate = 1.0;
+  const auto r = run_campaign(opt);
+  EXPECT_EQ(r.passed, r.trials);
+  std::uint64_t in_recovery = 0, in_resumed = 0, nonempty = 0;
+  for (const auto& t : r.results) {
+    EXPECT_EQ(t.crashes_in_recovery + t.crashes_in_resumed_run, t.recovery_crashes.size())
+        << "trial " << t.index;
+    EXPECT_LE(t.recovery_crashes.size(), t.recovery_lengths.size()) << "trial " << t.index;
+    in_recovery += t.crashes_in_recovery;
+    in_resumed += t.crashes_in_resumed_run;
+    for (auto len : t.recovery_lengths) nonempty += len > 0 ? 1 : 0;
+  }
+  ASSERT_GT(nonempty, 0u) << "no recovery had any work";
+  EXPECT_GT(in_recovery, 0u);
+  // Three in four draws target a non-empty recovery; allow for sampling noise.
+  EXPECT_GE(in_recovery * 2, nonempty)
+      << in_recovery << " of " << nonempty << " (" << in_resumed << " in the resumed run)";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSimulable, RecoveryPhases, ::testing::ValuesIn(cases()),
+                         [](const auto& param_info) {
+                           std::string s = param_info.param.kernel + "_" + param_info.param.scheme;
+                           for (auto& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace pmlab::run
+
+// --- CLI ---------------------------------------------------------------------------------
+
+namespace pmlab::testing {
+namespace {
+
+ProcessResult crash(std::vector<std::string> args) {
+  args.insert(args.begin(), {PMLAB_BINARY, "crash"});
+  const auto scratch =
+      std::filesystem::temp_directory_path() / ("pmlab-evidence-" + std::to_string(getpid()));
+  return run_process(args, scratch.string());
+}
+
+TEST(CrashEvidenceCli, MutantCampaignFailsAndControlsAreReported) {
+  const auto mutated = crash({"tmm", "--scheme", "wal-ii", "--n", "32", "--trials", "60", "--seed",
+                              "11", "--mutate", "no-flush"});
+  EXPECT_EQ(mutated.exit_code, 1) << mutated.out << mutated.err;
+  EXPECT_NE(mutated.out.find("mutant no-flush"), std::string::npos) << mutated.out;
+
+  const auto clean =
+      crash({"tmm", "--scheme", "wal-ii", "--n", "32", "--trials", "60", "--seed", "11", "--json"});
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  const auto j = nlohmann::json::parse(clean.out);
+  EXPECT_EQ(j["image_models"].size(), 2u);
+  EXPECT_EQ(j["controls"]["mutants"], 3);
+  EXPECT_GE(j["controls"]["detected"].get<int>(), 2);
+  EXPECT_TRUE(j.contains("crashes_in_resumed_run"));
+
+  const auto text = crash({"tmm", "--scheme", "lp", "--n", "32", "--trials", "60", "--seed", "11"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("detects 1/1 mutants"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("any-dirty 30/30"), std::string::npos) << text.out;
+}
+
+TEST(CrashEvidenceCli, BadMutationOrImageIsAUsageError) {
+  EXPECT_EQ(crash({"tmm", "--mutate", "no-such"}).exit_code, 2);
+  EXPECT_EQ(crash({"tmm", "--images", "lru"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace pmlab::testing
