@@ -46,6 +46,12 @@ struct alignas(64) CoreState {
   std::uint64_t filtered = 0;  // accesses the filter served
   std::uint64_t filtered_stores = 0;
   std::uint64_t flush_done = 0;  // completion time of the latest outstanding flush
+  // Interval core model (CoreModel::kInterval) only: instructions dispatched, dispatch slots
+  // used in the current cycle, and the instruction count at which the oldest incomplete load
+  // fills the reorder buffer (kNever when none is outstanding).
+  std::uint64_t insts = 0;
+  std::uint64_t slot = 0;
+  std::uint64_t rob_limit = kNever;
 };
 }  // namespace detail
 
@@ -74,7 +80,11 @@ class Machine {
     detail::CoreState& c = cores_[core];
     if ((c.filter[line.value() & c.filter_mask] >> 1) == line.value()) {
       ++c.filtered;
-      c.clock += l1_latency_;  // an L1 load hit: no periodic-cleaning check (see deadline)
+      // An L1 load hit: no periodic-cleaning check (see deadline).
+      if (interval_)
+        dispatch(core, c);
+      else
+        c.clock += l1_latency_;
       return;
     }
     access_slow(core, line, false);
@@ -84,7 +94,10 @@ class Machine {
     if (c.filter[line.value() & c.filter_mask] == ((line.value() << 1) | 1)) {
       ++c.filtered;
       ++c.filtered_stores;
-      c.clock += l1_latency_;
+      if (interval_)
+        dispatch(core, c);
+      else
+        c.clock += l1_latency_;
       if (c.clock >= c.deadline) [[unlikely]]
         periodic_tick(core);
       return;
@@ -123,12 +136,28 @@ class Machine {
   [[nodiscard]] SimStats stats() const;
 
  private:
+  // Interval model: one access's instructions take their dispatch slots; an L1 hit's latency is
+  // hidden, but dispatch stops when the reorder buffer is full behind an incomplete load.
+  void dispatch(int core, detail::CoreState& c) {
+    c.insts += insts_per_access_;
+    c.slot += insts_per_access_;
+    while (c.slot >= issue_width_) {
+      c.slot -= issue_width_;
+      ++c.clock;
+    }
+    if (c.insts >= c.rob_limit) [[unlikely]]
+      rob_stall(core);
+  }
+  void rob_stall(int core);
   void access_slow(int core, LineAddr line, bool is_store);
   void periodic_tick(int core);  // out of line: runs once per LLC set per period
 
   std::unique_ptr<Hierarchy> impl_;
   detail::CoreState* cores_ = nullptr;  // owned by impl_ (heap, stable across moves)
   std::uint64_t l1_latency_ = 0;
+  std::uint64_t insts_per_access_ = 1;
+  std::uint64_t issue_width_ = 1;
+  bool interval_ = false;    // CoreModel::kInterval
   bool functional_ = false;  // stop_modelling() was called
 };
 
