@@ -59,6 +59,20 @@ Hierarchy::Hierarchy(const SimParams& p)
     private_.emplace_back(p.l1, false, p.seed ^ salt);
     if (p.l2) private_.emplace_back(*p.l2, false, p.seed ^ salt ^ 0x12);
   }
+  // Machine's inline L1 hit path: LRU L1s with power-of-two set counts (private_ is reserved,
+  // so these pointers stay valid).
+  for (int c = 0; c < p.cores; ++c) {
+    Cache& l1 = priv(c, 0);
+    LruPolicy* lru = l1.lru();
+    if (lru == nullptr || !l1.pow2_sets()) continue;
+    detail::CoreState& cs = cores_[static_cast<std::size_t>(c)];
+    cs.l1_tags = l1.tag_data();
+    cs.l1_state = l1.state_data();
+    cs.l1_stamp = lru->stamp_data();
+    cs.l1_now = lru->now_ptr();
+    cs.l1_set_mask = l1.sets() - 1;
+    cs.l1_ways = l1.ways();
+  }
 }
 
 // Removes, downgrades (to clean Shared) or cleans `core`'s private copies of `line`; returns
@@ -86,12 +100,12 @@ bool Hierarchy::strip_private(int core, std::uint64_t line, Strip how) {
   return dirty;
 }
 
-void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
+void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   ++(is_store ? stores_ : loads_);
   Cache& l1 = priv(core, 0);
   std::uint64_t lat = 0;
-  std::size_t s1 = l1.find(line);
+  std::size_t s1 = l1_slot == kUnsearched ? l1.find(line) : l1_slot;
   const bool l1_hit = s1 != kNoSlot;
   if (l1_hit) {
     ++l1.counters().hits;
@@ -461,6 +475,7 @@ void Hierarchy::reset_stats() {
   for (auto& c : cores_) {
     c.clock = 0;
     c.filtered = c.filtered_stores = 0;
+    c.l1_hits = c.l1_hit_stores = 0;
     c.flush_done = 0;
     c.insts = 0;
   }
@@ -714,8 +729,9 @@ SimStats Hierarchy::stats() const {
     max_clock = std::max(max_clock, clock);
     s.instructions += c.insts;
     s.filtered_accesses += c.filtered;
-    s.stores += c.filtered_stores;
-    s.loads += c.filtered - c.filtered_stores;
+    s.stores += c.filtered_stores + c.l1_hit_stores;
+    s.loads += (c.filtered - c.filtered_stores) + (c.l1_hits - c.l1_hit_stores);
+    s.levels.front().hits += c.l1_hits;
   }
   s.levels.front().hits += s.filtered_accesses;  // the filter serves only L1 hits
   s.cycles = Cycles(max_clock);

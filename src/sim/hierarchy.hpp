@@ -26,7 +26,9 @@ class Hierarchy {
  public:
   explicit Hierarchy(const SimParams& p);
 
-  void access(int core, std::uint64_t line, bool is_store);
+  // `l1_slot`: the line's L1 slot or kNoSlot when the caller has searched, else kUnsearched.
+  static constexpr std::size_t kUnsearched = kNoSlot - 1;
+  void access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot = kUnsearched);
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
   void fork_clocks(int from, int active_cores);
