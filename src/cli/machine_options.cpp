@@ -109,6 +109,19 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
           "Periodic cache cleaning (LP paper §III-E): every dirty line is written back, and kept "
           "clean, once per CYCLES, one LLC set at a time; 'P%' = P percent of the run's cycles "
           "(measured by a first run without it); 0 = off");
+  add_opt(m, "--core-model", a.core_model,
+          "Core timing: memory (default: every access adds its latency, no overlap) or interval "
+          "(issue width, ROB and MSHRs from the preset; misses overlap, flushes do not stall "
+          "until sfence)")
+      ->check(CLI::IsMember({"memory", "interval"}));
+  add_opt(m, "--issue-width", a.issue_width, "Interval model: instructions dispatched per cycle");
+  add_opt(m, "--rob", a.rob_entries, "Interval model: reorder-buffer entries");
+  add_opt(m, "--mshrs", a.mshrs, "Interval model: outstanding misses and flushes per core");
+  add_opt(m, "--insts-per-access", a.insts_per_access,
+          "Interval model: instructions charged per load/store (itself + its non-memory work)");
+  add_opt(m, "--interleave-quantum", a.interleave_quantum,
+          "Thread interleaving in parallel loops: 0 = one iteration per thread per turn (default), "
+          "Q = Q memory operations per thread per turn");
 }
 
 sim::SimParams build_machine(const MachineArgs& a) {
@@ -135,6 +148,13 @@ sim::SimParams build_machine(const MachineArgs& a) {
     if (!pf.percent) o.periodic_flush_cycles = pf.cycles;
   }
   sim::SimParams p = run::machine_from(a.config, o);
+  if (a.core_model) p.core.model = sim::core_model_from_string(*a.core_model);
+  if (a.issue_width) p.core.issue_width = *a.issue_width;
+  if (a.rob_entries) p.core.rob_entries = *a.rob_entries;
+  if (a.mshrs) p.core.mshrs = *a.mshrs;
+  if (a.insts_per_access) p.core.insts_per_access = *a.insts_per_access;
+  if (a.interleave_quantum) p.interleave_quantum = *a.interleave_quantum;
+  p.validate();
   if (a.config == "cachegrind" && (a.d1 || a.ll)) {
     // Rebuild from the geometries, then re-apply the overrides on top.
     const sim::SimParams cg = sim::cachegrind_like(
@@ -172,6 +192,12 @@ std::string machine_flags(const MachineArgs& a) {
   add("--wc-buffers", a.wc_buffers);
   add("--D1", a.d1);
   add("--LL", a.ll);
+  add("--core-model", a.core_model);
+  add("--issue-width", a.issue_width);
+  add("--rob", a.rob_entries);
+  add("--mshrs", a.mshrs);
+  add("--insts-per-access", a.insts_per_access);
+  add("--interleave-quantum", a.interleave_quantum);
   return s;
 }
 

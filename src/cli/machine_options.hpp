@@ -23,6 +23,10 @@ struct MachineArgs {
   std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
   std::optional<std::string> periodic_flush;  // CYCLES, or P% of the run
   std::optional<std::uint32_t> wc_buffers;    // set: non-temporal stores modelled (0 = off)
+  // Core timing (SimParams::core) and thread interleaving (SimParams::interleave_quantum).
+  std::optional<std::string> core_model;
+  std::optional<std::uint32_t> issue_width, rob_entries, mshrs, insts_per_access;
+  std::optional<std::uint64_t> interleave_quantum;
 };
 
 // Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the

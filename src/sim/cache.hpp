@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/stats.hpp"
 #include "replacement.hpp"
@@ -21,6 +22,7 @@ inline constexpr std::size_t kNoSlot = ~std::size_t{0};
 // State bits of a cached line.
 inline constexpr std::uint8_t kDirty = 1;      // newer than the level below
 inline constexpr std::uint8_t kExclusive = 2;  // private copy with write permission (E or M)
+static_assert(kDirty == detail::kStateDirty && kExclusive == detail::kStateExclusive);
 
 class Cache {
  public:
@@ -102,6 +104,12 @@ class Cache {
   // updates the directory without searching the LLC set. Checked against the LLC's tag.
   [[nodiscard]] std::size_t link(std::size_t slot) const { return link_[slot]; }
   void set_link(std::size_t slot, std::size_t llc_slot) { link_[slot] = llc_slot; }
+
+  // Raw arrays for Machine's L1 hit fast path (stable: the vectors never reallocate).
+  [[nodiscard]] const std::uint64_t* tag_data() const { return tags_.data(); }
+  [[nodiscard]] const std::uint8_t* state_data() const { return state_.data(); }
+  [[nodiscard]] LruPolicy* lru() { return std::get_if<LruPolicy>(&policy_); }
+  [[nodiscard]] bool pow2_sets() const { return pow2_; }
 
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] Cycles latency() const { return latency_; }

@@ -31,7 +31,18 @@ Hierarchy::Hierarchy(const SimParams& p)
       wc_(p.cores, p.wc_buffers),
       nvm_read_cycles_(p.nvm_read_cycles().value()),
       flush_issue_(p.flush_issue_latency.value()),
-      fence_latency_(p.fence_latency.value()) {
+      fence_latency_(p.fence_latency.value()),
+      interval_(p.core.model == CoreModel::kInterval),
+      l1_latency_(p.l1.hit_latency.value()),
+      issue_width_(p.core.issue_width),
+      rob_entries_(p.core.rob_entries) {
+  if (interval_) {
+    icore_.resize(cores_.size());
+    for (auto& ic : icore_) {
+      ic.ring.resize(std::bit_ceil(std::size_t{p.core.rob_entries}));
+      ic.mshr.assign(p.core.mshrs, 0);
+    }
+  }
   const std::uint64_t sets = p.l1.sets();
   const std::uint64_t entries = std::has_single_bit(sets) ? sets : 1;
   filter_.assign(static_cast<std::size_t>(entries) * cores_.size(), detail::kNoEntry);
@@ -48,6 +59,20 @@ Hierarchy::Hierarchy(const SimParams& p)
     const auto salt = static_cast<std::uint64_t>(c) * 0x9e3779b97f4a7c15ull;
     private_.emplace_back(p.l1, false, p.seed ^ salt);
     if (p.l2) private_.emplace_back(*p.l2, false, p.seed ^ salt ^ 0x12);
+  }
+  // Machine's inline L1 hit path: LRU L1s with power-of-two set counts (private_ is reserved,
+  // so these pointers stay valid).
+  for (int c = 0; c < p.cores; ++c) {
+    Cache& l1 = priv(c, 0);
+    LruPolicy* lru = l1.lru();
+    if (lru == nullptr || !l1.pow2_sets()) continue;
+    detail::CoreState& cs = cores_[static_cast<std::size_t>(c)];
+    cs.l1_tags = l1.tag_data();
+    cs.l1_state = l1.state_data();
+    cs.l1_stamp = lru->stamp_data();
+    cs.l1_now = lru->now_ptr();
+    cs.l1_set_mask = l1.sets() - 1;
+    cs.l1_ways = l1.ways();
   }
 }
 
@@ -76,12 +101,12 @@ bool Hierarchy::strip_private(int core, std::uint64_t line, Strip how) {
   return dirty;
 }
 
-void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
+void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   ++(is_store ? stores_ : loads_);
   Cache& l1 = priv(core, 0);
   std::uint64_t lat = 0;
-  std::size_t s1 = l1.find(line);
+  std::size_t s1 = l1_slot == kUnsearched ? l1.find(line) : l1_slot;
   const bool l1_hit = s1 != kNoSlot;
   if (l1_hit) {
     ++l1.counters().hits;
@@ -121,7 +146,12 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store) {
     newly_dirty = (st & kDirty) == 0;  // filtered stores hit dirty lines only, never this
     l1.add_state(s1, kExclusive | kDirty);
   }
-  cs.clock += lat;
+  if (interval_) {
+    dispatch(core, params_.core.insts_per_access);
+    if (lat > l1_latency_) long_latency(core, lat, !is_store);
+  } else {
+    cs.clock += lat;
+  }
   if (newly_dirty) open_episode(core, line, s1, cs.clock);
   // This line is now the last one accessed in its L1 set (see Machine::load).
   const bool filter = params_.same_line_filter && (l1_hit || !filter_on_hit_only_);
@@ -325,7 +355,14 @@ std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::ui
 void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   ++flushes_;
-  cs.clock += flush_issue_;
+  // Interval model: one instruction, and a fill buffer (MSHR) held until the line is accepted.
+  std::size_t mshr = 0;
+  if (interval_) {
+    dispatch(core, 1);
+    mshr = acquire_mshr(core);
+  } else {
+    cs.clock += flush_issue_;
+  }
   const std::uint64_t t = cs.clock;
   bool dirty = false;
   const bool keep = mode == FlushMode::kClwb;
@@ -357,6 +394,7 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
     cs.clock = done;  // serialising: waits for itself
   else
     cs.flush_done = std::max(cs.flush_done, done);
+  if (interval_) icore_[static_cast<std::size_t>(core)].mshr[mshr] = done;
   if (cs.clock >= cs.deadline) [[unlikely]]
     periodic_tick(core);
 }
@@ -399,6 +437,7 @@ void Hierarchy::store_nt(int core, std::uint64_t line, unsigned off, unsigned si
 void Hierarchy::fence(int core) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   ++fences_;
+  if (interval_) dispatch(core, 1);
   cs.clock += fence_latency_;
   wc_.drain_all(core, [&](std::uint64_t l) {
     cs.flush_done =
@@ -413,16 +452,21 @@ void Hierarchy::fence(int core) {
     periodic_tick(core);
 }
 
+// Interval model: fork and join are synchronisations (OpenMP's locked operations order like a
+// full fence), so they wait until everything the cores issued is complete, flushes included.
 void Hierarchy::fork_clocks(int from, int active_cores) {
   share_ = static_cast<std::uint32_t>(std::clamp(active_cores, 1, params_.cores));
-  const std::uint64_t t = cores_[static_cast<std::size_t>(from)].clock;
+  const std::uint64_t t = interval_ ? drained(from) : cores_[static_cast<std::size_t>(from)].clock;
+  if (interval_) reset_interval();
   for (auto& c : cores_) c.clock = t;
 }
 
 void Hierarchy::join_clocks() {
   share_ = 1;
   std::uint64_t t = 0;
-  for (const auto& c : cores_) t = std::max(t, c.clock);
+  for (int c = 0; c < params_.cores; ++c)
+    t = std::max(t, interval_ ? drained(c) : cores_[static_cast<std::size_t>(c)].clock);
+  if (interval_) reset_interval();
   for (auto& c : cores_) c.clock = t;
   if (t >= next_due_) periodic_tick(0);
 }
@@ -459,6 +503,7 @@ void Hierarchy::power_fail() {
   llc_.clear();
   std::fill(filter_.begin(), filter_.end(), detail::kNoEntry);
   for (auto& c : cores_) c.flush_done = 0;
+  reset_interval();
   for (auto& q : wq_) q.reset();
   wc_.clear();  // bytes still in write-combining buffers are lost
   // Dirty stretches cut by the failure end without a write: they count nowhere.
@@ -472,10 +517,14 @@ void Hierarchy::reset_stats() {
   for (auto& c : cores_) {
     c.clock = 0;
     c.filtered = c.filtered_stores = 0;
+    c.l1_hits = c.l1_hit_stores = 0;
     c.flush_done = 0;
+    c.insts = 0;
   }
+  reset_interval();
   for (auto& q : wq_) q.reset();
   loads_ = stores_ = flushes_ = dirty_flushes_ = fences_ = fence_stall_ = 0;
+  rob_stall_ = mshr_stall_ = 0;
   nvm_ = NvmStats{};
   coh_ = CoherenceStats{};
   vol_ = VolatilityStats{};
@@ -576,6 +625,92 @@ void Hierarchy::stop_modelling() {
   set_deadlines();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Interval core model (CoreModel::kInterval, params.hpp). The core clock is the dispatch time
+// of the next instruction. Memory latency becomes time only through three structural limits:
+// the reorder buffer (a load that has not completed stops retirement, and dispatch once
+// rob_entries instructions are behind it), the MSHRs (misses and flushes in flight), and the
+// write queue (write_back_victim, nvm_write).
+
+void Hierarchy::dispatch(int core, std::uint64_t insts) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  cs.insts += insts;
+  cs.slot += insts;
+  // A loop, not a division: insts is at most a few issue widths (division costs ~30 cycles).
+  while (cs.slot >= issue_width_) {
+    cs.slot -= issue_width_;
+    ++cs.clock;
+  }
+  if (cs.insts >= cs.rob_limit) rob_stall(core);
+}
+
+void Hierarchy::rob_stall(int core) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
+  const std::size_t mask = ic.ring.size() - 1;
+  const std::uint64_t before = cs.clock;
+  // Loads rob_entries or more instructions back must have retired before dispatch goes on.
+  while (ic.count != 0 && ic.ring[ic.head].inst + rob_entries_ <= cs.insts) {
+    cs.clock = std::max(cs.clock, ic.ring[ic.head].retire);
+    ic.head = (ic.head + 1) & mask;
+    --ic.count;
+  }
+  // Retirement is in order, so the loads retired by now are a prefix: they block nothing.
+  while (ic.count != 0 && ic.ring[ic.head].retire <= cs.clock) {
+    ic.head = (ic.head + 1) & mask;
+    --ic.count;
+  }
+  cs.rob_limit = ic.count != 0 ? ic.ring[ic.head].inst + rob_entries_ : detail::kNever;
+  rob_stall_ += cs.clock - before;
+}
+
+std::size_t Hierarchy::acquire_mshr(int core) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  std::vector<std::uint64_t>& m = icore_[static_cast<std::size_t>(core)].mshr;
+  std::size_t first = 0;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i] <= cs.clock) return i;
+    if (m[i] < m[first]) first = i;
+  }
+  mshr_stall_ += m[first] - cs.clock;  // all busy: wait for the first to complete
+  cs.clock = m[first];
+  return first;
+}
+
+void Hierarchy::long_latency(int core, std::uint64_t lat, bool load) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
+  const std::size_t m = acquire_mshr(core);
+  const std::uint64_t done = cs.clock + lat;
+  ic.mshr[m] = done;
+  // A store retires into the store buffer at once; its miss only holds the MSHR.
+  if (!load) return;
+  ic.last_retire = std::max(ic.last_retire, done);
+  const std::size_t mask = ic.ring.size() - 1;
+  if (ic.count == ic.ring.size()) rob_stall(core);  // cannot happen: entries span < rob insts
+  ic.ring[(ic.head + ic.count) & mask] = {cs.insts, ic.last_retire};
+  if (ic.count++ == 0) cs.rob_limit = cs.insts + rob_entries_;
+}
+
+std::uint64_t Hierarchy::drained(int core) const {
+  const detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  const IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
+  std::uint64_t t = std::max({cs.clock, cs.flush_done, ic.count != 0 ? ic.last_retire : 0});
+  for (std::uint64_t d : ic.mshr) t = std::max(t, d);
+  return t;
+}
+
+void Hierarchy::reset_interval() {
+  for (std::size_t c = 0; c < icore_.size(); ++c) {
+    IntervalCore& ic = icore_[c];
+    ic.head = ic.count = 0;
+    ic.last_retire = 0;
+    std::fill(ic.mshr.begin(), ic.mshr.end(), 0);
+    cores_[c].slot = 0;
+    cores_[c].rob_limit = detail::kNever;
+  }
+}
+
 LineState Hierarchy::probe(int core, std::uint64_t line) const {
   LineState r;
   r.in_l1 = priv(core, 0).find(line) != kNoSlot;
@@ -614,6 +749,8 @@ SimStats Hierarchy::stats() const {
   s.dirty_flushes = dirty_flushes_;
   s.fences = fences_;
   s.fence_stall_cycles = fence_stall_;
+  s.rob_stall_cycles = rob_stall_;
+  s.mshr_stall_cycles = mshr_stall_;
   s.nvm = nvm_;
   s.coherence = coh_;
   for (int lv = 0; lv < npriv_; ++lv) {
@@ -629,12 +766,17 @@ SimStats Hierarchy::stats() const {
   }
   s.levels.push_back(llc_.stats());
   std::uint64_t max_clock = 0;
-  for (const auto& c : cores_) {
-    s.core_cycles.emplace_back(c.clock);
-    max_clock = std::max(max_clock, c.clock);
+  for (int i = 0; i < params_.cores; ++i) {
+    const detail::CoreState& c = cores_[static_cast<std::size_t>(i)];
+    // Interval model: a core's time includes the operations it still has in flight.
+    const std::uint64_t clock = interval_ ? drained(i) : c.clock;
+    s.core_cycles.emplace_back(clock);
+    max_clock = std::max(max_clock, clock);
+    s.instructions += c.insts;
     s.filtered_accesses += c.filtered;
-    s.stores += c.filtered_stores;
-    s.loads += c.filtered - c.filtered_stores;
+    s.stores += c.filtered_stores + c.l1_hit_stores;
+    s.loads += (c.filtered - c.filtered_stores) + (c.l1_hits - c.l1_hit_stores);
+    s.levels.front().hits += c.l1_hits;
   }
   s.levels.front().hits += s.filtered_accesses;  // the filter serves only L1 hits
   s.cycles = Cycles(max_clock);

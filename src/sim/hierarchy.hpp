@@ -27,7 +27,9 @@ class Hierarchy {
  public:
   explicit Hierarchy(const SimParams& p);
 
-  void access(int core, std::uint64_t line, bool is_store);
+  // `l1_slot`: the line's L1 slot or kNoSlot when the caller has searched, else kUnsearched.
+  static constexpr std::size_t kUnsearched = kNoSlot - 1;
+  void access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot = kUnsearched);
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
   // Non-temporal store of bytes [off, off + size) of `line` (SimParams::nt_stores).
@@ -40,6 +42,8 @@ class Hierarchy {
   // Periodic cleaning: cleans every LLC set whose due time `core`'s clock has reached.
   void periodic_tick(int core);
   void stop_modelling();  // Machine::stop_modelling: no more periodic cleaning
+  // Interval model (CoreModel::kInterval): dispatch has reached the reorder-buffer limit.
+  void rob_stall(int core);
 
   [[nodiscard]] LineState probe(int core, std::uint64_t line) const;
   [[nodiscard]] SimStats stats() const;
@@ -48,6 +52,28 @@ class Hierarchy {
   [[nodiscard]] detail::CoreState* core_states() { return cores_.data(); }
 
  private:
+  // Interval model, per core: the loads still able to block retirement (a ring in dispatch
+  // order: instruction count at dispatch, in-order retirement time) and the MSHRs (completion
+  // time of the miss or flush each holds; free once the clock has passed it).
+  struct RobEntry {
+    std::uint64_t inst;
+    std::uint64_t retire;
+  };
+  struct IntervalCore {
+    std::vector<RobEntry> ring;  // power-of-two capacity >= rob_entries
+    std::size_t head = 0, count = 0;
+    std::uint64_t last_retire = 0;
+    std::vector<std::uint64_t> mshr;
+  };
+  void dispatch(int core, std::uint64_t insts);
+  // A miss (or an upgrade) of `lat` cycles dispatched now: takes an MSHR (stalling while all
+  // are busy) and, for a load, a place in the retirement order.
+  void long_latency(int core, std::uint64_t lat, bool load);
+  std::size_t acquire_mshr(int core);
+  // When everything the core has issued is complete (the clock a barrier waits for).
+  [[nodiscard]] std::uint64_t drained(int core) const;
+  void reset_interval();  // forgets outstanding operations (barrier, power failure, reset)
+
   enum class Strip { kInvalidate, kDowngrade, kClean };
 
   [[nodiscard]] Cache& priv(int core, int level) {
@@ -107,6 +133,10 @@ class Hierarchy {
   std::uint64_t nvm_read_cycles_;
   std::uint64_t flush_issue_;
   std::uint64_t fence_latency_;
+  bool interval_;
+  std::uint64_t l1_latency_, issue_width_, rob_entries_;
+  std::vector<IntervalCore> icore_;
+  std::uint64_t rob_stall_ = 0, mshr_stall_ = 0;
 
   std::uint64_t period_ = 0;  // T; 0 = no periodic cleaning
   std::uint64_t sweep_set_ = 0, sweep_period_ = 0, next_due_ = detail::kNever;

@@ -40,14 +40,23 @@ SimParams validated(SimParams p) {
 Machine::Machine(SimParams params)
     : impl_(std::make_unique<Hierarchy>(validated(std::move(params)))),
       cores_(impl_->core_states()),
-      l1_latency_(impl_->params().l1.hit_latency.value()) {}
+      l1_latency_(impl_->params().l1.hit_latency.value()),
+      insts_per_access_(impl_->params().core.insts_per_access),
+      issue_width_(impl_->params().core.issue_width),
+      interval_(impl_->params().core.model == CoreModel::kInterval),
+      filter_on_(impl_->params().same_line_filter) {}
 
 Machine::~Machine() = default;
 Machine::Machine(Machine&&) noexcept = default;
 Machine& Machine::operator=(Machine&&) noexcept = default;
 
-void Machine::access_slow(int core, LineAddr line, bool is_store) {
-  impl_->access(core, line.value(), is_store);
+void Machine::access_slow(int core, LineAddr line, bool is_store, std::uint64_t l1_slot) {
+  impl_->access(
+      core, line.value(), is_store,
+      l1_slot == kUnsearched ? Hierarchy::kUnsearched : static_cast<std::size_t>(l1_slot));
+}
+void Machine::rob_stall(int core) {
+  impl_->rob_stall(core);
 }
 void Machine::periodic_tick(int core) {
   impl_->periodic_tick(core);

@@ -40,6 +40,26 @@ Replacement replacement_from_string(std::string_view s) {
   bad(fmt::format("unknown replacement policy '{}' (expected lru, random or srrip)", s));
 }
 
+std::string_view to_string(CoreModel m) {
+  return m == CoreModel::kInterval ? "interval" : "memory";
+}
+
+CoreModel core_model_from_string(std::string_view s) {
+  for (CoreModel m : {CoreModel::kMemory, CoreModel::kInterval})
+    if (s == to_string(m)) return m;
+  bad(fmt::format("unknown core model '{}' (expected memory or interval)", s));
+}
+
+void CoreParams::validate() const {
+  if (issue_width < 1 || issue_width > 64)
+    bad(fmt::format("core.issue_width must be in [1, 64] (got {})", issue_width));
+  if (rob_entries < 1 || rob_entries > 4096)
+    bad(fmt::format("core.rob_entries must be in [1, 4096] (got {})", rob_entries));
+  if (mshrs < 1 || mshrs > 256) bad(fmt::format("core.mshrs must be in [1, 256] (got {})", mshrs));
+  if (insts_per_access < 1 || insts_per_access > 1024)
+    bad(fmt::format("core.insts_per_access must be in [1, 1024] (got {})", insts_per_access));
+}
+
 void LevelParams::validate() const {
   const std::string who = name.empty() ? std::string("cache level") : "cache " + name;
   if (ways == 0) bad(fmt::format("{}: ways must be at least 1", who));
@@ -80,6 +100,7 @@ void SimParams::validate() const {
   if (l2) l2->validate();
   llc.validate();
   nvm.validate();
+  core.validate();
   if (!inclusive_llc && cores != 1)
     bad(
         fmt::format("a non-inclusive {} needs cores = 1 (got {}): with several cores the inclusive "
@@ -131,7 +152,14 @@ nlohmann::json to_json(const SimParams& p) {
           {"fence_latency", p.fence_latency.value()},
           {"periodic_flush_cycles", p.periodic_flush_cycles.value()},
           {"nt_stores", p.nt_stores},
-          {"wc_buffers", p.wc_buffers}};
+          {"wc_buffers", p.wc_buffers},
+          {"core",
+           {{"model", std::string(to_string(p.core.model))},
+            {"issue_width", p.core.issue_width},
+            {"rob_entries", p.core.rob_entries},
+            {"mshrs", p.core.mshrs},
+            {"insts_per_access", p.core.insts_per_access}}},
+          {"interleave_quantum", p.interleave_quantum}};
 }
 
 }  // namespace pmlab::sim

@@ -27,6 +27,12 @@ SimParams lp_isca18() {
   p.nvm.write_ns = 300.0;
   p.nvm.write_queue_entries = 64;  // "MC ReadQ/WriteQ: 32/64, ADR"
   p.nvm.write_units = 16;          // not given in Table II: pmlab assumes pact17's 2x8 banks
+  // "each OoO, 2GHz, 4-wide issue/retire, ROB: 196, fetchQ/issueQ/LSQ: 48/48/48". MSHRs are
+  // not given: 16 = gem5 Ruby's Sequencer max_outstanding_requests default. Used only with
+  // core.model = kInterval.
+  p.core.issue_width = 4;
+  p.core.rob_entries = 196;
+  p.core.mshrs = 16;
   p.validate();
   return p;
 }
@@ -46,6 +52,10 @@ SimParams pact17(int cores) {
   p.nvm.write_ns = 150.0;
   p.nvm.write_queue_entries = 64;  // "32-entry RQ & 64-entry WQ"
   p.nvm.write_units = 16;          // 1 channel x 2 ranks x 8 banks
+  // Table 3.1: "out-of-order x86-64, 8-wide issue / retire, ROB: 192"; MSHRs as lp-isca18.
+  p.core.issue_width = 8;
+  p.core.rob_entries = 192;
+  p.core.mshrs = 16;
   p.validate();
   return p;
 }

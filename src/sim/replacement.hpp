@@ -47,6 +47,9 @@ class LruPolicy {
     std::fill(stamp_.begin(), stamp_.end(), 0);
     now_ = 0;
   }
+  // For Machine's L1 hit fast path, which performs on_hit itself: stamp[slot] = ++*now.
+  [[nodiscard]] std::uint64_t* stamp_data() { return stamp_.data(); }
+  [[nodiscard]] std::uint64_t* now_ptr() { return &now_; }
 
  private:
   template <std::size_t Ways>

@@ -1,7 +1,16 @@
 // SimBackend: construction, persist ranges, and the crash arm / power failure / image apply cycle.
 #include "pmlab/sim/sim_backend.hpp"
 
+#include <ucontext.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#include <algorithm>
+#include <exception>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,7 +34,8 @@ SimBackend::SimBackend(SimParams params, FlushMode flush, int threads)
     : machine_(std::move(params)),
       flush_(flush),
       threads_(checked_threads(threads, machine_.params())),
-      cores_(machine_.cores()) {}
+      cores_(machine_.cores()),
+      quantum_(machine_.params().interleave_quantum) {}
 
 SimBackend SimBackend::from_preset(std::string_view name, FlushMode flush, int threads) {
   return SimBackend(preset(name), flush, threads);
@@ -81,6 +91,140 @@ void SimBackend::power_failure(std::uint64_t op) {
   crash_at_ = kDisarmed;
   hook_ = nullptr;
   throw PowerFailure(op);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fine-grained interleaving: each logical thread of a parallel loop runs its static-schedule
+// chunk on its own ucontext fiber; the scheduler (on the caller's stack) resumes them
+// round-robin for `quantum_` ops each. An exception in a fiber (a PowerFailure, an error) is
+// caught at the fiber's base; the scheduler then resumes every other started fiber once with
+// the loop cancelled, so its next op throws Cancelled and its stack unwinds too (no frame is
+// abandoned), and finally rethrows the first exception on the caller's stack.
+
+namespace {
+// AddressSanitizer must be told about stack switches, or it reports false positives.
+#if defined(__SANITIZE_ADDRESS__)
+void asan_start(void** save, const void* bottom, std::size_t size) {
+  __sanitizer_start_switch_fiber(save, bottom, size);
+}
+void asan_finish(void* save, const void** bottom, std::size_t* size) {
+  __sanitizer_finish_switch_fiber(save, bottom, size);
+}
+#else
+void asan_start(void**, const void*, std::size_t) {}
+void asan_finish(void*, const void**, std::size_t*) {}
+#endif
+
+struct Cancelled {};  // unwinds a fiber of a failed loop; never leaves the fiber
+constexpr std::size_t kFiberStackBytes = 512 * 1024;
+}  // namespace
+
+struct SimBackend::Fibers {
+  struct Fiber {
+    ucontext_t ctx{};
+    std::unique_ptr<char[]> stack;
+    std::size_t lo = 0, hi = 0;  // the thread's iterations
+    bool started = false, done = false;
+    void* asan_fake = nullptr;
+  };
+  ucontext_t scheduler{};
+  const void* sched_bottom = nullptr;  // the scheduler's stack, for AddressSanitizer
+  std::size_t sched_size = 0;
+  void* sched_fake = nullptr;
+  std::vector<Fiber> fibers;
+  SimBackend* be = nullptr;
+  void* fn = nullptr;
+  Body body = nullptr;
+  int current = 0;
+  bool cancelled = false;
+  std::exception_ptr error;
+
+  static void entry(unsigned hi, unsigned lo);  // makecontext passes ints: the Fibers pointer
+};
+
+void SimBackend::Fibers::entry(unsigned hi, unsigned lo) {
+  auto* self = reinterpret_cast<Fibers*>((static_cast<std::uintptr_t>(hi) << 32) | lo);
+  asan_finish(nullptr, &self->sched_bottom, &self->sched_size);
+  Fiber& f = self->fibers[static_cast<std::size_t>(self->current)];
+  try {
+    for (std::size_t i = f.lo; i < f.hi; ++i) self->body(self->fn, i);
+  } catch (const Cancelled&) {
+  } catch (...) {
+    if (!self->error) self->error = std::current_exception();
+  }
+  f.done = true;
+  asan_start(nullptr, self->sched_bottom, self->sched_size);  // this stack is finished
+  // Returning resumes uc_link, the scheduler.
+}
+
+void SimBackend::yield_turn() {
+  Fibers& fs = *fibers_;
+  Fibers::Fiber& f = fs.fibers[static_cast<std::size_t>(fs.current)];
+  asan_start(&f.asan_fake, fs.sched_bottom, fs.sched_size);
+  swapcontext(&f.ctx, &fs.scheduler);
+  asan_finish(f.asan_fake, &fs.sched_bottom, &fs.sched_size);
+  if (fs.cancelled) throw Cancelled{};
+}
+
+void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, Body body) {
+  if (!fibers_) fibers_ = std::make_shared<Fibers>();
+  Fibers& fs = *fibers_;
+  const std::size_t n = end - begin, t_count = static_cast<std::size_t>(threads_);
+  const std::size_t q = n / t_count, r = n % t_count;
+  fs.fibers.resize(t_count);
+  fs.be = this;
+  fs.fn = fn;
+  fs.body = body;
+  fs.cancelled = false;
+  fs.error = nullptr;
+  const auto self = reinterpret_cast<std::uintptr_t>(&fs);
+  for (std::size_t t = 0; t < t_count; ++t) {
+    Fibers::Fiber& f = fs.fibers[t];
+    f.lo = begin + t * q + std::min(t, r);
+    f.hi = f.lo + q + (t < r ? 1 : 0);
+    f.started = false;
+    f.done = f.lo == f.hi;
+    if (f.done) continue;
+    if (!f.stack) f.stack = std::make_unique<char[]>(kFiberStackBytes);
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack.get();
+    f.ctx.uc_stack.ss_size = kFiberStackBytes;
+    f.ctx.uc_link = &fs.scheduler;
+    makecontext(&f.ctx, reinterpret_cast<void (*)()>(&Fibers::entry), 2,
+                static_cast<unsigned>(self >> 32), static_cast<unsigned>(self & 0xffffffffu));
+  }
+  // Restores sequential state however the loop ends.
+  struct Restore {
+    SimBackend& b;
+    ~Restore() {
+      b.in_parallel_ = false;
+      b.switch_at_ = kDisarmed;
+      b.set_thread(0);
+    }
+  } restore{*this};
+  in_parallel_ = true;
+  machine_.fork_clocks(core_, std::min(threads_, cores_));
+  // Round-robin turns of quantum_ ops; after a failure, one last turn each to unwind.
+  for (bool any = true; any;) {
+    any = false;
+    for (std::size_t t = 0; t < t_count; ++t) {
+      Fibers::Fiber& f = fs.fibers[t];
+      if (f.done || (fs.cancelled && !f.started)) continue;
+      any = true;
+      fs.current = static_cast<int>(t);
+      set_thread(static_cast<int>(t));
+      // A cancelled fiber unwinds in one turn: no switch while its destructors run.
+      switch_at_ = fs.cancelled ? kDisarmed : ops_ + quantum_;
+      f.started = true;
+      asan_start(&fs.sched_fake, f.stack.get(), kFiberStackBytes);
+      swapcontext(&fs.scheduler, &f.ctx);
+      asan_finish(fs.sched_fake, nullptr, nullptr);
+      if (fs.error) fs.cancelled = true;
+    }
+  }
+  if (fs.error) std::rethrow_exception(fs.error);
+  machine_.join_clocks();  // the implicit barrier at the end of an OpenMP loop
+  if (on_loop_end_) on_loop_end_();
 }
 
 void SimBackend::apply_crash_image() {

@@ -34,6 +34,9 @@ nlohmann::json to_json(const SimStats& s) {
   j["dirty_flushes"] = s.dirty_flushes;
   j["fences"] = s.fences;
   j["fence_stall_cycles"] = s.fence_stall_cycles;
+  j["instructions"] = s.instructions;
+  j["rob_stall_cycles"] = s.rob_stall_cycles;
+  j["mshr_stall_cycles"] = s.mshr_stall_cycles;
   j["nvm_reads"] = s.nvm.reads;
   j["nvm_writes"] = s.nvm.writes;
   auto& by_cause = j["nvm_writes_by_cause"] = nlohmann::json::object();

@@ -166,6 +166,9 @@ TEST_F(SimCli, BadPresetsAndParametersExitTwo) {
       {{"--periodic-flush", "-5"}, "--periodic-flush"},
       {{"--periodic-flush", "0%"}, "--periodic-flush"},
       {{"--periodic-flush", "12x"}, "--periodic-flush"},
+      {{"--core-model", "pipeline"}, "--core-model"},
+      {{"--core-model", "interval", "--mshrs", "0"}, "mshrs"},
+      {{"--issue-width", "0"}, "issue_width"},
   };
   for (const auto& [args, needle] : cases) {
     const ProcessResult r = pmlab(with(args, {"--n", args[0] == "--n" ? args[1] : "16"}));
@@ -178,6 +181,28 @@ TEST_F(SimCli, BadPresetsAndParametersExitTwo) {
       run_process({PMLAB_BINARY, "sim", "gemm"}, "/tmp/pmlab-simcli-k");
   EXPECT_EQ(unknown_kernel.exit_code, 2);
   EXPECT_NE(unknown_kernel.err.find("unknown kernel"), std::string::npos) << unknown_kernel.err;
+}
+
+// The interval core model and fine-grained interleaving from the command line: the machine
+// JSON says so, the result still verifies, the write count does not depend on the core model,
+// and overlap makes the run shorter than the memory-only model's.
+TEST_F(SimCli, IntervalCoreModelAndInterleavingQuantum) {
+  const std::vector<std::string> run{"--scheme", "ep-ii", "--n", "64", "--bs", "16", "--verify"};
+  const auto mem = sim_json(with(run, kSmallMachine));
+  EXPECT_EQ(mem["machine"]["core"]["model"], "memory");
+  EXPECT_EQ(mem["machine"]["interleave_quantum"], 0);
+  const auto iv = sim_json(with(with(run, kSmallMachine), {"--core-model", "interval"}));
+  EXPECT_EQ(iv["machine"]["core"]["model"], "interval");
+  EXPECT_EQ(iv["machine"]["core"]["issue_width"], 4);
+  EXPECT_EQ(iv["machine"]["core"]["rob_entries"], 196);
+  EXPECT_EQ(iv["nvm_writes"], mem["nvm_writes"]);
+  EXPECT_LT(iv["cycles"].get<double>(), mem["cycles"].get<double>());
+  EXPECT_GT(iv["instructions"].get<double>(), 0);
+  const auto q = sim_json(
+      with(with(run, kSmallMachine), {"--core-model", "interval", "--interleave-quantum", "50"}));
+  EXPECT_EQ(q["machine"]["interleave_quantum"], 50);
+  EXPECT_EQ(q["verified"], true);
+  EXPECT_EQ(iv["verified"], true);
 }
 
 TEST_F(SimCli, PmemobjIsRefused) {

@@ -59,6 +59,16 @@ class ParamsBuilder {
     p_.inclusive_llc = on;
     return *this;
   }
+  // The interval core model (CoreModel::kInterval) with these structural limits.
+  ParamsBuilder& interval(std::uint32_t width, std::uint32_t rob, std::uint32_t mshrs,
+                          std::uint32_t insts_per_access = 1) {
+    p_.core = {CoreModel::kInterval, width, rob, mshrs, insts_per_access};
+    return *this;
+  }
+  ParamsBuilder& quantum(std::uint64_t q) {
+    p_.interleave_quantum = q;
+    return *this;
+  }
   ParamsBuilder& seed(std::uint64_t s) {
     p_.seed = s;
     return *this;

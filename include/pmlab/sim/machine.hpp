@@ -1,6 +1,7 @@
 // The simulated machine: cores, private caches, inclusive shared LLC, ADR write queue, NVM.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -46,7 +47,26 @@ struct alignas(64) CoreState {
   std::uint64_t filtered = 0;  // accesses the filter served
   std::uint64_t filtered_stores = 0;
   std::uint64_t flush_done = 0;  // completion time of the latest outstanding flush
+  // Interval core model (CoreModel::kInterval) only: instructions dispatched, dispatch slots
+  // used in the current cycle, and the instruction count at which the oldest incomplete load
+  // fills the reorder buffer (kNever when none is outstanding).
+  std::uint64_t insts = 0;
+  std::uint64_t slot = 0;
+  std::uint64_t rob_limit = kNever;
+  // L1 hit fast path (Machine::load/store), set up when the L1 is LRU with a power-of-two set
+  // count (every preset): the L1's flat arrays, its LRU clock, and hits counted here.
+  const std::uint64_t* l1_tags = nullptr;  // nullptr: no fast path
+  const std::uint8_t* l1_state = nullptr;
+  std::uint64_t* l1_stamp = nullptr;
+  std::uint64_t* l1_now = nullptr;
+  std::uint64_t l1_set_mask = 0;
+  std::uint64_t l1_ways = 0;
+  std::uint64_t l1_hits = 0;  // accesses the fast path served (all L1 hits)
+  std::uint64_t l1_hit_stores = 0;
 };
+// Line state bits shared with the Cache (src/sim/cache.hpp checks they agree).
+inline constexpr std::uint8_t kStateDirty = 1;
+inline constexpr std::uint8_t kStateExclusive = 2;
 }  // namespace detail
 
 // The model. Every method takes the simulated core that issues the operation.
@@ -74,7 +94,20 @@ class Machine {
     detail::CoreState& c = cores_[core];
     if ((c.filter[line.value() & c.filter_mask] >> 1) == line.value()) {
       ++c.filtered;
-      c.clock += l1_latency_;  // an L1 load hit: no periodic-cleaning check (see deadline)
+      // An L1 load hit: no periodic-cleaning check (see deadline).
+      if (interval_)
+        dispatch(core, c);
+      else
+        c.clock += l1_latency_;
+      return;
+    }
+    if (c.l1_tags != nullptr) {
+      const std::uint64_t s = l1_lookup(c, line.value());
+      if (s != kNoWay) {
+        l1_hit(core, c, s, line.value());
+        return;
+      }
+      access_slow(core, line, false, s);  // an L1 miss: the slow path need not search again
       return;
     }
     access_slow(core, line, false);
@@ -84,9 +117,27 @@ class Machine {
     if (c.filter[line.value() & c.filter_mask] == ((line.value() << 1) | 1)) {
       ++c.filtered;
       ++c.filtered_stores;
-      c.clock += l1_latency_;
+      if (interval_)
+        dispatch(core, c);
+      else
+        c.clock += l1_latency_;
       if (c.clock >= c.deadline) [[unlikely]]
         periodic_tick(core);
+      return;
+    }
+    if (c.l1_tags != nullptr) {
+      // Only a store to a line already held dirty and exclusive needs no coherence action and
+      // opens no dirty stretch.
+      const std::uint64_t s = l1_lookup(c, line.value());
+      constexpr std::uint8_t kDirtyExclusive = detail::kStateDirty | detail::kStateExclusive;
+      if (s != kNoWay && c.l1_state[s] == kDirtyExclusive) {
+        ++c.l1_hit_stores;
+        l1_hit(core, c, s, line.value());
+        if (c.clock >= c.deadline) [[unlikely]]
+          periodic_tick(core);
+        return;
+      }
+      access_slow(core, line, true, s);
       return;
     }
     access_slow(core, line, true);
@@ -125,12 +176,57 @@ class Machine {
   [[nodiscard]] SimStats stats() const;
 
  private:
-  void access_slow(int core, LineAddr line, bool is_store);
+  static constexpr std::uint64_t kNoWay = ~std::uint64_t{0};
+  // The L1 slot holding `line`, or kNoWay: Cache::find over the core's L1 arrays.
+  static std::uint64_t l1_lookup(const detail::CoreState& c, std::uint64_t line) {
+    const std::uint64_t base = (line & c.l1_set_mask) * c.l1_ways;
+    const std::uint64_t* t = c.l1_tags + base;
+    if (c.l1_ways == 8) {
+      std::uint32_t hit = 0;
+      for (std::uint32_t w = 0; w < 8; ++w) hit |= static_cast<std::uint32_t>(t[w] == line) << w;
+      return hit == 0 ? kNoWay : base + static_cast<std::uint64_t>(std::countr_zero(hit));
+    }
+    for (std::uint64_t w = 0; w < c.l1_ways; ++w)
+      if (t[w] == line) return base + w;
+    return kNoWay;
+  }
+  // An L1 hit outside the filter, exactly as Hierarchy::access does it: LRU touch, hit count,
+  // latency (or dispatch), and the line becomes its set's filter entry.
+  void l1_hit(int core, detail::CoreState& c, std::uint64_t s, std::uint64_t line) {
+    c.l1_stamp[s] = ++*c.l1_now;
+    ++c.l1_hits;
+    if (interval_)
+      dispatch(core, c);
+    else
+      c.clock += l1_latency_;
+    if (filter_on_)
+      c.filter[line & c.filter_mask] = (line << 1) | (c.l1_state[s] & detail::kStateDirty);
+  }
+  // Interval model: one access's instructions take their dispatch slots; an L1 hit's latency is
+  // hidden, but dispatch stops when the reorder buffer is full behind an incomplete load.
+  void dispatch(int core, detail::CoreState& c) {
+    c.insts += insts_per_access_;
+    c.slot += insts_per_access_;
+    while (c.slot >= issue_width_) {
+      c.slot -= issue_width_;
+      ++c.clock;
+    }
+    if (c.insts >= c.rob_limit) [[unlikely]]
+      rob_stall(core);
+  }
+  void rob_stall(int core);
+  // `l1_slot`: where the L1 holds the line (kNoWay: not held), if the caller has looked.
+  void access_slow(int core, LineAddr line, bool is_store, std::uint64_t l1_slot = kUnsearched);
+  static constexpr std::uint64_t kUnsearched = kNoWay - 1;
   void periodic_tick(int core);  // out of line: runs once per LLC set per period
 
   std::unique_ptr<Hierarchy> impl_;
   detail::CoreState* cores_ = nullptr;  // owned by impl_ (heap, stable across moves)
   std::uint64_t l1_latency_ = 0;
+  std::uint64_t insts_per_access_ = 1;
+  std::uint64_t issue_width_ = 1;
+  bool interval_ = false;    // CoreModel::kInterval
+  bool filter_on_ = false;   // SimParams::same_line_filter
   bool functional_ = false;  // stop_modelling() was called
 };
 

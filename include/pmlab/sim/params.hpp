@@ -44,6 +44,34 @@ struct NvmParams {
   void validate() const;
 };
 
+// How a core turns its memory operations into time (docs/simulator.md, "Core timing").
+//  kMemory: the first-order model, every access adds its latency to the core's clock (no
+//    overlap, compute free); the default, which the golden figures record.
+//  kInterval: interval simulation in the spirit of Eyerman & Eeckhout / Sniper. The core
+//    dispatches issue_width instructions per cycle; an access is insts_per_access instructions
+//    (itself plus the non-memory work charged to it); an L1 hit's latency is hidden by the
+//    pipeline; a longer access holds one of `mshrs` miss-status registers until it completes,
+//    so independent misses overlap; a load also blocks in-order retirement, so dispatch stops
+//    once rob_entries instructions lie behind the oldest incomplete load; clflushopt/clwb hold
+//    an MSHR until the controller accepts the line but stall nothing; sfence waits only for
+//    this core's outstanding flushes; a full write queue stalls dispatch.
+enum class CoreModel : std::uint8_t { kMemory, kInterval };
+[[nodiscard]] std::string_view to_string(CoreModel m);
+[[nodiscard]] CoreModel core_model_from_string(std::string_view s);  // throws pmlab::Error
+
+struct CoreParams {
+  CoreModel model = CoreModel::kMemory;
+  std::uint32_t issue_width = 8;    // instructions dispatched per cycle
+  std::uint32_t rob_entries = 192;  // reorder buffer
+  std::uint32_t mshrs = 16;         // outstanding misses and flushes per core
+  // Instructions charged per load or store: the access and the arithmetic, address and loop
+  // instructions around it. 3 = tmm's inner loop at -O2 (2 loads, mul, add, 2 index updates,
+  // compare-and-branch: 7 instructions per 2 accesses, rounded down).
+  std::uint32_t insts_per_access = 3;
+
+  void validate() const;
+};
+
 struct SimParams {
   std::string name = "custom";
   int cores = 1;    // simulated cores, each with private L1 (and L2 when l2 is set)
@@ -71,6 +99,11 @@ struct SimParams {
   // checkpoint copy is modelled as stores + a flush per line, as before.
   bool nt_stores = false;
   std::uint32_t wc_buffers = 10;  // ~ Intel's line fill buffers
+  CoreParams core;  // kMemory unless asked (CLI --core-model)
+  // Thread interleaving in a parallel loop (SimBackend::parallel_for): 0 = one whole iteration
+  // per thread per turn; Q > 0 = each thread runs Q loads/stores/flushes/fences per turn, so
+  // the threads' iterations progress together. Deterministic either way.
+  std::uint64_t interleave_quantum = 0;
 
   [[nodiscard]] Cycles nvm_read_cycles() const;
   [[nodiscard]] Cycles nvm_write_cycles() const;
@@ -80,7 +113,8 @@ struct SimParams {
 
 // The machine as JSON: cores, threads, freq_ghz, inclusive_llc, levels (array, top down: name,
 // shared, size_bytes, ways, sets, hit_latency, replacement), nvm, flush_issue_latency,
-// fence_latency, periodic_flush_cycles. Include <nlohmann/json.hpp>.
+// fence_latency, periodic_flush_cycles, core (model, issue_width, rob_entries, mshrs,
+// insts_per_access), interleave_quantum. Include <nlohmann/json.hpp>.
 [[nodiscard]] nlohmann::json to_json(const SimParams& p);
 
 // Upper bound from the LLC directory's sharer bit mask.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -46,7 +47,10 @@ using OpHook = std::function<bool(std::uint64_t op)>;
 // parallel_for: iterations get OpenMP's static schedule (contiguous chunks, the first n % T
 // threads one longer); logical thread t runs on core t % cores. The interleaving is
 // round-robin, one iteration per thread per round: thread 0's first iteration, thread 1's
-// first, ..., thread 0's second, ... Nested parallel_for runs serially on the calling thread.
+// first, ..., thread 0's second, ... With SimParams::interleave_quantum = Q > 0 each thread
+// instead runs as a fiber (its own stack) for Q ops per turn, in the same round-robin order,
+// so every thread's iterations progress together; still one deterministic op order, so crash
+// points stay exact and replayable. Nested parallel_for runs serially on the calling thread.
 class SimBackend {
  public:
   // threads == 0 takes params.threads.
@@ -169,6 +173,8 @@ class SimBackend {
   // Counts the next op; false if it must not reach the model (after stop_modelling). The
   // armed-op compare is the access path's only test.
   [[nodiscard]] bool count_op() {
+    if (ops_ >= switch_at_) [[unlikely]]
+      yield_turn();  // fine-grained interleaving: this thread's quantum is used up
     if (ops_ + 1 == crash_at_) [[unlikely]] {
       if (!modelling_) {  // stop_modelling: every op lands here and skips the model
         crash_at_ = ++ops_ + 1;
@@ -180,6 +186,10 @@ class SimBackend {
     return true;
   }
   bool armed_op();  // counts the armed op: runs the hook (true: the op runs) or fails
+  // Fine-grained interleaving (sim_backend.cpp): runs [begin, end) as one fiber per thread.
+  using Body = void (*)(void* fn, std::size_t i);
+  void run_interleaved(std::size_t begin, std::size_t end, void* fn, Body body);
+  void yield_turn();  // from a fiber back to the scheduler; throws when the loop is cancelled
   [[noreturn]] void power_failure(std::uint64_t op);
 
   // A store's bytes reach memory after the crash check and before the model sees the access:
@@ -222,7 +232,11 @@ class SimBackend {
   mem::Mutation mutation_ = mem::Mutation::kNone;
   std::uint64_t ops_ = 0;
   std::uint64_t crash_at_ = kDisarmed;
-  OpHook hook_;  // set: crash_at_ is a hook point
+  std::uint64_t quantum_ = 0;            // SimParams::interleave_quantum
+  std::uint64_t switch_at_ = kDisarmed;  // op count that ends the running fiber's turn
+  struct Fibers;                         // sim_backend.cpp
+  std::shared_ptr<Fibers> fibers_;       // stacks, kept across loops
+  OpHook hook_;                          // set: crash_at_ is a hook point
   std::uint64_t region_begins_ = 0;
   std::vector<CommitPoint> commits_;
   std::vector<std::uint64_t> fence_ops_;
@@ -236,6 +250,12 @@ void SimBackend::parallel_for(std::size_t begin, std::size_t end, Fn&& fn) {
     const bool outermost = !in_parallel_;
     for (std::size_t i = begin; i < end; ++i) fn(i);
     if (outermost && on_loop_end_) on_loop_end_();
+    return;
+  }
+  if (quantum_ > 0) {
+    using F = std::remove_reference_t<Fn>;
+    run_interleaved(begin, end, const_cast<void*>(static_cast<const void*>(std::addressof(fn))),
+                    [](void* f, std::size_t i) { (*static_cast<F*>(f))(i); });
     return;
   }
   // Static schedule as libgomp computes it: q = n / T, the first n % T threads get q + 1.

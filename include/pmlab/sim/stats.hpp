@@ -83,7 +83,12 @@ struct SimStats {
   std::uint64_t fences = 0;
   std::uint64_t fence_stall_cycles = 0;  // cycles sfence waited for outstanding flushes
   std::uint64_t filtered_accesses = 0;   // served by the same-line filter (counted as L1 hits)
-  std::vector<LevelStats> levels;        // L1 (summed over cores), [L2], LLC
+  // Interval core model only (0 with the memory model): instructions dispatched, and cycles
+  // dispatch waited for a full reorder buffer or for a free MSHR.
+  std::uint64_t instructions = 0;
+  std::uint64_t rob_stall_cycles = 0;
+  std::uint64_t mshr_stall_cycles = 0;
+  std::vector<LevelStats> levels;  // L1 (summed over cores), [L2], LLC
   NvmStats nvm;
   CoherenceStats coherence;
   VolatilityStats volatility;
