@@ -30,7 +30,8 @@ Hierarchy::Hierarchy(const SimParams& p)
           WriteQueue(p.nvm.write_queue_entries, p.nvm.write_units, p.nvm_write_cycles().value())),
       nvm_read_cycles_(p.nvm_read_cycles().value()),
       flush_issue_(p.flush_issue_latency.value()),
-      fence_latency_(p.fence_latency.value()) {
+      fence_latency_(p.fence_latency.value()),
+      rb_(p.nvm.row_buffer) {
   const std::uint64_t sets = p.l1.sets();
   const std::uint64_t entries = std::has_single_bit(sets) ? sets : 1;
   filter_.assign(static_cast<std::size_t>(entries) * cores_.size(), detail::kNoEntry);
@@ -197,6 +198,7 @@ std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_sto
   }
   ++llc_.counters().misses;
   ++nvm_.reads;
+  if (params_.nvm.row_buffer.enabled) rb_.on_read(line);
   lat = llc_lat + nvm_read_cycles_;
   s = llc_.victim_for(line);
   llc_slot = s;
@@ -318,6 +320,7 @@ std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::ui
   ++nvm_.writes;
   ++nvm_.writes_by_cause[static_cast<std::size_t>(cause)];
   image_.capture_line(LineAddr(line));
+  if (params_.nvm.row_buffer.enabled) rb_.on_write(line);
   return wq_[static_cast<std::size_t>(core)].accept(t, share_);
 }
 
@@ -419,6 +422,7 @@ void Hierarchy::power_fail() {
   std::fill(filter_.begin(), filter_.end(), detail::kNoEntry);
   for (auto& c : cores_) c.flush_done = 0;
   for (auto& q : wq_) q.reset();
+  rb_.power_fail();
   // Dirty stretches cut by the failure end without a write: they count nowhere.
   std::fill(since_.begin(), since_.end(), detail::kNever);
   private_since_.clear();
@@ -435,6 +439,7 @@ void Hierarchy::reset_stats() {
   for (auto& q : wq_) q.reset();
   loads_ = stores_ = flushes_ = dirty_flushes_ = fences_ = fence_stall_ = 0;
   nvm_ = NvmStats{};
+  rb_.reset_stats();
   coh_ = CoherenceStats{};
   vol_ = VolatilityStats{};
   // Clocks restart at 0: lines dirty now count as dirty since 0, the sweep starts over.
@@ -573,6 +578,7 @@ SimStats Hierarchy::stats() const {
   s.fences = fences_;
   s.fence_stall_cycles = fence_stall_;
   s.nvm = nvm_;
+  if (params_.nvm.row_buffer.enabled) s.nvm.row_buffer = rb_.snapshot();
   s.coherence = coh_;
   for (int lv = 0; lv < npriv_; ++lv) {
     LevelStats sum{priv(0, lv).name()};
