@@ -13,6 +13,7 @@
 #include "pmlab/core/progress.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/run/width_option.hpp"
+#include "gemm_options.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -38,6 +39,7 @@ struct CrashArgs {
   std::uint64_t trials = 200;
   std::optional<std::uint64_t> seed;
   std::optional<std::uint64_t> width;  // conv2d only (RunParams.extra)
+  GemmArgs gemm;                       // gemm only (RunParams.extra)
   std::string flush = "clflushopt";
   double recovery_crash_rate = 0.3;
   int jobs = run::kDefaultCampaignJobs;
@@ -67,6 +69,7 @@ run::SimRunSpec make_spec(const CrashArgs& a) {
     run::require_width_applies(a.kernel);
     spec.run.extra = *a.width;
   }
+  if (const auto e = gemm_extra(a.gemm, a.kernel)) spec.run.extra = *e;
   spec.machine = build_machine(a.machine);
   spec.flush = flush_mode(a.flush);
   run::validate(spec);
@@ -85,6 +88,7 @@ std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
   if (const auto period = spec.machine.periodic_flush_cycles.value(); period > 0)
     cmd += fmt::format(" --periodic-flush {}", period);
   if (a.width) cmd += fmt::format(" --width {}", *a.width);
+  if (a.gemm.any()) cmd += gemm_flags(spec.run.extra);
   for (auto k : t.recovery_crashes) cmd += fmt::format(" --replay-recovery {}", k);
   return cmd;
 }
@@ -186,6 +190,7 @@ void add_crash_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "Campaign seed (default: random, printed for replay)");
   cmd->add_option("--width", a->width, run::kWidthHelp)
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
+  add_gemm_options(*cmd, a->gemm);
   cmd->add_option("--flush", a->flush, "Flush instruction of the eager schemes")
       ->capture_default_str();
   cmd->add_option("--recovery-crash-rate", a->recovery_crash_rate,

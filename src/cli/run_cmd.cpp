@@ -12,6 +12,7 @@
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/width_option.hpp"
+#include "gemm_options.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -30,6 +31,7 @@ struct RunArgs {
   std::string flush = "clwb";
   bool verify = false;
   bool json = false;
+  GemmArgs gemm;  // gemm only (RunParams.extra; stored in the pool)
 };
 
 bool file_exists(const std::string& p) {
@@ -55,6 +57,7 @@ pool::RunParams merge(const RunArgs& a, const Given& g, const pool::RunParams& b
   if (g.checksum) p.checksum = lp::checksum_kind_from_string(a.checksum);
   if (g.seed) p.seed = a.seed;
   if (g.width) p.extra = a.width;
+  if (const auto e = gemm_extra(a.gemm, p.kernel)) p.extra = *e;
   return p;
 }
 
@@ -137,7 +140,10 @@ int do_run(const RunArgs& a, const Given& g) {
     fmt::print("pmlab run {} --scheme {} --n {} --bs {} --threads {} --checksum {}{}  pool={}\n",
                params.kernel, params.scheme, params.n, params.bs, params.threads,
                lp::to_string(params.checksum),
-               params.extra != 0 ? fmt::format(" --width {}", params.extra) : "", a.pool);
+               params.kernel == "gemm"  ? gemm_flags(params.extra)
+               : params.extra != 0      ? fmt::format(" --width {}", params.extra)
+                                        : "",
+               a.pool);
     if (report.resumed) {
       fmt::print("  resumed an interrupted run (start #{}): {}\n", pool->starts(),
                  report.recovery_action);
@@ -198,6 +204,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                       std::string(run::kWidthHelp) +
                           "; stored in the pool: resuming with another width is refused")
           ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
+  add_gemm_options(*cmd, args->gemm);
   cmd->add_option("--pool", args->pool, "Pool file to create or resume")->required();
   cmd->add_option("--persist", args->persist,
                   "Persistence mode for flushes: cpu (flush instructions + sfence), auto "

@@ -16,6 +16,7 @@
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/run/width_option.hpp"
+#include "gemm_options.hpp"
 #include "pmlab/sim/presets.hpp"
 
 namespace pmlab::cli {
@@ -30,6 +31,7 @@ struct SimArgs {
   std::string checksum = "modular";
   std::uint64_t seed = 1;
   std::optional<std::uint64_t> width;  // conv2d only (RunParams.extra)
+  GemmArgs gemm;                       // gemm only (RunParams.extra)
   std::string flush = "clflushopt";
   bool drain = false;
   std::optional<std::string> vs;
@@ -151,6 +153,7 @@ int do_sim(const SimArgs& a) {
     run::require_width_applies(a.kernel);
     spec.run.extra = *a.width;
   }
+  if (const auto e = gemm_extra(a.gemm, a.kernel)) spec.run.extra = *e;
   spec.flush = sim::flush_mode_from_string(a.flush);
   spec.drain = a.drain;
   spec.verify = a.verify;
@@ -275,6 +278,7 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "Seed of the deterministic inputs")->capture_default_str();
   cmd->add_option("--width", a->width, run::kWidthHelp)
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
+  add_gemm_options(*cmd, a->gemm);
   cmd->add_option("--flush", a->flush,
                   "Flush instruction: clflushopt (the papers'), clwb, clflush, none")
       ->capture_default_str();
