@@ -1,8 +1,6 @@
 // `pmlab bench`: native execution time of every persistency scheme vs base, measured side by side.
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -10,9 +8,10 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
+#include "kernel_options.hpp"
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/run/catalog.hpp"
-#include "pmlab/run/width_option.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -24,7 +23,7 @@ struct BenchArgs {
   std::uint32_t threads = 2;
   int reps = 15;
   std::uint64_t seed = 1;
-  std::optional<std::uint64_t> width;  // conv2d only
+  KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string persist = "cpu";
   std::string flush = "clwb";
   std::string dir;
@@ -42,33 +41,7 @@ void draw_progress(std::size_t done, std::size_t total, const std::string& what)
   std::fflush(stderr);
 }
 
-std::atomic<bool> g_bench_stop{false};
-
-// Ctrl-C / SIGTERM: finish the current measurement, then remove the temporary pools and exit 130
-// (a handler cannot remove files safely). A second Ctrl-C kills at once.
-extern "C" void on_bench_signal(int sig) {
-  if (g_bench_stop.exchange(true)) {
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-  }
-}
-
-// Installs the handlers for the lifetime of one benchmark.
-struct StopOnSignal {
-  StopOnSignal() {
-    std::signal(SIGINT, on_bench_signal);
-    std::signal(SIGTERM, on_bench_signal);
-  }
-  ~StopOnSignal() {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-  }
-  StopOnSignal(const StopOnSignal&) = delete;
-  StopOnSignal& operator=(const StopOnSignal&) = delete;
-};
-
 int do_bench(const BenchArgs& a) {
-  if (a.width) run::require_width_applies(a.kernel);
   run::BenchOptions o;
   o.kernel = a.kernel;
   o.schemes = a.schemes;
@@ -77,13 +50,20 @@ int do_bench(const BenchArgs& a) {
   o.threads = a.threads;
   o.reps = a.reps;
   o.seed = a.seed;
-  o.extra = a.width.value_or(0);
+  {
+    pool::RunParams named;
+    named.kernel = a.kernel;
+    a.kernel_options.apply(named);
+    o.kernel_params = named.kernel_params;
+  }
   o.mode = run::persist_mode_from_string(a.persist);
   o.flush = persist::flush_kind_from_string(a.flush);
   o.dir = a.dir;
   if (!a.quiet) o.progress = draw_progress;
-  o.stop = &g_bench_stop;
-  const StopOnSignal handlers;
+  // Ctrl-C / SIGTERM: finish the current measurement, then remove the temporary pools (a
+  // handler cannot remove a directory safely) and exit 130 (run_bench throws kInterrupted).
+  const InterruptScope interrupts(OnInterrupt::kStopAfterStep);
+  o.stop = InterruptScope::stop_flag();
   const auto r = run::run_bench(o);
   if (a.json)
     fmt::print("{}\n", run::to_json(r).dump(2));
@@ -120,8 +100,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
   cmd->add_option("--reps", args->reps, "Repetitions per scheme")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the input matrices")->capture_default_str();
-  cmd->add_option("--width", args->width, run::kWidthHelp)
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
+  args->kernel_options.add_to(*cmd);
   cmd->add_option("--persist", args->persist, "Persistence mode: cpu, auto, none")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "auto", "none"}));

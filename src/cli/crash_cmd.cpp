@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
+#include "kernel_options.hpp"
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
-#include "pmlab/run/width_option.hpp"
-#include "gemm_options.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -38,8 +38,7 @@ struct CrashArgs {
   std::string checksum = "modular";
   std::uint64_t trials = 200;
   std::optional<std::uint64_t> seed;
-  std::optional<std::uint64_t> width;  // conv2d only (RunParams.extra)
-  GemmArgs gemm;                       // gemm only (RunParams.extra)
+  KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string flush = "clflushopt";
   double recovery_crash_rate = 0.3;
   int jobs = run::kDefaultCampaignJobs;
@@ -65,11 +64,7 @@ run::SimRunSpec make_spec(const CrashArgs& a) {
   spec.run.bs = a.bs;
   spec.run.threads = a.threads;
   spec.run.checksum = lp::checksum_kind_from_string(a.checksum);
-  if (a.width) {
-    run::require_width_applies(a.kernel);
-    spec.run.extra = *a.width;
-  }
-  if (const auto e = gemm_extra(a.gemm, a.kernel)) spec.run.extra = *e;
+  a.kernel_options.apply(spec.run);
   spec.machine = build_machine(a.machine);
   spec.flush = flush_mode(a.flush);
   run::validate(spec);
@@ -87,8 +82,7 @@ std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
       t.crash_op);
   if (const auto period = spec.machine.periodic_flush_cycles.value(); period > 0)
     cmd += fmt::format(" --periodic-flush {}", period);
-  if (a.width) cmd += fmt::format(" --width {}", *a.width);
-  if (a.gemm.any()) cmd += gemm_flags(spec.run.extra);
+  cmd += a.kernel_options.as_flags();
   for (auto k : t.recovery_crashes) cmd += fmt::format(" --replay-recovery {}", k);
   return cmd;
 }
@@ -188,9 +182,7 @@ void add_crash_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 10'000'000u));
   cmd->add_option("--seed", a->seed, "Campaign seed (default: random, printed for replay)");
-  cmd->add_option("--width", a->width, run::kWidthHelp)
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
-  add_gemm_options(*cmd, a->gemm);
+  a->kernel_options.add_to(*cmd);
   cmd->add_option("--flush", a->flush, "Flush instruction of the eager schemes")
       ->capture_default_str();
   cmd->add_option("--recovery-crash-rate", a->recovery_crash_rate,
@@ -210,7 +202,10 @@ void add_crash_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a->json, "Print JSON");
   // Small caches by default so CI-sized runs evict (the interesting crashes).
   add_machine_options(*cmd, a->machine);
-  cmd->callback([a, &exit_code] { exit_code = do_crash(*a); });
+  cmd->callback([a, &exit_code] {
+    const InterruptScope interrupts(OnInterrupt::kExitNow);  // pools in memory, children die too
+    exit_code = do_crash(*a);
+  });
 }
 
 }  // namespace pmlab::cli

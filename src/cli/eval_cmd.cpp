@@ -1,28 +1,20 @@
 // `pmlab eval`: the whole evaluation with a progress bar; Ctrl-C stops it and keeps a partial
 // report.
-#include <csignal>
+#include <unistd.h>
+
 #include <cstdio>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "pmlab/core/progress.hpp"
 #include "pmlab/experiments/eval.hpp"
 
 namespace pmlab::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-// First Ctrl-C or SIGTERM: finish the current measurement, write the partial report, exit 130.
-// Second: die of the signal.
-extern "C" void on_stop_signal(int sig) {
-  if (g_stop.exchange(true)) {
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-  }
-}
 
 struct EvalArgs {
   bool quick = false, full = false, json = false;
@@ -35,9 +27,10 @@ int do_eval(const EvalArgs& a) {
   opt.full = a.full;
   opt.out_dir = a.out;
   opt.seed = a.seed;
-  opt.stop = &g_stop;
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  // First Ctrl-C or SIGTERM: finish the current measurement, write the partial report, exit
+  // 130. A second one ends the process at once.
+  std::optional<InterruptScope> interrupts(std::in_place, OnInterrupt::kStopAfterStep);
+  opt.stop = InterruptScope::stop_flag();
   ProgressBar bar(a.full ? "eval --full" : "eval --quick", 1000);
   std::string current;
   opt.progress = [&](double frac, double, const std::string& what) {
@@ -48,8 +41,7 @@ int do_eval(const EvalArgs& a) {
   };
   auto results = eval::run_eval(opt);
   bar.finish();
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  interrupts.reset();
   if (a.json) {
     fmt::print("{}\n", results.dump(2));
   } else {

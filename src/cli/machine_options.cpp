@@ -52,6 +52,9 @@ std::uint64_t parse_size(const std::string& flag, const std::string& text) {
   std::size_t pos = 0;
   unsigned long long v = 0;
   try {
+    // stoull would take " 5" and wrap "-1" around to 2^64 - 1: digits only.
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
+      throw std::invalid_argument(text);
     v = std::stoull(text, &pos);
   } catch (const std::exception&) {
     bad(fmt::format("{}: '{}' is not a size (e.g. 65536, 64K, 512KiB, 8M)", flag, text));
@@ -97,6 +100,9 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   add_opt(m, "--freq-ghz", a.freq_ghz, "Core clock (GHz)");
   add_opt(m, "--wq-entries", a.wq_entries, "Memory-controller write-queue entries");
   add_opt(m, "--write-units", a.write_units, "Concurrent NVM writes (banks)");
+  add_opt(m, "--wc-buffers", a.wc_buffers,
+          "Model non-temporal stores with this many write-combining buffers per core (no fill, "
+          "no RFO, lost at a power failure unless drained); 0 or absent: stores + flushes");
   add_opt(m, "--D1", a.d1, "With --config cachegrind: D1 as size,assoc,line (cachegrind's syntax)");
   add_opt(m, "--LL", a.ll, "With --config cachegrind: LL as size,assoc,line");
   add_opt(m, "--periodic-flush", a.periodic_flush,
@@ -134,6 +140,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
   o.freq_ghz = a.freq_ghz;
   o.write_queue_entries = a.wq_entries;
   o.write_units = a.write_units;
+  o.wc_buffers = a.wc_buffers;
   if (a.periodic_flush) {
     const PeriodicFlushArg pf = parse_periodic_flush(*a.periodic_flush);
     if (!pf.percent) o.periodic_flush_cycles = pf.cycles;
@@ -190,6 +197,7 @@ std::string machine_flags(const MachineArgs& a) {
   add("--freq-ghz", a.freq_ghz);
   add("--wq-entries", a.wq_entries);
   add("--write-units", a.write_units);
+  add("--wc-buffers", a.wc_buffers);
   add("--D1", a.d1);
   add("--LL", a.ll);
   add("--row-buffer", a.row_buffer);
@@ -216,6 +224,12 @@ PeriodicFlushArg parse_periodic_flush(const std::string& text) {
     if (!text.empty() && text.back() == '%') {
       const double p = std::stod(text.substr(0, text.size() - 1), &pos);
       if (pos != text.size() - 1 || !(p > 0) || !std::isfinite(p)) fail();
+      // A period longer than the run would never clean anything: certainly a typo.
+      if (p > 100)
+        bad(
+            fmt::format("--periodic-flush: {}% is more than the whole run; a percentage must "
+                        "be in (0, 100]",
+                        text.substr(0, text.size() - 1)));
       r.percent = p;
     } else {
       if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) fail();

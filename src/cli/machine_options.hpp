@@ -26,6 +26,7 @@ struct MachineArgs {
   std::optional<std::string> row_buffer, row_bytes;
   std::optional<std::uint32_t> ranks, banks, rq_entries, min_writes_per_drain;
   std::optional<double> wq_high, wq_low;
+  std::optional<std::uint32_t> wc_buffers;    // set: non-temporal stores modelled (0 = off)
 };
 
 // Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the

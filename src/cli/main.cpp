@@ -5,6 +5,8 @@
 
 #include "commands.hpp"
 #include "pmlab/core/error.hpp"
+#include "pmlab/scheme/copy_mode.hpp"
+#include "strict_numbers.hpp"
 
 int main(int argc, char** argv) {
   using namespace pmlab::cli;
@@ -22,6 +24,15 @@ int main(int argc, char** argv) {
   add_bench_command(app, exit_code);
   add_crash_command(app, exit_code);
   add_eval_command(app, exit_code);
+  // Seed 002's checkpoint rows (cp-clflush, cp-par-clflush, cp-nt): a per-process interval.
+  for (const char* verb : {"run", "sim", "bench", "crash"})
+    app.get_subcommand(verb)
+        ->add_option_function<std::size_t>(
+            "--cp-every", [](std::size_t n) { pmlab::scheme::set_checkpoint_interval(n); },
+            "Outer iterations between checkpoints of cp-clflush, cp-par-clflush and cp-nt "
+            "(default 1, the paper's cadence; cp keeps the kernel's own interval)")
+        ->check(CLI::PositiveNumber);
+  harden_unsigned_options(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,6 @@
 // `pmlab run`: create or resume a pool, recover an interrupted run, finish it, optionally verify.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <optional>
@@ -9,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
+#include "kernel_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/catalog.hpp"
-#include "pmlab/run/width_option.hpp"
-#include "gemm_options.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -25,14 +26,19 @@ struct RunArgs {
   std::uint32_t threads = 1;
   std::string checksum = "modular";
   std::uint64_t seed = 1;
-  std::uint64_t width = 0;  // conv2d only; 0 = the kernel's default
+  KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string pool;
   std::string persist = "cpu";
   std::string flush = "clwb";
   bool verify = false;
   bool json = false;
-  GemmArgs gemm;  // gemm only (RunParams.extra; stored in the pool)
 };
+
+nlohmann::json kernel_params_json(const pool::RunParams& p) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& kp : p.kernel_params) j[kp.name] = kp.value;
+  return j;
+}
 
 bool file_exists(const std::string& p) {
   struct stat st {};
@@ -40,9 +46,9 @@ bool file_exists(const std::string& p) {
 }
 
 struct Given {
-  bool kernel, scheme, n, bs, threads, checksum, seed, width;
+  bool kernel, scheme, n, bs, threads, checksum, seed, kernel_params;
   [[nodiscard]] bool any() const {
-    return kernel || scheme || n || bs || threads || checksum || seed || width;
+    return kernel || scheme || n || bs || threads || checksum || seed || kernel_params;
   }
 };
 
@@ -56,20 +62,20 @@ pool::RunParams merge(const RunArgs& a, const Given& g, const pool::RunParams& b
   if (g.threads) p.threads = a.threads;
   if (g.checksum) p.checksum = lp::checksum_kind_from_string(a.checksum);
   if (g.seed) p.seed = a.seed;
-  if (g.width) p.extra = a.width;
-  if (const auto e = gemm_extra(a.gemm, p.kernel)) p.extra = *e;
+  if (g.kernel_params) a.kernel_options.apply(p);
   return p;
 }
 
 int do_run(const RunArgs& a, const Given& g) {
-  if (g.width) {
+  if (g.kernel_params) {
     // The kernel named here, else the one stored in the pool (read before anything is opened).
-    const std::string kernel =
+    pool::RunParams named;
+    named.kernel =
         g.kernel ? a.kernel : (file_exists(a.pool) ? pool::Pool::read_params(a.pool).kernel : "");
-    if (!kernel.empty()) run::require_width_applies(kernel);
+    if (!named.kernel.empty()) a.kernel_options.apply(named);
   }
   run::ExecOptions opt{run::persist_mode_from_string(a.persist),
-                          persist::flush_kind_from_string(a.flush)};
+                       persist::flush_kind_from_string(a.flush)};
   std::optional<pool::Pool> pool;
   std::string state_before = "new";
   if (!file_exists(a.pool)) {
@@ -82,9 +88,13 @@ int do_run(const RunArgs& a, const Given& g) {
     auto params = merge(a, Given{true, true, true, true, true, true, true, true}, defaults);
     const auto& k = run::find_kernel(params.kernel);
     k.validate(params);
+    // Sizes the file system cannot hold are impossible parameters (exit 2), refused before
+    // anything is created rather than failing with ENOSPC once allocation starts.
+    const auto arrays = k.arrays(params);
+    pool::require_room_for_pool(a.pool, pool::pool_file_bytes(arrays));
     // Empty when a concurrent `pmlab run` published a pool at this path first: this one then
     // continues as if it had started after it (below), never replacing what it wrote.
-    pool = pool::Pool::try_create(a.pool, params, k.arrays(params), k.init);
+    pool = pool::Pool::try_create(a.pool, params, arrays, k.init);
   }
   if (!pool) {
     // Only the explicitly given parameters are checked against the stored ones. A pool whose
@@ -97,7 +107,19 @@ int do_run(const RunArgs& a, const Given& g) {
   const auto& params = pool->params();
   const auto& k = run::find_kernel(params.kernel);
   k.validate(params);
-  auto report = k.execute(*pool, opt);
+  pool->require_layout(k.arrays(params));  // a header can pass its CRC and still lie
+  run::RunReport report;
+  try {
+    report = k.execute(*pool, opt);
+  } catch (const Error& e) {
+    // A first start that fails (e.g. libpmemobj cannot create its own pool) leaves no pool
+    // behind: it holds nothing worth resuming, and a retry should start from scratch. It is
+    // removed while still locked, so no other process can have opened it meanwhile.
+    if (state_before != "new") throw;
+    ::unlink(a.pool.c_str());
+    throw Error(e.code(), fmt::format("{} (the pool '{}' this run had just created was removed)",
+                                      e.what(), a.pool));
+  }
 
   std::optional<run::VerifyResult> verdict;
   if (a.verify) verdict = k.verify(*pool);
@@ -111,7 +133,7 @@ int do_run(const RunArgs& a, const Given& g) {
         {"threads", params.threads},
         {"checksum", std::string(lp::to_string(params.checksum))},
         {"seed", params.seed},
-        {"extra", params.extra},  // kernel-specific: conv2d's --width (0 = default)
+        {"kernel_params", kernel_params_json(params)},  // the kernel's own, e.g. conv2d's width
         {"pool", a.pool},
         {"persist", a.persist},
         {"flush", a.flush},
@@ -139,11 +161,7 @@ int do_run(const RunArgs& a, const Given& g) {
   } else {
     fmt::print("pmlab run {} --scheme {} --n {} --bs {} --threads {} --checksum {}{}  pool={}\n",
                params.kernel, params.scheme, params.n, params.bs, params.threads,
-               lp::to_string(params.checksum),
-               params.kernel == "gemm"  ? gemm_flags(params.extra)
-               : params.extra != 0      ? fmt::format(" --width {}", params.extra)
-                                        : "",
-               a.pool);
+               lp::to_string(params.checksum), kernel_param_flags(params), a.pool);
     if (report.resumed) {
       fmt::print("  resumed an interrupted run (start #{}): {}\n", pool->starts(),
                  report.recovery_action);
@@ -199,12 +217,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                    ->capture_default_str();
   auto* o_seed = cmd->add_option("--seed", args->seed, "Seed of the deterministic input matrices")
                      ->capture_default_str();
-  auto* o_width =
-      cmd->add_option("--width", args->width,
-                      std::string(run::kWidthHelp) +
-                          "; stored in the pool: resuming with another width is refused")
-          ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
-  add_gemm_options(*cmd, args->gemm);
+  args->kernel_options.add_to(*cmd);
   cmd->add_option("--pool", args->pool, "Pool file to create or resume")->required();
   cmd->add_option("--persist", args->persist,
                   "Persistence mode for flushes: cpu (flush instructions + sfence), auto "
@@ -218,7 +231,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--verify", args->verify,
                 "Compare the result with a fault-free reference, bit for bit (exit 1 on mismatch)");
   cmd->add_flag("--json", args->json, "Print a JSON report instead of text");
-  cmd->callback([args, &exit_code, cmd, o_scheme, o_n, o_bs, o_thr, o_ck, o_seed, o_width] {
+  cmd->callback([args, &exit_code, cmd, o_scheme, o_n, o_bs, o_thr, o_ck, o_seed] {
     Given g{cmd->get_option("kernel")->count() > 0,
             o_scheme->count() > 0,
             o_n->count() > 0,
@@ -226,7 +239,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
             o_thr->count() > 0,
             o_ck->count() > 0,
             o_seed->count() > 0,
-            o_width->count() > 0};
+            args->kernel_options.any_given()};
+    // The pool is consistent at every instant (that is the point of the schemes): an
+    // interrupted run is left exactly as after kill -9, and resumes.
+    const InterruptScope interrupts(OnInterrupt::kExitNow);
     exit_code = do_run(*args, g);
   });
 }

@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
+#include "kernel_options.hpp"
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/sim_session.hpp"
-#include "pmlab/run/width_option.hpp"
-#include "gemm_options.hpp"
 #include "pmlab/sim/presets.hpp"
 
 namespace pmlab::cli {
@@ -30,8 +30,7 @@ struct SimArgs {
   std::optional<std::uint32_t> threads;
   std::string checksum = "modular";
   std::uint64_t seed = 1;
-  std::optional<std::uint64_t> width;  // conv2d only (RunParams.extra)
-  GemmArgs gemm;                       // gemm only (RunParams.extra)
+  KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string flush = "clflushopt";
   bool drain = false;
   std::optional<std::string> vs;
@@ -149,11 +148,7 @@ int do_sim(const SimArgs& a) {
   spec.run.threads = a.threads.value_or(static_cast<std::uint32_t>(spec.machine.threads));
   spec.run.checksum = lp::checksum_kind_from_string(a.checksum);
   spec.run.seed = a.seed;
-  if (a.width) {
-    run::require_width_applies(a.kernel);
-    spec.run.extra = *a.width;
-  }
-  if (const auto e = gemm_extra(a.gemm, a.kernel)) spec.run.extra = *e;
+  a.kernel_options.apply(spec.run);
   spec.flush = sim::flush_mode_from_string(a.flush);
   spec.drain = a.drain;
   spec.verify = a.verify;
@@ -225,8 +220,7 @@ int do_sim(const SimArgs& a) {
                human(static_cast<double>(r.stats.accesses())), r.seconds, r.cpu_seconds,
                human(r.refs_per_second()));
     const nlohmann::json base_stats = base ? sim::to_json(base->stats) : nlohmann::json();
-    const nlohmann::json norm =
-        base ? run::normalized_to(r.stats, base->stats) : nlohmann::json();
+    const nlohmann::json norm = base ? run::normalized_to(r.stats, base->stats) : nlohmann::json();
     if (base)
       fmt::print("  {:<26}{:>16}{:>16}{:>12}\n", "", a.scheme, *a.vs, fmt::format("/{}", *a.vs));
     for (const Row& row : report_rows(machine)) {
@@ -276,9 +270,7 @@ void add_sim_command(CLI::App& app, int& exit_code) {
                   "LP checksum: modular, parity, adler32, modular-parity, crc32c")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the deterministic inputs")->capture_default_str();
-  cmd->add_option("--width", a->width, run::kWidthHelp)
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16));
-  add_gemm_options(*cmd, a->gemm);
+  a->kernel_options.add_to(*cmd);
   cmd->add_option("--flush", a->flush,
                   "Flush instruction: clflushopt (the papers'), clwb, clflush, none")
       ->capture_default_str();
@@ -293,7 +285,10 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-progress", a->no_progress,
                 "No progress bar (it is shown only when stderr is a terminal)");
   add_machine_options(*cmd, a->machine);
-  cmd->callback([a, &exit_code] { exit_code = do_sim(*a); });
+  cmd->callback([a, &exit_code] {
+    const InterruptScope interrupts(OnInterrupt::kExitNow);  // everything is in memory
+    exit_code = do_sim(*a);
+  });
 }
 
 }  // namespace pmlab::cli

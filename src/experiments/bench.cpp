@@ -48,7 +48,7 @@ Measurement measure(const BenchOptions& opt, const std::string& scheme, const fs
   p.bs = opt.bs;
   p.threads = opt.threads;
   p.seed = opt.seed;
-  p.extra = opt.extra;
+  p.kernel_params = opt.kernel_params;
   const auto& k = find_kernel(opt.kernel);
   const auto path = (dir / scheme).string();
   Measurement m;
@@ -86,8 +86,17 @@ void validate(const BenchOptions& opt, const std::vector<std::string>& schemes) 
   p.n = opt.n;
   p.bs = opt.bs;
   p.threads = opt.threads;
-  p.extra = opt.extra;
+  p.kernel_params = opt.kernel_params;
   k.validate(p);
+  // One pool at a time lives in the temporary directory: the largest must fit there (else the
+  // sizes are impossible here: exit 2 before anything is created, not ENOSPC half-way).
+  std::uint64_t largest = 0;
+  for (const auto& s : schemes) {
+    p.scheme = s;
+    largest = std::max(largest, pool::pool_file_bytes(k.arrays(p)));
+  }
+  const fs::path parent = opt.dir.empty() ? fs::temp_directory_path() : fs::path(opt.dir);
+  pool::require_room_for_pool((parent / "pool").string(), largest);
   if (opt.mode == persist::PersistMode::kCpu && !persist::cpu_supports(opt.flush))
     throw Error(ErrorCode::kUnsupported,
                 fmt::format("this CPU does not support {}", persist::to_string(opt.flush)));

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,10 @@
 #include "pmlab/core/error.hpp"
 
 namespace pmlab::run {
+
+namespace {
+constexpr int kExitParentGone = 130;
+}  // namespace
 
 ForkPool::ForkPool(int max_children, OnDone on_done)
     : max_children_(std::max(1, max_children)), on_done_(std::move(on_done)) {}
@@ -35,6 +40,7 @@ bool ForkPool::fork_child(std::uint64_t tag) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw Error(ErrorCode::kIo, fmt::format("pipe() for a crash trial: {}", std::strerror(errno)));
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
@@ -43,6 +49,10 @@ bool ForkPool::fork_child(std::uint64_t tag) {
     throw Error(ErrorCode::kIo, fmt::format("fork() for a crash trial: {}", std::strerror(e)));
   }
   if (pid == 0) {
+    // A trial never outlives its campaign: when the parent ends (Ctrl-C, SIGTERM, kill -9) the
+    // kernel kills the child; a parent gone before this line is caught by getppid.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(kExitParentGone);
     ::close(fds[0]);
     for (const Child& c : running_) ::close(c.fd);  // siblings belong to the parent
     running_.clear();

@@ -4,16 +4,15 @@
 #include <vector>
 
 #include "pmlab/kernels/checks.hpp"
+#include "pmlab/kernels/cholesky.hpp"
 #include "pmlab/run/resumable.hpp"
-#include "pmlab/scheme/rows.hpp"
 #include "pmlab/run/sim_kernel.hpp"
-#include "pmlab/kernels/cholesky_rivals.hpp"
+#include "pmlab/scheme/rows.hpp"
 
 namespace pmlab::run {
 namespace {
 
 namespace ch = kernels::cholesky;
-using Ctx = SchemeContext<ch::Operands>;
 
 // Sizes only (no arrays): table and record counts.
 ch::Operands shape_of(const pool::RunParams& p) {
@@ -21,26 +20,7 @@ ch::Operands shape_of(const pool::RunParams& p) {
 }
 
 // Outer iteration = factorization step k (one tile column).
-constexpr auto kSchemes = std::tuple{
-    restart_base_scheme(),
-    lp_scheme<shape_of>(),
-    Scheme{.name = "ep",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 return std::vector{ep_index_spec(ch::ep_records(shape_of(p)))};
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 ch::run_ep(be, c.op, c.index_records(ch::ep_records(c.op)), first);
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "ep-recovery";
-             return ch::recover_ep(be, c.op, c.index_records(ch::ep_records(c.op)), r.recovery);
-           }},
-    wal_scheme<shape_of>(),
-    cp_scheme<shape_of>(),
-    hr_scheme<shape_of, 8>("hr-x8"),
-};
+constexpr auto kSchemes = in_place_schemes<shape_of>();
 
 struct Cholesky {
   using Operands = ch::Operands;

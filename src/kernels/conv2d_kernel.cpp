@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "pmlab/kernels/checks.hpp"
-#include "pmlab/run/resumable.hpp"
-#include "pmlab/scheme/rows.hpp"
-#include "pmlab/run/sim_kernel.hpp"
 #include "pmlab/kernels/conv2d_rivals.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+#include "pmlab/scheme/rows.hpp"
 
 namespace pmlab::run {
 namespace {
@@ -15,8 +15,9 @@ namespace {
 namespace cv = kernels::conv2d;
 using Ctx = SchemeContext<cv::Operands>;
 
+// conv2d's own parameter: the convolution kernel's width (absent: 5, narrowed on tiny images).
 std::size_t width_of(const pool::RunParams& p) {
-  return cv::width_for(p.extra, p.n);
+  return cv::width_for(p.kernel_param("width", 0), p.n);
 }
 
 // Sizes only (no arrays): table and record counts.
@@ -71,6 +72,9 @@ constexpr auto kSchemes = std::tuple{
            }},
     wal_scheme<shape_of>(),
     cp_scheme<shape_of>(),
+    cp_clflush_scheme<shape_of>(),
+    cp_par_clflush_scheme<shape_of>(),
+    cp_nt_scheme<shape_of>(),
 };
 
 struct Conv2d {
@@ -80,7 +84,13 @@ struct Conv2d {
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;
 
-  // The width is run parameter `extra` (--width; 0 = the default 5, narrowed on tiny images).
+  static std::vector<KernelParamSpec> params() {
+    return {{.name = "width",
+             .help = "width of the convolution kernel, odd and <= --n (default 5, narrowed to the "
+                     "largest odd width <= n for n < 5)",
+             .min = 1,
+             .max = 1u << 16}};
+  }
   static void validate(const pool::RunParams& p) {
     require_sizes(kName, p, 1u << 16);
     const std::uint64_t w = width_of(p);

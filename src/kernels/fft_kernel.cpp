@@ -69,6 +69,9 @@ constexpr auto kSchemes = std::tuple{
            }},
     wal_scheme<shape_of>(),
     cp_scheme<shape_of>(),
+    cp_clflush_scheme<shape_of>(),
+    cp_par_clflush_scheme<shape_of>(),
+    cp_nt_scheme<shape_of>(),
 };
 
 struct Fft {

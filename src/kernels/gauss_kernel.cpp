@@ -5,16 +5,15 @@
 #include <vector>
 
 #include "pmlab/kernels/checks.hpp"
-#include "pmlab/run/resumable.hpp"
-#include "pmlab/scheme/rows.hpp"
-#include "pmlab/run/sim_kernel.hpp"
 #include "pmlab/kernels/gauss_rivals.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+#include "pmlab/scheme/rows.hpp"
 
 namespace pmlab::run {
 namespace {
 
 namespace ga = kernels::gauss;
-using Ctx = SchemeContext<ga::Operands>;
 
 // Sizes only (no arrays): table and record counts.
 ga::Operands shape_of(const pool::RunParams& p) {
@@ -22,26 +21,7 @@ ga::Operands shape_of(const pool::RunParams& p) {
 }
 
 // Outer iteration = elimination step k (column k); the row blocks are the regions.
-constexpr auto kSchemes = std::tuple{
-    restart_base_scheme(),
-    lp_scheme<shape_of>(),
-    Scheme{.name = "ep",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 return std::vector{ep_index_spec(shape_of(p).blocks())};  // one per row block
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 ga::run_ep(be, c.op, c.index_records(c.op.blocks()), first);
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "ep-recovery";
-             return ga::recover_ep(be, c.op, c.index_records(c.op.blocks()), r.recovery);
-           }},
-    wal_scheme<shape_of>(),
-    cp_scheme<shape_of>(),
-    hr_scheme<shape_of, 8>("hr-x8"),
-};
+constexpr auto kSchemes = in_place_schemes<shape_of>();
 
 struct Gauss {
   using Operands = ga::Operands;

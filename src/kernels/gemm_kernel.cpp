@@ -1,5 +1,6 @@
 // GEMM (thesis Ch. 4) as the drivers see it: arrays, A and B inputs, the variant and packing from
-// RunParams.extra, scheme table (base, ep-lazy, ep-eager, lp), verification against naive.
+// its own parameters (variant, pack, mr, nr), scheme table (base, ep-lazy, ep-eager, lp),
+// verification against naive.
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -19,10 +20,19 @@ using Ctx = SchemeContext<gm::Operands>;
 
 constexpr std::uint64_t kMaxN = 1u << 16;
 
+// gemm's own parameters (Gemm::params), each at its default when absent.
+gm::Config config_of(const pool::RunParams& p) {
+  gm::Config c;
+  c.variant = static_cast<gm::Variant>(p.kernel_param("variant", 0));
+  c.pack = p.kernel_param("pack", 0) != 0;
+  c.mr = static_cast<std::uint32_t>(p.kernel_param("mr", c.mr));
+  c.nr = static_cast<std::uint32_t>(p.kernel_param("nr", c.nr));
+  return c;
+}
+
 // Sizes only (no arrays): table and record counts.
 gm::Operands shape_of(const pool::RunParams& p) {
-  return {{nullptr, p.n, p.n},        {nullptr, p.n, p.n}, {nullptr, p.n, p.n}, p.n, p.bs,
-          gm::Config::decode(p.extra)};
+  return {{nullptr, p.n, p.n}, {nullptr, p.n, p.n}, {nullptr, p.n, p.n}, p.n, p.bs, config_of(p)};
 }
 
 template <gm::Grain G>
@@ -88,15 +98,26 @@ struct Gemm {
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;
 
-  // Variant, packing and micro-tile are RunParams.extra (gm::Config; set by --variant, --pack,
-  // --mr, --nr).
+  // Loop nest, packing and micro-tile: the CLI offers them as --variant, --pack, --mr, --nr.
+  static std::vector<KernelParamSpec> params() {
+    std::vector<std::string> names(gm::kVariantNames.begin(), gm::kVariantNames.end());
+    return {{.name = "variant",
+             .help = "loop nest (thesis Ch. 4, docs/gemm.md; default gepp1)",
+             .choices = names},
+            {.name = "pack",
+             .help = "pack the A and B blocks (GotoBLAS) before each second-level call",
+             .flag = true},
+            {.name = "mr",
+             .help = "micro-tile rows (default 4)",
+             .min = 1,
+             .max = gm::Config::kMaxMicro},
+            {.name = "nr",
+             .help = "micro-tile columns (default 8)",
+             .min = 1,
+             .max = gm::Config::kMaxMicro}};
+  }
   static void validate(const pool::RunParams& p) {
     require_sizes(kName, p, kMaxN);
-    if (!gm::Config::valid_extra(p.extra))
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("gemm: parameter word {:#x} names no variant/packing/micro-tile "
-                              "(see --variant, --pack, --mr, --nr)",
-                              p.extra));
     require_table_fits(kName, p, lp::ChecksumTable::bytes_for(shape_of(p).table_slots()),
                        "panel and kc step");
   }
@@ -117,7 +138,7 @@ struct Gemm {
             {pool.array<double>("c"), n, n},
             n,
             p.bs,
-            gm::Config::decode(p.extra)};
+            config_of(p)};
   }
   static OutputBytes output(const Operands& op) { return {op.c.data(), op.c.bytes()}; }
   // Against naive with fma in ascending k: every variant must give exactly these bits.

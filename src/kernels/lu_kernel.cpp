@@ -5,17 +5,15 @@
 #include <vector>
 
 #include "pmlab/kernels/checks.hpp"
-#include "pmlab/run/resumable.hpp"
-#include "pmlab/scheme/rows.hpp"
-#include "pmlab/run/sim_kernel.hpp"
 #include "pmlab/kernels/lu.hpp"
-#include "pmlab/kernels/lu_rivals.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+#include "pmlab/scheme/rows.hpp"
 
 namespace pmlab::run {
 namespace {
 
 namespace lu = kernels::lu;
-using Ctx = SchemeContext<lu::Operands>;
 
 // Sizes only (no arrays): table and record counts.
 lu::Operands shape_of(const pool::RunParams& p) {
@@ -23,26 +21,7 @@ lu::Operands shape_of(const pool::RunParams& p) {
 }
 
 // Outer iteration = factorization step k (block row and column k).
-constexpr auto kSchemes = std::tuple{
-    restart_base_scheme(),
-    lp_scheme<shape_of>(),
-    Scheme{.name = "ep",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 return std::vector{ep_index_spec(lu::ep_records(shape_of(p)))};
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 lu::run_ep(be, c.op, c.index_records(lu::ep_records(c.op)), first);
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "ep-recovery";
-             return lu::recover_ep(be, c.op, c.index_records(lu::ep_records(c.op)), r.recovery);
-           }},
-    wal_scheme<shape_of>(),
-    cp_scheme<shape_of>(),
-    hr_scheme<shape_of, 8>("hr-x8"),
-};
+constexpr auto kSchemes = in_place_schemes<shape_of>();
 
 struct Lu {
   using Operands = lu::Operands;

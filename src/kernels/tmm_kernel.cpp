@@ -9,7 +9,9 @@
 #include "pmlab/kernels/checks.hpp"
 #include "pmlab/kernels/inputs.hpp"
 #include "pmlab/kernels/tmm.hpp"
+#include "pmlab/kernels/tmm_cp_variants.hpp"
 #include "pmlab/kernels/tmm_eager.hpp"
+#include "pmlab/kernels/tmm_ipv.hpp"
 #include "pmlab/kernels/tmm_pmemobj.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_kernel.hpp"
@@ -165,6 +167,53 @@ constexpr auto cp_scheme() {
                 }};
 }
 
+// Seed 002's checkpoint-by-copy designs on tmm: cp's arrays, the copy made by Mode, a checkpoint
+// every --cp-every kk tiles (default 1, the paper's cadence).
+template <scheme::CopyMode Mode>
+constexpr auto cp_variant_scheme(std::string_view name) {
+  return Scheme{
+      .name = name,
+      .arrays = cp_scheme().arrays,
+      .run =
+          [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+            tm::run_cp_variant(be, c.op, {cp_of(c), Mode, scheme::checkpoint_interval()}, first);
+          },
+      .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "restore checkpoint";
+        return tm::recover_cp_variant(be, c.op, {cp_of(c), Mode, scheme::checkpoint_interval()},
+                                      r.recovery);
+      }};
+}
+
+// In-place versioning (seed 002 §4.1): C and ipv_c1 alternate as working and consistent
+// versions per kk tile; ipv-sync flushes in place, ipv hands the flush to the helper thread.
+tm::IpvState ipv_of(const Ctx& c) {
+  return {c.pool.array<double>("ipv_c1"), c.pool.array<scheme::IpvHeader>("ipv_header")};
+}
+
+template <tm::IpvFlush How>
+constexpr auto ipv_scheme(std::string_view name) {
+  return Scheme{.name = name,
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      return std::vector<pool::ArraySpec>{
+                          {"ipv_c1", p.n * p.n * sizeof(double)},
+                          {"ipv_header", sizeof(scheme::IpvHeader)}};
+                    },
+                .run = [](mem::Backend auto& be, const Ctx& c,
+                          std::size_t first) { tm::run_ipv(be, c.op, ipv_of(c), How, first); },
+                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+                  const std::size_t d = tm::recover_ipv(be, c.op, ipv_of(c), r.recovery);
+                  // O(1): no data moved; the resumed run redoes at most the tile in flight.
+                  r.recovery_action = d < c.op.tiles() ? fmt::format(
+                                                             "ipv: version {} holds {} kk tiles; "
+                                                             "at most 1 tile recomputed",
+                                                             d % 2, d)
+                                                       : std::string("ipv: complete");
+                  return d;
+                }};
+}
+
 // libpmemobj flushes on its own; it is told to treat the file as pmem (cache-line flushes)
 // unless the run asked for libpmem2's own choice (--persist auto).
 template <class B>
@@ -237,6 +286,11 @@ constexpr auto kSchemes = std::tuple{
     wal_scheme<Grain::kIi>("wal-ii"),
     wal_scheme<Grain::kJj>("wal-jj"),
     cp_scheme(),
+    cp_variant_scheme<scheme::CopyMode::kStoresClflush>("cp-clflush"),
+    cp_variant_scheme<scheme::CopyMode::kStoresParClflush>("cp-par-clflush"),
+    cp_variant_scheme<scheme::CopyMode::kNt>("cp-nt"),
+    ipv_scheme<tm::IpvFlush::kSync>("ipv-sync"),
+    ipv_scheme<tm::IpvFlush::kAsync>("ipv"),
     hr_scheme<Grain::kIi, 32>("hr-ii-x32"),
     hr_scheme<Grain::kIi, 64>("hr-ii-x64"),
     hr_scheme<Grain::kJj, 32>("hr-jj-x32"),

@@ -18,6 +18,11 @@ struct Array {
   std::uint64_t bytes;
 };
 
+struct Param {
+  char name[16];
+  std::uint64_t value;
+};
+
 struct Header {
   char magic[8];
   std::uint32_t version;
@@ -27,13 +32,16 @@ struct Header {
   char scheme[24];
   std::uint32_t checksum;
   std::uint32_t threads;
-  std::uint64_t n, bs, seed, extra;
+  std::uint64_t n, bs, seed;
   std::uint32_t array_count;
-  std::uint32_t reserved;
+  std::uint32_t param_count;  // kernel parameters (format 2; format 1 had one `extra` word here)
+  Param params[8];
   Array arrays[32];
   std::uint64_t header_crc;  // CRC32C of every byte before this field
 };
 static_assert(sizeof(Header) < kStateOffset);
+static_assert(offsetof(Header, params) == 104 && offsetof(Header, arrays) == 296 &&
+              offsetof(Header, header_crc) == 1576);  // as docs/pool-format.md lists them
 static_assert(offsetof(Header, header_crc) % 8 == 0);
 
 struct StateLine {

@@ -1,6 +1,8 @@
 // Field-by-field comparison of run parameters for clear mismatch messages.
 #include "pmlab/pool/params.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace pmlab::pool {
@@ -17,7 +19,18 @@ std::vector<std::string> describe_differences(const RunParams& stored, const Run
   cmp("n", stored.n, requested.n);
   cmp("bs", stored.bs, requested.bs);
   cmp("seed", stored.seed, requested.seed);
-  cmp("extra", stored.extra, requested.extra);
+  // A kernel parameter missing on one side reads as "(default)".
+  auto value_in = [](const RunParams& p, const std::string& name) -> std::string {
+    for (const auto& kp : p.kernel_params)
+      if (kp.name == name) return fmt::format("{}", kp.value);
+    return "(default)";
+  };
+  std::vector<std::string> names;
+  for (const auto* p : {&stored, &requested})
+    for (const auto& kp : p->kernel_params)
+      if (std::find(names.begin(), names.end(), kp.name) == names.end()) names.push_back(kp.name);
+  for (const auto& name : names)
+    cmp(name.c_str(), value_in(stored, name), value_in(requested, name));
   return out;
 }
 

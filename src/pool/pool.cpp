@@ -6,6 +6,7 @@
 #include <libpmem2.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -151,6 +152,60 @@ void remove_abandoned_temporaries(const std::string& path) {
   }
 }
 
+// The temporaries being created, in fixed buffers that a signal handler may read at any time:
+// a slot is claimed (free -> writing), filled, then published (ready); cleared the other way.
+class TemporaryRegistry {
+ public:
+  static constexpr std::size_t kSlots = 8;
+  static constexpr std::size_t kNameBytes = 4096;
+  enum : int { kFree = 0, kWriting = 1, kReady = 2 };
+
+  // Returns the slot holding `name`, or kSlots if every slot is taken (then the name is not
+  // removed on a signal: the same as after kill -9, and the next creation removes it).
+  std::size_t add(const std::string& name) noexcept {
+    if (name.size() >= kNameBytes) return kSlots;
+    for (std::size_t i = 0; i < kSlots; ++i) {
+      int expected = kFree;
+      if (!state_[i].compare_exchange_strong(expected, kWriting)) continue;
+      std::memcpy(names_[i], name.c_str(), name.size() + 1);
+      state_[i].store(kReady);
+      return i;
+    }
+    return kSlots;
+  }
+  void remove(std::size_t slot) noexcept {
+    if (slot < kSlots) state_[slot].store(kFree);
+  }
+  void unlink_all() noexcept {
+    for (std::size_t i = 0; i < kSlots; ++i)
+      if (state_[i].load() == kReady) ::unlink(names_[i]);
+  }
+
+ private:
+  std::atomic<int> state_[kSlots]{};
+  char names_[kSlots][kNameBytes]{};
+};
+static_assert(std::atomic<int>::is_always_lock_free);  // async-signal-safe
+
+// Constant-initialized: no construction guard that a handler could find half done.
+constinit TemporaryRegistry g_temporaries;
+
+TemporaryRegistry& temporaries() {
+  return g_temporaries;
+}
+
+// Registers a temporary for removal on a fatal signal while it exists under its name.
+class RegisteredTemporary {
+ public:
+  explicit RegisteredTemporary(const std::string& name) : slot_(temporaries().add(name)) {}
+  ~RegisteredTemporary() { temporaries().remove(slot_); }
+  RegisteredTemporary(const RegisteredTemporary&) = delete;
+  RegisteredTemporary& operator=(const RegisteredTemporary&) = delete;
+
+ private:
+  std::size_t slot_;
+};
+
 // Creates and locks a fresh temporary for PATH; returns its descriptor and sets `tmp`.
 int create_locked_temporary(const std::string& path, std::string& tmp) {
   constexpr int kAttempts = 16;
@@ -203,6 +258,33 @@ bool publish_without_replacing(const std::string& tmp, const std::string& path) 
   io_error("cannot publish pool", path, err);
 }
 
+// Places the arrays one after the other behind the header, each 64-byte aligned, filling `out`
+// (when given); returns the file size. Every sum is checked before it is made, so no size can
+// wrap around.
+std::uint64_t layout(const std::vector<ArraySpec>& arrays, disk::Array* out) {
+  if (arrays.size() > kMaxArrays)
+    throw Error(ErrorCode::kInvalidArgument, "too many arrays for one pool");
+  std::uint64_t offset = disk::kHeaderBytes;
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    if (arrays[i].bytes > kMaxPoolBytes - offset)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("the pool would exceed {} TiB (array '{}' alone is {} bytes): the "
+                              "parameters are too large",
+                              kMaxPoolBytes >> 40, arrays[i].name, arrays[i].bytes));
+    if (out != nullptr) {
+      copy_name(out[i].name, sizeof out[i].name, arrays[i].name, "array");
+      out[i].offset = offset;
+      out[i].bytes = arrays[i].bytes;
+    }
+    offset = round_up(offset + arrays[i].bytes, disk::kArrayAlign);
+  }
+  return round_up(offset, 4096);
+}
+
+std::string gib(std::uint64_t bytes) {
+  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / static_cast<double>(1ull << 30));
+}
+
 // Every check on a header read from disk; the pool file is not modified by any of them.
 RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std::uint64_t file_size,
                           const std::string& path, std::vector<ArrayInfo>& arrays) {
@@ -222,16 +304,25 @@ RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std:
     throw corrupt(fmt::format("file is {} bytes, header says {}", file_size, h.file_bytes));
   if (!lp::is_valid_checksum_kind(h.checksum)) throw corrupt("unknown checksum kind");
   if (h.array_count > kMaxArrays) throw corrupt("too many arrays");
+  if (h.param_count > kMaxKernelParams) throw corrupt("too many kernel parameters");
   auto state = st.state_word & 0xffff'ffffu;
   if ((st.state_word & ~0xffff'ffffull) != disk::kStateMagic || state < 1 || state > 3)
     throw corrupt("invalid run-state word");
   arrays.clear();
+  std::uint64_t previous_end = disk::kHeaderBytes;
   for (std::uint32_t i = 0; i < h.array_count; ++i) {
     const auto& a = h.arrays[i];
     if (a.offset < disk::kHeaderBytes || a.offset % disk::kArrayAlign != 0 || a.bytes > file_size ||
         a.offset > file_size - a.bytes)
       throw corrupt(fmt::format("array #{} lies outside the file", i));
-    arrays.push_back({read_name(a.name, sizeof a.name), a.offset, a.bytes});
+    // Pools are laid out in order (layout()): an array starting inside the one before would
+    // make a write to one corrupt the other.
+    if (a.offset < previous_end) throw corrupt(fmt::format("array #{} overlaps the one before", i));
+    previous_end = a.offset + a.bytes;
+    std::string name = read_name(a.name, sizeof a.name);
+    for (const auto& other : arrays)
+      if (other.name == name) throw corrupt(fmt::format("two arrays are named '{}'", name));
+    arrays.push_back({std::move(name), a.offset, a.bytes});
   }
   RunParams p;
   p.kernel = read_name(h.kernel, sizeof h.kernel);
@@ -241,7 +332,11 @@ RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std:
   p.n = h.n;
   p.bs = h.bs;
   p.seed = h.seed;
-  p.extra = h.extra;
+  for (std::uint32_t i = 0; i < h.param_count; ++i) {
+    std::string name = read_name(h.params[i].name, sizeof h.params[i].name);
+    if (name.empty()) throw corrupt(fmt::format("kernel parameter #{} has no name", i));
+    p.kernel_params.push_back({std::move(name), h.params[i].value});
+  }
   return p;
 }
 
@@ -269,6 +364,30 @@ RawHeader read_raw_header(int fd, const std::string& path) {
 }
 
 }  // namespace
+
+void remove_temporaries_for_exit() noexcept {
+  temporaries().unlink_all();
+}
+
+std::uint64_t pool_file_bytes(const std::vector<ArraySpec>& arrays) {
+  return layout(arrays, nullptr);
+}
+
+void require_room_for_pool(const std::string& path, std::uint64_t bytes) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  struct statvfs vfs {};
+  // A directory that cannot be examined is left to creation, which names the real error.
+  if (::statvfs(dir.c_str(), &vfs) != 0) return;
+  const std::uint64_t room = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (bytes > room)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the pool '{}' would need {} ({} bytes) but the file system holding "
+                            "'{}' has {} free: choose a smaller --n (or a larger --bs, which "
+                            "shrinks per-tile tables), or a --pool path on a larger file system",
+                            path, gib(bytes), bytes, dir.string(), gib(room)));
+}
 
 const char* to_string(RunState s) {
   switch (s) {
@@ -352,21 +471,16 @@ std::optional<Pool> Pool::try_create(const std::string& path, const RunParams& p
   h.n = params.n;
   h.bs = params.bs;
   h.seed = params.seed;
-  h.extra = params.extra;
-  h.array_count = static_cast<std::uint32_t>(arrays.size());
-  std::uint64_t offset = disk::kHeaderBytes;
-  constexpr std::uint64_t kMaxPoolBytes = 1ull << 46;  // 64 TiB: anything larger is a typo
-  for (std::size_t i = 0; i < arrays.size(); ++i) {
-    if (arrays[i].bytes > kMaxPoolBytes || offset > kMaxPoolBytes)
-      throw Error(
-          ErrorCode::kInvalidArgument,
-          fmt::format("pool would exceed {} bytes: parameters are too large", kMaxPoolBytes));
-    copy_name(h.arrays[i].name, sizeof h.arrays[i].name, arrays[i].name, "array");
-    h.arrays[i].offset = offset;
-    h.arrays[i].bytes = arrays[i].bytes;
-    offset = round_up(offset + arrays[i].bytes, disk::kArrayAlign);
+  if (params.kernel_params.size() > kMaxKernelParams)
+    throw Error(ErrorCode::kInvalidArgument, "too many kernel parameters for one pool");
+  h.param_count = static_cast<std::uint32_t>(params.kernel_params.size());
+  for (std::size_t i = 0; i < params.kernel_params.size(); ++i) {
+    copy_name(h.params[i].name, sizeof h.params[i].name, params.kernel_params[i].name,
+              "kernel parameter");
+    h.params[i].value = params.kernel_params[i].value;
   }
-  h.file_bytes = round_up(std::max<std::uint64_t>(offset, disk::kHeaderBytes), 4096);
+  h.array_count = static_cast<std::uint32_t>(arrays.size());
+  h.file_bytes = layout(arrays, h.arrays);
   h.header_crc = header_crc(h);
 
   // Cheap early answer; the race with a concurrent creator is settled by publishing below.
@@ -374,6 +488,7 @@ std::optional<Pool> Pool::try_create(const std::string& path, const RunParams& p
   remove_abandoned_temporaries(path);
   std::string tmp;
   const int fd = create_locked_temporary(path, tmp);
+  const RegisteredTemporary removed_if_interrupted(tmp);
   Pool pool;
   pool.path_ = path;
   pool.fd_ = fd;
@@ -499,6 +614,17 @@ void Pool::count_start() {
   auto* st = reinterpret_cast<disk::StateLine*>(base_ + disk::kStateOffset);
   st->starts += 1;
   persist(st, sizeof *st);
+}
+
+void Pool::require_layout(const std::vector<ArraySpec>& expected) const {
+  bool same = expected.size() == arrays_.size();
+  for (std::size_t i = 0; same && i < expected.size(); ++i)
+    same = expected[i].name == arrays_[i].name && expected[i].bytes == arrays_[i].bytes;
+  if (!same)
+    throw Error(ErrorCode::kPoolCorrupt,
+                fmt::format("pool '{}' is corrupt: its arrays are not those of the parameters it "
+                            "stores ({} {} n={} bs={})",
+                            path_, params_.kernel, params_.scheme, params_.n, params_.bs));
 }
 
 bool Pool::has_array(const std::string& name) const {

@@ -28,6 +28,7 @@ Hierarchy::Hierarchy(const SimParams& p)
       cores_(static_cast<std::size_t>(p.cores)),
       wq_(static_cast<std::size_t>(p.cores),
           WriteQueue(p.nvm.write_queue_entries, p.nvm.write_units, p.nvm_write_cycles().value())),
+      wc_(p.cores, p.wc_buffers),
       nvm_read_cycles_(p.nvm_read_cycles().value()),
       flush_issue_(p.flush_issue_latency.value()),
       fence_latency_(p.fence_latency.value()),
@@ -363,10 +364,50 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
     periodic_tick(core);
 }
 
+// A non-temporal store (x86 MOVNT*): a cached copy anywhere is removed first (written back if
+// dirty, cause eviction); then the bytes go to a write-combining buffer, with no fill and no
+// read for ownership. A buffer reaches the controller when its line is complete, when a new
+// line needs a buffer and all are taken (oldest first), or at sfence; its write completes when
+// the controller accepts it, which the next sfence waits for (flush_done).
+void Hierarchy::store_nt(int core, std::uint64_t line, unsigned off, unsigned size) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  cs.clock += params_.l1.hit_latency.value();
+  const std::uint64_t t = cs.clock;
+  if (!wc_.holds(core, line)) {
+    bool dirty = false;
+    std::uint64_t since = detail::kNever;
+    if (const std::size_t s = llc_.find(line); s != kNoSlot) {
+      since = take_since(s, line);
+      dirty = (llc_.state(s) & kDirty) != 0;
+      for_each_core(llc_.sharers(s),
+                    [&](int c) { dirty |= strip_private(c, line, Strip::kInvalidate); });
+      llc_.invalidate(s);
+    } else if (!params_.inclusive_llc) {
+      for (int c = 0; c < params_.cores; ++c) dirty |= strip_private(c, line, Strip::kInvalidate);
+      since = take_since(kNoSlot, line);
+    }
+    if (dirty)
+      cs.flush_done = std::max(cs.flush_done, nvm_write(line, WriteCause::kEviction,
+                                                        t + llc_.latency().value(), core, since));
+  }
+  wc_.add(core, line, off, size, [&](std::uint64_t l) {
+    cs.flush_done = std::max(
+        cs.flush_done,
+        nvm_write(l, WriteCause::kNonTemporal, t + llc_.latency().value(), core, detail::kNever));
+  });
+  if (cs.clock >= cs.deadline) [[unlikely]]
+    periodic_tick(core);
+}
+
 void Hierarchy::fence(int core) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   ++fences_;
   cs.clock += fence_latency_;
+  wc_.drain_all(core, [&](std::uint64_t l) {
+    cs.flush_done =
+        std::max(cs.flush_done, nvm_write(l, WriteCause::kNonTemporal,
+                                          cs.clock + llc_.latency().value(), core, detail::kNever));
+  });
   if (cs.flush_done > cs.clock) {
     fence_stall_ += cs.flush_done - cs.clock;
     cs.clock = cs.flush_done;
@@ -423,6 +464,7 @@ void Hierarchy::power_fail() {
   for (auto& c : cores_) c.flush_done = 0;
   for (auto& q : wq_) q.reset();
   rb_.power_fail();
+  wc_.clear();  // bytes still in write-combining buffers are lost
   // Dirty stretches cut by the failure end without a write: they count nowhere.
   std::fill(since_.begin(), since_.end(), detail::kNever);
   private_since_.clear();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cache.hpp"
+#include "nt_store.hpp"
 #include "pmlab/sim/crash_image.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/params.hpp"
@@ -30,6 +31,8 @@ class Hierarchy {
   void access(int core, std::uint64_t line, bool is_store);
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
+  // Non-temporal store of bytes [off, off + size) of `line` (SimParams::nt_stores).
+  void store_nt(int core, std::uint64_t line, unsigned off, unsigned size);
   void fork_clocks(int from, int active_cores);
   void join_clocks();
   void write_back_all(WriteCause cause);
@@ -101,6 +104,7 @@ class Hierarchy {
   std::vector<WriteQueue> wq_;  // per core, each with 1/share_ of the controller (write_queue.hpp)
   std::uint32_t share_ = 1;     // cores running a parallel loop (1 outside loops)
   CrashImage image_;
+  WcBuffers wc_;  // non-temporal stores' write-combining buffers
   std::uint64_t nvm_read_cycles_;
   std::uint64_t flush_issue_;
   std::uint64_t fence_latency_;

@@ -57,6 +57,10 @@ void Machine::flush(int core, LineAddr line, FlushMode mode) {
   if (mode == FlushMode::kNone || functional_) return;
   impl_->flush(core, line.value(), mode);
 }
+void Machine::store_nt(int core, LineAddr line, unsigned off, unsigned size) {
+  if (functional_) return;
+  impl_->store_nt(core, line.value(), off, size);
+}
 void Machine::fence(int core) {
   if (functional_) return;
   impl_->fence(core);

@@ -75,6 +75,8 @@ void SimParams::validate() const {
     bad(fmt::format("threads must be between 1 and {} (got {})", kMaxCores, threads));
   if (!(freq_ghz > 0.0) || !std::isfinite(freq_ghz) || freq_ghz > 100.0)
     bad(fmt::format("freq_ghz must be in (0, 100] (got {})", freq_ghz));
+  if (nt_stores && (wc_buffers < 1 || wc_buffers > 64))
+    bad(fmt::format("wc_buffers must be between 1 and 64 (got {})", wc_buffers));
   l1.validate();
   if (l2) l2->validate();
   llc.validate();
@@ -128,7 +130,9 @@ nlohmann::json to_json(const SimParams& p) {
                         {"write_units", p.nvm.write_units}}},
                       {"flush_issue_latency", p.flush_issue_latency.value()},
                       {"fence_latency", p.fence_latency.value()},
-                      {"periodic_flush_cycles", p.periodic_flush_cycles.value()}};
+                      {"periodic_flush_cycles", p.periodic_flush_cycles.value()},
+                      {"nt_stores", p.nt_stores},
+                      {"wc_buffers", p.wc_buffers}};
   if (p.nvm.row_buffer.enabled) j["nvm"]["row_buffer"] = to_json(p.nvm.row_buffer);
   return j;
 }

@@ -15,6 +15,8 @@ std::string_view to_string(WriteCause c) {
       return "periodic";
     case WriteCause::kDrain:
       return "drain";
+    case WriteCause::kNonTemporal:
+      return "non_temporal";
   }
   return "?";
 }

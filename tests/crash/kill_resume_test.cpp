@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/test_seed.hpp"
 #include "../support/process.hpp"
 #include "pmlab/run/catalog.hpp"
 
@@ -155,8 +156,8 @@ std::vector<Case> all_cases() {
 class KillResume : public ::testing::TestWithParam<Case> {};
 
 TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
   const int trials = env_int("PMLAB_CRASH_TRIALS", 30);
   const auto& [kernel, scheme] = GetParam();
   SchemeTally tally;
@@ -172,13 +173,16 @@ TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
     // The kills really interrupted runs (a kill drawn after a short run's end does not land).
     EXPECT_GE(tally.kills, trials / 3);
     // LP must really have had to recompute after some kills.
-    if (scheme == "lp") EXPECT_GE(tally.resumes_with_recovery_work, 1);
+    if (scheme == "lp") {
+      EXPECT_GE(tally.resumes_with_recovery_work, 1);
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, KillResume, ::testing::ValuesIn(all_cases()),
-                         [](const auto& info) {
-                           std::string s = info.param.kernel + "_" + info.param.scheme;
+                         [](const auto& param_info) {
+                           std::string s =
+                               param_info.param.kernel + "_" + param_info.param.scheme;
                            for (auto& ch : s)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return s;

@@ -46,12 +46,12 @@ TEST_F(WidthCli, RunStoresTheWidthAndVerifies) {
                   "--verify", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["extra"], 7);
+  EXPECT_EQ(j["kernel_params"]["width"], 7);
   EXPECT_TRUE(j["verified"].get<bool>());
   // Resuming without --width uses the stored one; with the same width is fine too.
   r = pmlab({"run", "--pool", pool(), "--verify", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["extra"], 7);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["kernel_params"]["width"], 7);
   EXPECT_EQ(pmlab({"run", "conv2d", "--width", "7", "--pool", pool(), "--verify"}).exit_code, 0);
 }
 
@@ -60,12 +60,12 @@ TEST_F(WidthCli, ResumeWithAnotherWidthIsRefusedAndLeavesThePoolUntouched) {
                 .exit_code,
             0);
   const std::string before = slurp(pool());
-  for (const std::vector<std::string> args :
+  for (const std::vector<std::string>& args :
        {std::vector<std::string>{"run", "conv2d", "--width", "5", "--pool", pool()},
         std::vector<std::string>{"run", "--width", "5", "--pool", pool()}}) {
     const auto r = pmlab(args);
     EXPECT_EQ(r.exit_code, 3) << r.err;
-    EXPECT_NE(r.err.find("extra: pool has 3, asked for 5"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("width: pool has 3, asked for 5"), std::string::npos) << r.err;
   }
   EXPECT_EQ(slurp(pool()), before);
 }

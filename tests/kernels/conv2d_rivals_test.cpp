@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../support/rival_conformance.hpp"
 #include "../support/rival_crash.hpp"
 #include "pmlab/kernels/conv2d_rivals.hpp"
 #include "pmlab/mem/native_backend.hpp"
@@ -57,15 +58,21 @@ std::shared_ptr<ConvData> data(std::size_t n, std::size_t bs, std::size_t width 
   return std::make_shared<ConvData>(n, bs, width == 0 ? cv::width_for(0, n) : width, seed);
 }
 
-TEST(KernelConv2dRivals, EverySchemeEqualsBaseBitForBitAndACompletedRunNeedsNoRecovery) {
-  for (auto [n, bs] : {std::pair{1, 1}, {2, 1}, {7, 3}, {17, 4}, {33, 40}, {45, 6}})
-    for (int threads : {1, 2}) {
-      mem::PlainBackend be({}, threads);
-      expect_fault_free_exact(be, data(n, bs), Rival::kWal, 0);
-      for (std::size_t every : {1, 2, 0})
-        expect_fault_free_exact(be, data(n, bs), Rival::kCp, every);
-    }
-}
+// The conformance suites' view of conv2d under the rivals (tests/support/rival_conformance.hpp).
+struct Conv2dRivals : MatrixRivalDefaults {
+  using Data = ConvData;
+  static constexpr const char* kName = "conv2d";
+  static std::shared_ptr<Data> data(std::size_t n, std::size_t bs) {
+    return pmlab::testing::data(n, bs);
+  }
+  static std::shared_ptr<Data> random_data(std::mt19937_64& rng) {
+    const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 8;
+    const std::size_t width = 1 + 2 * (rng() % ((std::min<std::size_t>(n, 7) + 1) / 2));
+    return pmlab::testing::data(n, bs, width, rng());
+  }
+  static constexpr std::pair<std::size_t, std::size_t> kEveryOpSizes[] = {{4, 3}, {7, 2}};
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(KernelConv2dRivals, RivalConformance, Conv2dRivals, RivalKernelName);
 
 // Per block: its rows of out logged (rows·n doubles) plus 4 words; 4 fences.
 TEST(KernelConv2dRivals, WalLogsTheBlockPlusFourWordsAndFourFencesPerRegion) {
@@ -102,41 +109,6 @@ TEST(KernelConv2dRivals, CheckpointCopiesEachRowOnceExceptTheLastWave) {
     EXPECT_EQ(cp.stores - base.stores, copied_rows * d->n + saves + 1) << n << " " << bs;
     EXPECT_EQ(cp.fences, 2 * saves + 2);
   }
-}
-
-TEST(KernelConv2dRivals, EverySchemeRecoversExactlyFromAPowerCutAtEveryOp) {
-  for (auto make : {+[] { return data(4, 3); }, +[] { return data(7, 2); }}) {
-    EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kWal, 0)), 10u);
-    for (std::size_t every : {1, 2})
-      EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kCp, every)), 10u);
-  }
-}
-
-std::shared_ptr<ConvData> random_data(std::mt19937_64& rng) {
-  const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 8;
-  const std::size_t width = 1 + 2 * (rng() % ((std::min<std::size_t>(n, 7) + 1) / 2));
-  return data(n, bs, width, rng());
-}
-
-TEST(KernelConv2dRivals, WalRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("conv2d wal", trials, [](std::mt19937_64& rng) {
-    return make_case<CrashBackend>(random_data(rng), Rival::kWal, 0);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.rolled_back, trials / 10);
-  EXPECT_GT(t.resumed_mid_run, trials / 4);
-}
-
-TEST(KernelConv2dRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("conv2d cp", trials, [](std::mt19937_64& rng) {
-    return make_case<CrashBackend>(random_data(rng), Rival::kCp, rng() % 4);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.resumed_mid_run, trials / 10);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <random>
 
+#include "../support/test_seed.hpp"
 #include "../support/eviction_model_backend.hpp"
 #include "../support/test_scale.hpp"
 #include "../support/tmm_fixture.hpp"
@@ -126,9 +127,8 @@ TEST(KernelConv2d, LpThroughTheSimulatorEqualsNativeBitForBit) {
 // Property: random sizes (tiny, prime, non-multiples of bs), widths, checksum kinds and crash
 // points, crashes during recovery included: the result is the fault-free one, bit for bit.
 TEST(KernelConv2d, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
@@ -206,9 +206,8 @@ TEST(KernelConv2d, EpEqualsBaseBitForBitAndRecordsEveryBlock) {
 }
 
 TEST(KernelConv2d, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
   std::uint64_t trials = pmlab::test::scaled_trials(600), crashes = 0, partial = 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/rival_conformance.hpp"
 #include "../support/rival_crash.hpp"
 #include "pmlab/kernels/fft_rivals.hpp"
 #include "pmlab/mem/native_backend.hpp"
@@ -56,15 +57,24 @@ std::shared_ptr<FftData> data(std::size_t n, std::size_t bs, std::uint64_t seed 
   return std::make_shared<FftData>(n, bs, seed);
 }
 
-TEST(KernelFftRivals, EverySchemeEqualsBaseBitForBitAndACompletedRunNeedsNoRecovery) {
-  for (auto [n, bs] : {std::pair{1, 1}, {2, 1}, {8, 3}, {64, 4}, {512, 40}, {2048, 6}})
-    for (int threads : {1, 2}) {
-      mem::PlainBackend be({}, threads);
-      expect_fault_free_exact(be, data(n, bs), Rival::kWal, 0);
-      for (std::size_t every : {1, 2, 0})
-        expect_fault_free_exact(be, data(n, bs), Rival::kCp, every);
-    }
-}
+// The conformance suites' view of fft under the rivals (tests/support/rival_conformance.hpp).
+struct FftRivals {
+  using Data = FftData;
+  static constexpr const char* kName = "fft";
+  static std::shared_ptr<Data> data(std::size_t n, std::size_t bs) {
+    return pmlab::testing::data(n, bs);
+  }
+  static std::shared_ptr<Data> random_data(std::mt19937_64& rng) {
+    const std::size_t n = std::size_t{1} << (rng() % 11), bs = 1 + rng() % 7;
+    return pmlab::testing::data(n, bs, rng());
+  }
+  static constexpr std::pair<std::size_t, std::size_t> kFaultFreeSizes[] = {
+      {1, 1}, {2, 1}, {8, 3}, {64, 4}, {512, 40}, {2048, 6}};
+  static constexpr std::pair<std::size_t, std::size_t> kEveryOpSizes[] = {{4, 1}, {16, 3}};
+  static constexpr std::uint64_t kWalResumedDivisor = 10;
+  static std::size_t cp_every(std::mt19937_64& rng) { return 1 + rng() % 2; }
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(KernelFftRivals, RivalConformance, FftRivals, RivalKernelName);
 
 // Each region logs its 2·g·len output doubles: 2n per pass, 4n in all, plus 4 words per region;
 // 4 fences per region.
@@ -98,40 +108,6 @@ TEST(KernelFftRivals, CheckpointCopiesYOnceAndPersistsZInPlace) {
     EXPECT_EQ(cp.stores - base.stores, 2 * d->n + 2) << n << " " << bs;
     EXPECT_EQ(cp.fences, 4u);
   }
-}
-
-TEST(KernelFftRivals, EverySchemeRecoversExactlyFromAPowerCutAtEveryOp) {
-  for (auto make : {+[] { return data(4, 1); }, +[] { return data(16, 3); }}) {
-    EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kWal, 0)), 10u);
-    for (std::size_t every : {1, 2})
-      EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kCp, every)), 10u);
-  }
-}
-
-std::shared_ptr<FftData> random_data(std::mt19937_64& rng) {
-  const std::size_t n = std::size_t{1} << (rng() % 11), bs = 1 + rng() % 7;
-  return data(n, bs, rng());
-}
-
-TEST(KernelFftRivals, WalRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("fft wal", trials, [](std::mt19937_64& rng) {
-    return make_case<CrashBackend>(random_data(rng), Rival::kWal, 0);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.rolled_back, trials / 10);
-  EXPECT_GT(t.resumed_mid_run, trials / 10);
-}
-
-TEST(KernelFftRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("fft cp", trials, [](std::mt19937_64& rng) {
-    return make_case<CrashBackend>(random_data(rng), Rival::kCp, 1 + rng() % 2);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.resumed_mid_run, trials / 10);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../support/rival_conformance.hpp"
 #include "../support/rival_crash.hpp"
 #include "pmlab/kernels/gauss_rivals.hpp"
 #include "pmlab/mem/native_backend.hpp"
@@ -55,17 +56,25 @@ std::shared_ptr<GaussData> data(std::size_t n, std::size_t bs, std::uint64_t see
   return std::make_shared<GaussData>(n, bs, seed);
 }
 
-TEST(KernelGaussRivals, EverySchemeEqualsBaseBitForBitAndACompletedRunNeedsNoRecovery) {
-  for (auto [n, bs] : {std::pair{1, 1}, {2, 1}, {7, 3}, {17, 4}, {33, 40}, {45, 6}})
-    for (int threads : {1, 2}) {
-      mem::PlainBackend be({}, threads);
-      expect_fault_free_exact(be, data(n, bs), Rival::kWal, 0);
-      for (std::size_t every : {1, 2, 0})
-        expect_fault_free_exact(be, data(n, bs), Rival::kCp, every);
-      for (std::size_t parts : {1, 3, 8})
-        expect_fault_free_exact(be, data(n, bs), Rival::kHr, parts);
-    }
-}
+// The conformance suites' view of gauss under the rivals (tests/support/rival_conformance.hpp).
+struct GaussRivals : MatrixRivalDefaults {
+  using Data = GaussData;
+  static constexpr const char* kName = "gauss";
+  static std::shared_ptr<Data> data(std::size_t n, std::size_t bs) {
+    return pmlab::testing::data(n, bs);
+  }
+  static std::shared_ptr<Data> random_data(std::mt19937_64& rng) {
+    const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 9;
+    return pmlab::testing::data(n, bs, rng());
+  }
+  static constexpr std::pair<std::size_t, std::size_t> kEveryOpSizes[] = {{4, 3}, {8, 3}};
+  // Late crashes where hybrid's copies must save work over EagerRecompute; with one row block
+  // (13, 13), EP loses all progress when that block is torn, the copies keep it.
+  static constexpr std::tuple<std::size_t, std::size_t, std::size_t> kLateCrashCases[] = {
+      {24, 4, 2}, {13, 13, 1}};
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(KernelGaussRivals, RivalConformance, GaussRivals, RivalKernelName);
+INSTANTIATE_TYPED_TEST_SUITE_P(KernelGaussRivals, HybridConformance, GaussRivals, RivalKernelName);
 
 // Region (k, b) logs exactly what it overwrites: the block's rows below k, columns k..n; plus
 // the progress word, progress, flag set and clear (4 stores), and costs 4 fences.
@@ -140,61 +149,6 @@ TEST(KernelGaussRivals, HybridAddsOnePartialCopyPerStepToEagerRecompute) {
     EXPECT_EQ(hr.stores - ep.stores, extra) << n << " " << bs << " " << parts;
     EXPECT_EQ(hr.fences - ep.fences, 3 * saves);
   }
-}
-
-// With one row block, EP loses all progress when that block is torn; the copies keep it.
-TEST(KernelGaussRivals, HybridRedoesLessWorkThanEagerRecomputeAfterLateCrashes) {
-  expect_hybrid_redoes_less_than_eager(data(24, 4), 2, 12);
-  expect_hybrid_redoes_less_than_eager(data(13, 13), 1, 12);
-}
-
-TEST(KernelGaussRivals, EverySchemeRecoversExactlyFromAPowerCutAtEveryOp) {
-  for (auto make : {+[] { return data(4, 3); }, +[] { return data(8, 3); }}) {
-    EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kWal, 0)), 10u);
-    for (std::size_t every : {1, 2})
-      EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kCp, every)), 10u);
-    for (std::size_t parts : {1, 2})
-      EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kHr, parts)), 10u);
-  }
-}
-
-std::shared_ptr<GaussData> random_data(std::mt19937_64& rng) {
-  const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 9;
-  return data(n, bs, rng());
-}
-
-TEST(KernelGaussRivals, WalRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("gauss wal", trials, [](std::mt19937_64& rng) {
-    return make_case<CrashBackend>(random_data(rng), Rival::kWal, 0);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.rolled_back, trials / 10);
-  EXPECT_GT(t.resumed_mid_run, trials / 4);
-}
-
-TEST(KernelGaussRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("gauss cp", trials, [](std::mt19937_64& rng) {
-    return make_case<CrashBackend>(random_data(rng), Rival::kCp, rng() % 4);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.resumed_mid_run, trials / 10);
-}
-
-TEST(KernelGaussRivals, HybridRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("gauss hr", trials, [](std::mt19937_64& rng) {
-    constexpr std::size_t kParts[] = {1, 2, 3, 4, 8};
-    return make_case<CrashBackend>(random_data(rng), Rival::kHr, kParts[rng() % 5]);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.rolled_back, trials / 10);
-  EXPECT_GT(t.recomputed, trials / 10);
-  EXPECT_GT(t.resumed_mid_run, trials / 4);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Gauss: textbook loop bit for bit, LP == base, exact LP recovery from any crash point.
+// Gauss: textbook loop bit for bit, its LP slots and repair; the LP/EP conformance suite on Gauss.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,11 +7,11 @@
 #include <random>
 
 #include "../support/eviction_model_backend.hpp"
+#include "../support/lp_conformance.hpp"
 #include "../support/test_scale.hpp"
+#include "../support/test_seed.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/gauss.hpp"
-#include "pmlab/scheme/index_record.hpp"
-#include "pmlab/sim/sim_backend.hpp"
 
 namespace pmlab::testing {
 namespace {
@@ -45,6 +45,26 @@ struct GaussFixture {
   }
 };
 
+// The conformance suites' view of Gauss (tests/support/lp_conformance.hpp).
+struct Gauss : MatrixKernelDefaults {
+  using Fixture = GaussFixture;
+  static constexpr const char* kName = "gauss";
+  static std::size_t ep_records(const ch::Operands& op) { return op.blocks(); }
+  static std::size_t completed(const Fixture& f) { return f.n - 1; }
+  // Slots of regions that never exist (a block with no rows below step + 1) stay untagged.
+  static void expect_every_slot_written(const Fixture& f) {
+    for (std::size_t step = 0; step + 1 < f.n; ++step)
+      for (std::size_t b = 0; b < f.op.blocks(); ++b)
+        if (step + 2 < f.op.end_row(b)) {  // block b has rows below row step+1
+          ASSERT_EQ(f.slots[f.op.live_slot(step, b)].tag,
+                    lp::ChecksumTable::tag_for(f.op.live_slot(step, b)));
+        }
+    for (std::size_t i = 1; i < f.n; ++i)
+      ASSERT_EQ(f.slots[f.op.row_slot(i)].tag, lp::ChecksumTable::tag_for(f.op.row_slot(i)));
+  }
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(KernelGauss, LpConformance, Gauss, KernelNameOf);
+
 TEST(KernelGauss, BaseEqualsTextbookLoopBitForBitAndSolvesTheSystem) {
   for (auto [n, bs] : {std::pair{1, 1}, {2, 1}, {7, 3}, {17, 4}, {33, 40}, {64, 16}, {97, 10}}) {
     GaussFixture f(n, bs);
@@ -77,34 +97,6 @@ TEST(KernelGauss, BaseEqualsTextbookLoopBitForBitAndSolvesTheSystem) {
   }
 }
 
-TEST(KernelGauss, ResultDoesNotDependOnThreadsButOnBlockSize) {
-  GaussFixture f(50, 7);
-  auto ref = f.reference();
-  mem::PlainBackend be2({}, 2);
-  ch::run_base(be2, f.op);
-  EXPECT_TRUE(bit_equal(f.result(), ref));
-}
-
-TEST(KernelGauss, LpEqualsBaseBitForBitForEveryChecksumAndThreadCount) {
-  for (auto k : lp::kAllChecksumKinds) {
-    for (int threads : {1, 2}) {
-      GaussFixture f(45, 6);
-      mem::PlainBackend be({}, threads);
-      lp::with_checksum_kind(
-          k, [&](auto kind) { ch::run_lp<decltype(kind)::value>(be, f.op, f.table); });
-      EXPECT_TRUE(bit_equal(f.result(), f.reference())) << lp::to_string(k) << " " << threads;
-      for (std::size_t step = 0; step + 1 < f.n; ++step)
-        for (std::size_t b = 0; b < f.op.blocks(); ++b)
-          if (step + 2 < f.op.end_row(b)) {  // block b has rows below row step+1
-            ASSERT_EQ(f.slots[f.op.live_slot(step, b)].tag,
-                      lp::ChecksumTable::tag_for(f.op.live_slot(step, b)));
-          }
-      for (std::size_t i = 1; i < f.n; ++i)
-        ASSERT_EQ(f.slots[f.op.row_slot(i)].tag, lp::ChecksumTable::tag_for(f.op.row_slot(i)));
-    }
-  }
-}
-
 TEST(KernelGauss, SlotsAreACollisionFreeNumberingOfRegions) {
   GaussFixture f(70, 9);
   std::vector<int> seen(f.op.table_slots(), 0);
@@ -112,16 +104,6 @@ TEST(KernelGauss, SlotsAreACollisionFreeNumberingOfRegions) {
     for (std::size_t b = 0; b < f.op.blocks(); ++b) ++seen.at(f.op.live_slot(k, b));
   for (std::size_t i = 1; i < f.n; ++i) ++seen.at(f.op.row_slot(i));
   for (int s : seen) EXPECT_EQ(s, 1);
-}
-
-TEST(KernelGauss, RecoveryOfCompletedRunRecomputesNothing) {
-  GaussFixture f(40, 6);
-  mem::PlainBackend be;
-  ch::run_lp<lp::ChecksumKind::kModular>(be, f.op, f.table);
-  lp::RecoveryStats st;
-  EXPECT_EQ(ch::recover_lp<lp::ChecksumKind::kModular>(be, f.op, f.table, st), f.n - 1);
-  EXPECT_EQ(st.regions_recomputed, 0u);
-  EXPECT_EQ(st.regions_inconsistent, 0u);
 }
 
 TEST(KernelGauss, RecoveryRepairsALostFinalRowAndALostZero) {
@@ -135,168 +117,6 @@ TEST(KernelGauss, RecoveryRepairsALostFinalRowAndALostZero) {
   EXPECT_EQ(ch::recover_lp<lp::ChecksumKind::kCrc32c>(be, f.op, f.table, st), f.n - 1);
   EXPECT_EQ(st.regions_recomputed, 5u);  // block 0 matches no state: from the input, steps 0..4
   EXPECT_TRUE(bit_equal(f.result(), f.reference()));
-}
-
-// One kernel source, two worlds: the same templates through the simulator's backend
-// (round-robin interleaving of 3 logical threads) give the native result bit for bit.
-TEST(KernelGauss, LpThroughTheSimulatorEqualsNativeBitForBit) {
-  GaussFixture f(37, 5);
-  auto be = sim::SimBackend::from_preset("lp-isca18", sim::FlushMode::kClflushopt, 3);
-  ch::run_lp<lp::ChecksumKind::kAdler32>(be, f.op, f.table);
-  EXPECT_TRUE(bit_equal(f.result(), f.reference()));
-  lp::RecoveryStats st;
-  EXPECT_EQ(ch::recover_lp<lp::ChecksumKind::kAdler32>(be, f.op, f.table, st), f.n - 1);
-  EXPECT_EQ(st.regions_recomputed, 0u);
-}
-
-// Property: random sizes (tiny, prime, non-multiples of bs), checksum kinds and crash points,
-// including crashes during recovery; LP recovery + resumed execution reproduce the fault-free
-// factor bit for bit under any legal eviction order.
-TEST(KernelGauss, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
-  constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
-  std::uint64_t trials = pmlab::test::scaled_trials(3000), crashes = 0, recoveries_with_work = 0,
-                resumed_mid_run = 0;
-  for (std::uint64_t t = 0; t < trials; ++t) {
-    const std::size_t n = rng() % 3 == 0 ? primes[rng() % 9] : 1 + rng() % 40, bs = 1 + rng() % 9;
-    const auto kind = lp::kAllChecksumKinds[rng() % 5];
-    SCOPED_TRACE(::testing::Message()
-                 << "trial " << t << " n=" << n << " bs=" << bs << " " << lp::to_string(kind));
-    GaussFixture f(n, bs, rng());
-    const auto expected = f.reference();
-    lp::with_checksum_kind(kind, [&](auto k) {
-      constexpr auto K = decltype(k)::value;
-      std::uint64_t total_stores;
-      {
-        GaussFixture probe(n, bs);
-        EvictionModelBackend counter(1);
-        ch::run_lp<K>(counter, probe.op, probe.table);
-        total_stores = std::max<std::uint64_t>(1, counter.stores());
-      }
-      EvictionModelBackend be(rng());
-      be.arm(1 + rng() % total_stores);
-      bool done = false;
-      for (int attempt = 0; attempt < 12 && !done; ++attempt) {
-        try {
-          std::size_t resume = 0;
-          if (attempt > 0) {
-            lp::RecoveryStats st;
-            resume = ch::recover_lp<K>(be, f.op, f.table, st);
-            if (st.regions_recomputed > 0) ++recoveries_with_work;
-            if (resume > 0) ++resumed_mid_run;
-          }
-          ch::run_lp<K>(be, f.op, f.table, resume);
-          done = true;
-        } catch (const PowerCut&) {
-          ++crashes;
-          // From "every line may be stale" to "only the lines in flight": the partial-recovery
-          // paths need crash images where most of the data did reach NVM.
-          be.apply_crash_image(kBiases[rng() % 4]);
-          // Half of the restarts crash again: often early, i.e. inside recovery.
-          if (rng() % 2) be.arm(1 + rng() % (rng() % 2 ? 64 : total_stores));
-        }
-      }
-      if (!done) {
-        be.arm(0);
-        lp::RecoveryStats st;
-        ch::run_lp<K>(be, f.op, f.table, ch::recover_lp<K>(be, f.op, f.table, st));
-      }
-    });
-    ASSERT_TRUE(bit_equal(f.result(), expected));
-  }
-  std::printf(
-      "[ crashes  ] gauss: %llu trials, %llu power cuts, %llu recoveries recomputed work, %llu "
-      "resumed mid-run\n",
-      static_cast<unsigned long long>(trials), static_cast<unsigned long long>(crashes),
-      static_cast<unsigned long long>(recoveries_with_work),
-      static_cast<unsigned long long>(resumed_mid_run));
-  // Not vacuous: many crashes really required recomputation.
-  EXPECT_GE(crashes, trials);
-  EXPECT_GT(recoveries_with_work, trials / 4);
-  EXPECT_GT(resumed_mid_run, trials / 10);
-}
-
-// EagerRecompute: each region flushed and recorded, in-place ones marked in flight first.
-TEST(KernelGauss, EpEqualsBaseBitForBitAndRecordsEveryRegion) {
-  for (int threads : {1, 2}) {
-    GaussFixture f(37, 5);
-    auto records = aligned_zeroed<scheme::IndexRecordLayout<1>>(f.op.blocks());
-    const scheme::IndexRecordTable<1> rec(records.get(), f.op.blocks());
-    mem::PlainBackend be({}, threads);
-    ch::run_ep(be, f.op, rec);
-    EXPECT_TRUE(bit_equal(f.result(), f.reference())) << threads;
-    lp::RecoveryStats st;
-    (void)ch::recover_ep(be, f.op, rec, st);
-    EXPECT_EQ(st.regions_recomputed, 0u);
-    EXPECT_EQ(st.regions_inconsistent, 0u);
-  }
-}
-
-TEST(KernelGauss, EpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  [[maybe_unused]] const std::size_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
-  constexpr double kBiases[] = {0.4, 0.9, 0.99, 1.0};
-  std::uint64_t trials = pmlab::test::scaled_trials(600), crashes = 0, recoveries_with_work = 0,
-                resumed_mid_run = 0;
-  for (std::uint64_t t = 0; t < trials; ++t) {
-    const std::size_t n = rng() % 3 == 0 ? primes[rng() % 9] : 1 + rng() % 40, bs = 1 + rng() % 9;
-    SCOPED_TRACE(::testing::Message() << "trial " << t << " n=" << n << " bs=" << bs);
-    GaussFixture f(n, bs, rng());
-    const auto expected = f.reference();
-    auto records = aligned_zeroed<scheme::IndexRecordLayout<1>>(f.op.blocks());
-    const scheme::IndexRecordTable<1> rec(records.get(), f.op.blocks());
-    std::uint64_t total_stores;
-    {
-      GaussFixture probe(n, bs);
-      auto probe_records = aligned_zeroed<scheme::IndexRecordLayout<1>>(probe.op.blocks());
-      EvictionModelBackend counter(1);
-      ch::run_ep(counter, probe.op,
-                 scheme::IndexRecordTable<1>(probe_records.get(), probe.op.blocks()));
-      total_stores = std::max<std::uint64_t>(1, counter.stores());
-    }
-    EvictionModelBackend be(rng());
-    be.arm(1 + rng() % total_stores);
-    bool done = false;
-    for (int attempt = 0; attempt < 12 && !done; ++attempt) {
-      try {
-        std::size_t resume = 0;
-        if (attempt > 0) {
-          lp::RecoveryStats st;
-          resume = ch::recover_ep(be, f.op, rec, st);
-          if (st.regions_recomputed > 0) ++recoveries_with_work;
-          if (resume > 0) ++resumed_mid_run;
-        }
-        ch::run_ep(be, f.op, rec, resume);
-        done = true;
-      } catch (const PowerCut&) {
-        ++crashes;
-        be.apply_crash_image(kBiases[rng() % 4]);
-        if (rng() % 2) be.arm(1 + rng() % (rng() % 2 ? 64 : total_stores));
-      }
-    }
-    if (!done) {
-      be.arm(0);
-      lp::RecoveryStats st;
-      ch::run_ep(be, f.op, rec, ch::recover_ep(be, f.op, rec, st));
-    }
-    ASSERT_TRUE(bit_equal(f.result(), expected));
-  }
-  std::printf(
-      "[ crashes  ] gauss ep: %llu trials, %llu power cuts, %llu recoveries recomputed work, %llu "
-      "resumed mid-run\n",
-      static_cast<unsigned long long>(trials), static_cast<unsigned long long>(crashes),
-      static_cast<unsigned long long>(recoveries_with_work),
-      static_cast<unsigned long long>(resumed_mid_run));
-  EXPECT_GE(crashes, trials);
-  EXPECT_GT(recoveries_with_work, trials / 4);
-  EXPECT_GT(resumed_mid_run, trials / 4);
 }
 
 }  // namespace

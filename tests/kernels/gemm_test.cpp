@@ -1,5 +1,5 @@
 // gemm's math: every variant, packed or not, any n and blocking, gives naive's bits (fma in
-// ascending k); schemes' runs equal base; Config round-trips through RunParams.extra.
+// ascending k); schemes' runs equal base; variant names round-trip.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,22 +59,8 @@ TEST(Gemm, EveryVariantPackedOrNotGivesNaivesBits) {
   }
 }
 
-TEST(Gemm, ConfigRoundTripsThroughExtra) {
-  EXPECT_EQ(Config::decode(0).variant, Variant::kGepp1);
-  EXPECT_EQ(Config::decode(0).mr, 4u);
-  EXPECT_EQ(Config::decode(0).nr, 8u);
-  for (Variant v : kFigureOrder)
-    for (bool pack : {false, true}) {
-      const Config c{v, pack, 6, 16};
-      const Config d = Config::decode(c.encode());
-      EXPECT_EQ(d.variant, v);
-      EXPECT_EQ(d.pack, pack);
-      EXPECT_EQ(d.mr, 6u);
-      EXPECT_EQ(d.nr, 16u);
-      EXPECT_TRUE(Config::valid_extra(c.encode()));
-    }
-  EXPECT_FALSE(Config::valid_extra(9));
-  EXPECT_FALSE(Config::valid_extra(std::uint64_t{1} << 30));
+TEST(Gemm, VariantNamesRoundTrip) {
+  for (Variant v : kFigureOrder) EXPECT_EQ(variant_from_string(to_string(v)), v);
   EXPECT_EQ(variant_from_string("gemp2"), Variant::kGemp2);
   EXPECT_FALSE(variant_from_string("gemm"));
 }

@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "../support/rival_conformance.hpp"
 #include "../support/rival_crash.hpp"
-#include "pmlab/kernels/lu_rivals.hpp"
+#include "pmlab/kernels/lu.hpp"
 #include "pmlab/mem/native_backend.hpp"
 
 namespace pmlab::testing {
@@ -53,17 +54,24 @@ std::shared_ptr<LuData> data(std::size_t n, std::size_t bs, std::uint64_t seed =
   return std::make_shared<LuData>(n, bs, seed);
 }
 
-TEST(KernelLuRivals, EverySchemeEqualsBaseBitForBitAndACompletedRunNeedsNoRecovery) {
-  for (auto [n, bs] : {std::pair{1, 1}, {2, 1}, {7, 3}, {17, 4}, {33, 40}, {45, 6}})
-    for (int threads : {1, 2}) {
-      mem::PlainBackend be({}, threads);
-      expect_fault_free_exact(be, data(n, bs), Rival::kWal, 0);
-      for (std::size_t every : {1, 2, 0})
-        expect_fault_free_exact(be, data(n, bs), Rival::kCp, every);
-      for (std::size_t parts : {1, 3, 8})
-        expect_fault_free_exact(be, data(n, bs), Rival::kHr, parts);
-    }
-}
+// The conformance suites' view of lu under the rivals (tests/support/rival_conformance.hpp).
+struct LuRivals : MatrixRivalDefaults {
+  using Data = LuData;
+  static constexpr const char* kName = "lu";
+  static std::shared_ptr<Data> data(std::size_t n, std::size_t bs) {
+    return pmlab::testing::data(n, bs);
+  }
+  static std::shared_ptr<Data> random_data(std::mt19937_64& rng) {
+    const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 9;
+    return pmlab::testing::data(n, bs, rng());
+  }
+  static constexpr std::pair<std::size_t, std::size_t> kEveryOpSizes[] = {{4, 3}, {7, 3}};
+  // Late crashes where hybrid's copies must save work over EagerRecompute.
+  static constexpr std::tuple<std::size_t, std::size_t, std::size_t> kLateCrashCases[] = {
+      {40, 4, 2}, {29, 3, 4}};
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(KernelLuRivals, RivalConformance, LuRivals, RivalKernelName);
+INSTANTIATE_TYPED_TEST_SUITE_P(KernelLuRivals, HybridConformance, LuRivals, RivalKernelName);
 
 // Per op on tile (i, j): the tile (len(i)·len(j) doubles) and the
 // progress word are logged, then progress, flag set and clear: tile + 4 extra stores, and
@@ -137,60 +145,6 @@ TEST(KernelLuRivals, HybridAddsOnePartialCopyPerStepToEagerRecompute) {
     EXPECT_EQ(hr.stores - ep.stores, extra) << n << " " << bs << " " << parts;
     EXPECT_EQ(hr.fences - ep.fences, 3 * saves);
   }
-}
-
-TEST(KernelLuRivals, HybridRedoesLessWorkThanEagerRecomputeAfterLateCrashes) {
-  expect_hybrid_redoes_less_than_eager(data(40, 4), 2, 12);
-  expect_hybrid_redoes_less_than_eager(data(29, 3), 4, 12);
-}
-
-TEST(KernelLuRivals, EverySchemeRecoversExactlyFromAPowerCutAtEveryOp) {
-  for (auto make : {+[] { return data(4, 3); }, +[] { return data(7, 3); }}) {
-    EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kWal, 0)), 10u);
-    for (std::size_t every : {1, 2})
-      EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kCp, every)), 10u);
-    for (std::size_t parts : {1, 2})
-      EXPECT_GT(crash_at_every_op(make_case<CrashBackend>(make(), Rival::kHr, parts)), 10u);
-  }
-}
-
-std::shared_ptr<LuData> random_data(std::mt19937_64& rng) {
-  const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 9;
-  return data(n, bs, rng());
-}
-
-TEST(KernelLuRivals, WalRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("lu wal", trials, [](std::mt19937_64& rng) {
-    return make_case<CrashBackend>(random_data(rng), Rival::kWal, 0);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.rolled_back, trials / 10);
-  EXPECT_GT(t.resumed_mid_run, trials / 4);
-}
-
-TEST(KernelLuRivals, CheckpointRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("lu cp", trials, [](std::mt19937_64& rng) {
-    return make_case<CrashBackend>(random_data(rng), Rival::kCp, rng() % 4);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.resumed_mid_run, trials / 10);
-}
-
-TEST(KernelLuRivals, HybridRecoveryIsExactFromRandomCrashPoints) {
-  const std::uint64_t trials = pmlab::test::scaled_trials(2000, 400);
-  const auto t = crash_property("lu hr", trials, [](std::mt19937_64& rng) {
-    constexpr std::size_t kParts[] = {1, 2, 3, 4, 8};
-    return make_case<CrashBackend>(random_data(rng), Rival::kHr, kParts[rng() % 5]);
-  });
-  EXPECT_EQ(t.trials, trials);
-  EXPECT_GE(t.cuts, trials);
-  EXPECT_GT(t.rolled_back, trials / 10);
-  EXPECT_GT(t.recomputed, trials / 10);
-  EXPECT_GT(t.resumed_mid_run, trials / 4);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "../support/test_seed.hpp"
 #include "../support/eviction_model_backend.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/tmm.hpp"
@@ -71,9 +72,8 @@ TEST(KernelTmm, RecoveryDetectsACorruptedElementAndRepairsIt) {
 // recovery), LP recovery + resumed execution reproduce the fault-free C bit for bit under any
 // legal eviction order.
 TEST(KernelTmm, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
-  std::random_device rd;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   std::uint64_t recoveries_with_work = 0, trials = 400;
   for (std::uint64_t t = 0; t < trials; ++t) {
@@ -122,8 +122,10 @@ TEST(KernelTmm, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvictionOrder) {
     });
     ASSERT_TRUE(bit_equal(f.result(), expected));
   }
-  // Not vacuous: many crashes really required recomputation.
-  EXPECT_GT(recoveries_with_work, trials / 10);
+  // Not vacuous: many crashes really required recomputation. About 10-15% of trials do (a crash
+  // early in a region, or a region that never committed); a bound at 10% failed 1 run in ~100
+  // (40 of 400, seed 9316164026337048501), so the bound is half of that.
+  EXPECT_GT(recoveries_with_work, trials / 20);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "../support/test_seed.hpp"
 #include "../support/eviction_model_backend.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/lp/recovery.hpp"
@@ -28,9 +29,8 @@ void compute_region(B& be, double* y, const lp::ChecksumTable& table, std::size_
 }
 
 TEST(LpRecoveryDriver, RepairsOnlyMismatchedRegionsAndIsExactAfterRandomCrashes) {
-  std::random_device rd;
-  const auto seed = rd();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 200; ++trial) {
     auto y = aligned_zeroed<double>(kRegions * kPerRegion);

@@ -141,6 +141,38 @@ TEST_F(PoolTest, MismatchedParametersNameEveryDifferingField) {
   expect_open_fails(path(), ErrorCode::kPoolMismatch, "scheme: pool has lp, asked for base", other);
 }
 
+// A kernel's own parameters are stored by name, compared by name, and bounded in number and
+// name length before anything is written.
+TEST_F(PoolTest, KernelParametersRoundTripAndMismatchesNameThem) {
+  auto p = params();
+  p.kernel = "conv2d";
+  p.set_kernel_param("width", 7);
+  p.set_kernel_param("variant", 3);
+  { auto pool = Pool::create(path(), p, arrays(), {}); }
+  EXPECT_EQ(Pool::read_params(path()), p);
+  auto other = p;
+  other.set_kernel_param("width", 5);
+  other.kernel_params.pop_back();  // "variant" not asked for: reads as "(default)"
+  try {
+    auto pool = Pool::open(path(), other);
+    FAIL() << "opened with other kernel parameters";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("width: pool has 7, asked for 5"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("variant: pool has 3, asked for (default)"),
+              std::string::npos)
+        << e.what();
+  }
+  auto many = params();
+  for (std::size_t i = 0; i <= kMaxKernelParams; ++i)
+    many.set_kernel_param("p" + std::to_string(i), i);
+  EXPECT_THROW(Pool::create(path("many.pool"), many, arrays(), {}), Error);
+  auto long_name = params();
+  long_name.set_kernel_param("a-very-long-parameter", 1);
+  EXPECT_THROW(Pool::create(path("long.pool"), long_name, arrays(), {}), Error);
+  expect_only({"p.pool"});
+}
+
 TEST_F(PoolTest, UnwritableAndMissingPathsGiveClearErrors) {
   try {
     (void)make((dir_ / "no-such-dir" / "p.pool").string());

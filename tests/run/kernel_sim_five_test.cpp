@@ -43,7 +43,7 @@ pool::RunParams params(const std::string& kernel, const std::string& scheme, std
   p.threads = threads;
   p.checksum = kind;
   p.seed = 7 + n;
-  p.extra = kernel == "conv2d" ? extra : 0;
+  if (kernel == "conv2d" && extra != 0) p.set_kernel_param("width", extra);
   return p;
 }
 
@@ -84,7 +84,8 @@ void expect_same_arrays(const pool::Pool& a, const pool::Pool& b, const std::str
 TEST(KernelSim, EveryKernelHasSimulatorEntryPointsForEveryScheme) {
   for (const auto& k : kKernels) {
     EXPECT_EQ(find_sim_kernel(k).name, k);
-    std::vector<std::string> expected{"base", "lp", "ep", "wal", "cp"};
+    std::vector<std::string> expected{"base",           "lp",   "ep", "wal", "cp", "cp-clflush",
+                                      "cp-par-clflush", "cp-nt"};  // + seed 002's copy variants
     if (k != "conv2d" && k != "fft") expected.push_back("hr-x8");  // in-place kernels only
     EXPECT_EQ(find_kernel(k).schemes, expected) << k;
     for (const auto& s : find_kernel(k).schemes)

@@ -1,4 +1,5 @@
-// Spawning the pmlab binary from tests: run to completion, or kill it with SIGKILL after a delay.
+// Spawning the pmlab binary from tests: run to completion, or send it a signal (SIGKILL unless
+// told otherwise) after a delay or once a condition holds.
 #pragma once
 
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -32,7 +34,23 @@ struct ProcessResult {
 // under `scratch` and are read back.
 inline ProcessResult run_process(const std::vector<std::string>& args, const std::string& scratch,
                                  std::optional<std::chrono::microseconds> kill_after = std::nullopt,
-                                 int sig = SIGKILL) {
+                                 int sig = SIGKILL);
+
+// Runs `args` and sends it `sig` as soon as `ready()` holds (polled every 200 us), or after
+// `timeout` if it never does; `signalled` tells whether the signal went to a running process.
+inline ProcessResult run_process_signal_when(const std::vector<std::string>& args,
+                                             const std::string& scratch,
+                                             const std::function<bool()>& ready,
+                                             std::chrono::milliseconds timeout, int sig,
+                                             bool* signalled = nullptr);
+
+namespace detail {
+
+inline ProcessResult spawn_and_signal(const std::vector<std::string>& args,
+                                      const std::string& scratch,
+                                      const std::function<bool()>& ready,
+                                      std::optional<std::chrono::microseconds> deadline_after,
+                                      int sig, bool* signalled) {
   const std::string out_path = scratch + ".out", err_path = scratch + ".err";
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -50,13 +68,16 @@ inline ProcessResult run_process(const std::vector<std::string>& args, const std
   }
   posix_spawn_file_actions_destroy(&fa);
   int status = 0;
-  if (kill_after) {
-    auto deadline = std::chrono::steady_clock::now() + *kill_after;
-    while (std::chrono::steady_clock::now() < deadline) {
+  if (signalled != nullptr) *signalled = false;
+  if (deadline_after) {
+    auto deadline = std::chrono::steady_clock::now() + *deadline_after;
+    while (std::chrono::steady_clock::now() < deadline && !(ready && ready())) {
       if (waitpid(pid, &status, WNOHANG) == pid) goto finished;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    if (waitpid(pid, &status, WNOHANG) == pid) goto finished;
     kill(pid, sig);
+    if (signalled != nullptr) *signalled = true;
   }
   waitpid(pid, &status, 0);
 finished:
@@ -71,6 +92,21 @@ finished:
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
   return r;
+}
+
+}  // namespace detail
+
+inline ProcessResult run_process(const std::vector<std::string>& args, const std::string& scratch,
+                                 std::optional<std::chrono::microseconds> kill_after, int sig) {
+  return detail::spawn_and_signal(args, scratch, nullptr, kill_after, sig, nullptr);
+}
+
+inline ProcessResult run_process_signal_when(const std::vector<std::string>& args,
+                                             const std::string& scratch,
+                                             const std::function<bool()>& ready,
+                                             std::chrono::milliseconds timeout, int sig,
+                                             bool* signalled) {
+  return detail::spawn_and_signal(args, scratch, ready, timeout, sig, signalled);
 }
 
 }  // namespace pmlab::testing

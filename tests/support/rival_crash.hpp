@@ -27,6 +27,7 @@
 #include "pmlab/scheme/step_checkpoint.hpp"
 #include "pmlab/scheme/wal_units.hpp"
 #include "test_scale.hpp"
+#include "test_seed.hpp"
 
 namespace pmlab::testing {
 
@@ -83,11 +84,9 @@ struct CrashTally {
   std::uint64_t resumed_mid_run = 0;  // recoveries that resumed at 0 < step < steps
 };
 
-// A fresh seed per run unless PMLAB_RIVALS_SEED is set (to replay a failure).
+// The test's fixed seed (PMLAB_TEST_SEED to replay or explore: tests/support/test_seed.hpp).
 inline std::uint64_t rivals_seed() {
-  if (const char* s = std::getenv("PMLAB_RIVALS_SEED")) return std::strtoull(s, nullptr, 0);
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) | rd();
+  return test::test_seed();
 }
 
 // Property: for `trials` random instances (make(rng)), a power cut before a random store,
@@ -99,8 +98,7 @@ inline std::uint64_t rivals_seed() {
 template <class Make>
 CrashTally crash_property(const char* name, std::uint64_t trials, Make&& make) {
   const std::uint64_t seed = rivals_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed) +
-               " (replay: PMLAB_RIVALS_SEED=" + std::to_string(seed) + ")");
+  SCOPED_TRACE(test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   constexpr double kBiases[] = {0.0, 0.3, 0.9, 1.0};
   CrashTally tally;

@@ -12,6 +12,7 @@
 
 #include "pmlab/persist/flush.hpp"
 #include "pmlab/persist/persister.hpp"
+#include "pmlab/pool/params.hpp"
 
 namespace pmlab::run {
 
@@ -23,7 +24,7 @@ struct BenchOptions {
   std::uint32_t threads = 2;
   int reps = 15;
   std::uint64_t seed = 1;
-  std::uint64_t extra = 0;  // kernel-specific run parameter (conv2d: --width), 0 = default
+  std::vector<pool::KernelParam> kernel_params;  // the kernel's own (conv2d: width)
   persist::PersistMode mode = persist::PersistMode::kCpu;
   persist::FlushKind flush = persist::FlushKind::kClwb;
   std::string

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "pmlab/kernels/inputs.hpp"
-#include "pmlab/kernels/lu_tiled_recovery.hpp"
+#include "pmlab/kernels/tiled_factorization.hpp"
 #include "pmlab/lp/checksum.hpp"
 #include "pmlab/lp/checksum_table.hpp"
 #include "pmlab/mem/backend.hpp"
@@ -17,7 +17,8 @@
 
 namespace pmlab::kernels::cholesky {
 
-using tiled::Tile;
+// The schemes of tiled_factorization.hpp are this kernel's API (ch::run_lp, lu::run_wal, ...).
+using namespace tiled;
 
 // Symmetric, strictly diagonally dominant with a positive diagonal, hence SPD (Gershgorin):
 // off-diagonal a_ij = a_ji in [-1, 1), a_ii = n + u with u in [0, 1). O(n²) to generate.
@@ -41,13 +42,31 @@ inline void fill_work(double* l, const double* a, std::size_t n) {
 // A (read-only input) and L (in place: lower(A) at first, the factor at the end).
 // Tile (i, j), i >= j, undergoes ops 0..j: op q < j is the update at step q
 // (L_ij -= L_iq·L_jqᵀ), op j the factorization at step j (POTRF if i == j, else TRSM).
-struct Operands {
+struct Operands : tiled::Factorization {
   mem::MatrixView<const double> a;
   mem::MatrixView<double> l;
   tiled::Tiling tiling;
 
+  Operands() = default;
+  Operands(mem::MatrixView<const double> a_, mem::MatrixView<double> l_, tiled::Tiling t)
+      : a(a_), l(l_), tiling(t) {}
+
   [[nodiscard]] std::size_t n() const { return tiling.n; }
   [[nodiscard]] std::size_t tiles() const { return tiling.tiles(); }
+  [[nodiscard]] mem::MatrixView<double> work() const { return l; }
+  // Steps >= s write only the lower triangle of the trailing matrix from row and column s·bs
+  // on: a checkpoint copies just that (about 1/3 of the lower triangle per step on average).
+  template <class Fn>
+  void step_segments(std::size_t from, Fn&& fn) const {
+    const std::size_t c0 = std::min(n(), from * tiling.bs);
+    for (std::size_t r = c0; r < n(); ++r) fn(r * l.ld() + c0, r + 1 - c0);
+  }
+  // A hybrid band: tile row u's lower triangle.
+  template <class Fn>
+  void tile_row_band(std::size_t u, Fn&& fn) const {
+    const std::size_t r0 = tiling.begin(u);
+    for (std::size_t r = r0; r < r0 + tiling.len(u); ++r) fn(r * l.ld(), r + 1);
+  }
   // Slots are keyed by (step q, tile (i, j)) with q <= j <= i: sum over q of the lower triangle
   // of the trailing (T-q) x (T-q) tile matrix, i.e. the tetrahedral number T(T+1)(T+2)/6.
   [[nodiscard]] static std::size_t tetra(std::size_t m) { return m * (m + 1) * (m + 2) / 6; }
@@ -180,50 +199,6 @@ void run_step(B& be, const Operands& op, std::size_t k, Exec&& exec) {
     const auto [a, b] = tiled::tri_unrank(x);
     exec(Tile{k + 1 + a, k + 1 + b});
   });
-}
-
-// Base Cholesky from step first_k on: no persistency.
-template <mem::Backend B>
-void run_base(B& be, const Operands& op, std::size_t first_k = 0) {
-  for (std::size_t k = first_k; k < op.tiles(); ++k)
-    run_step(be, op, k, [&](Tile t) { op.apply(be, t, k, [](double) {}); });
-}
-
-// LP Cholesky: each op on a tile is a region; its checksum goes to slot (k, tile).
-template <lp::ChecksumKind K, mem::Backend B>
-void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first_k = 0) {
-  for (std::size_t k = first_k; k < op.tiles(); ++k)
-    run_step(be, op, k, [&](Tile t) {
-      tiled::lp_region<K>(be, table, op.slot(k, t), k, t.i * op.tiles() + t.j,
-                          [&](auto on_store) { op.apply(be, t, k, on_store); });
-    });
-}
-
-// LP recovery: returns the step where normal execution resumes (see tiled::recover_tiled).
-template <lp::ChecksumKind K, mem::Backend B>
-[[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
-                                     lp::RecoveryStats& stats) {
-  return tiled::recover_tiled<K>(be, op, table, stats);
-}
-
-// EagerRecompute: each op on a tile flushes the tile and records its progress durably, with an
-// in-flight mark before it starts (tiled::ep_op); one record per tile, (i, j) at i·T + j.
-[[nodiscard]] inline std::size_t ep_records(const Operands& op) {
-  return op.tiles() * op.tiles();
-}
-
-template <mem::Backend B>
-void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
-            std::size_t first_k = 0) {
-  for (std::size_t k = first_k; k < op.tiles(); ++k)
-    run_step(be, op, k, [&](Tile t) { tiled::ep_op(be, op, rec, t, k); });
-}
-
-template <mem::Backend B>
-[[nodiscard]] std::size_t recover_ep(B& be, const Operands& op,
-                                     const scheme::IndexRecordTable<1>& rec,
-                                     lp::RecoveryStats& stats) {
-  return tiled::recover_tiled_ep(be, op, rec, stats);
 }
 
 // base's "recovery": the working matrix back to lower(A), durably; restart from step 0.

@@ -13,13 +13,14 @@
 #include "pmlab/lp/region.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
+#include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/index_record.hpp"
 
 namespace pmlab::kernels::conv2d {
 
 inline constexpr std::size_t kDefaultWidth = 5;
 
-// Width for RunParams.extra: 0 means the default, 5, narrowed to the largest odd width <= n on
+// Width for the run parameter `width`: 0 (absent) means the default, 5, narrowed to the largest odd width <= n on
 // tiny inputs; anything else is taken as given (the driver rejects even or too wide kernels).
 [[nodiscard]] inline std::size_t width_for(std::uint64_t extra, std::size_t n) {
   if (extra != 0) return extra;
@@ -134,11 +135,10 @@ void persist_block(B& be, const Operands& op, std::size_t b) {
 
 template <mem::Backend B>
 void ep_block(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, std::size_t b) {
-  be.region_begin({0, static_cast<std::uint32_t>(b)});
-  conv_block(be, op, b, [](double) {});
-  persist_block(be, op, b);
-  rec[b].set(be, 0, 1);
-  be.region_end({0, static_cast<std::uint32_t>(b)});
+  // Out of place: recomputing a torn block is harmless, so no in-flight mark.
+  scheme::eager_region(
+      be, mem::RegionId{0, static_cast<std::uint32_t>(b)}, rec[b], {.done = 1},
+      [&] { conv_block(be, op, b, [](double) {}); }, [&] { persist_block(be, op, b); });
 }
 
 template <mem::Backend B>

@@ -15,6 +15,7 @@
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/lp/region.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/lines.hpp"
 
@@ -265,11 +266,12 @@ template <mem::Backend B>
 void ep_region(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, int pass,
                std::size_t r) {
   const mem::RegionId id{static_cast<std::uint32_t>(pass), static_cast<std::uint32_t>(r)};
-  be.region_begin(id);
-  pass_region(be, op, pass, r, [](double) {});
-  persist_region(be, op, pass, r);
-  rec[op.slot(pass, r)].set(be, 0, 1);
-  be.region_end(id);
+  // Out of place (reads one buffer, writes the other): recomputing a torn region is harmless,
+  // so no in-flight mark.
+  scheme::eager_region(
+      be, id, rec[op.slot(pass, r)], {.done = 1},
+      [&] { pass_region(be, op, pass, r, [](double) {}); },
+      [&] { persist_region(be, op, pass, r); });
 }
 
 template <mem::Backend B>

@@ -13,6 +13,7 @@
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
+#include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/lines.hpp"
 
@@ -306,23 +307,35 @@ void persist_block(B& be, const Operands& op, std::size_t b) {
   be.persist(op.w.row(r0), (op.end_row(b) - r0) * op.cols() * sizeof(double));
 }
 
+// One index record per row block.
+[[nodiscard]] inline std::size_t ep_records(const Operands& op) {
+  return op.blocks();
+}
+
+// Region (k, b): in flight, eliminate, flush the changed columns, record k + 1.
+template <mem::Backend B>
+void ep_region(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, std::size_t k,
+               std::size_t b) {
+  const mem::RegionId id{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(b)};
+  scheme::eager_region(
+      be, id, rec[b], {.in_flight = ep_word(k, true), .done = ep_word(k + 1, false)},
+      [&] {
+        eliminate_block(
+            be, op, k, b, [](double) {}, [](double) {});
+      },
+      [&] {  // only columns >= k of the rows below k changed
+        for (std::size_t i = std::max(k + 1, op.first_row(b)); i < op.end_row(b); ++i)
+          scheme::flush_lines(be, op.w.at(i, k), (op.cols() - k) * sizeof(double));
+        be.fence();
+      });
+}
+
 template <mem::Backend B>
 void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
             std::size_t first_k = 0) {
   for (std::size_t k = first_k; k + 1 < op.n; ++k)
-    be.parallel_for(first_block_of_step(op, k), op.blocks(), [&](std::size_t b) {
-      const mem::RegionId id{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(b)};
-      be.region_begin(id);
-      rec[b].set(be, 0, ep_word(k, true));
-      eliminate_block(
-          be, op, k, b, [](double) {}, [](double) {});
-      // Only columns >= k of the rows below k changed.
-      for (std::size_t i = std::max(k + 1, op.first_row(b)); i < op.end_row(b); ++i)
-        scheme::flush_lines(be, op.w.at(i, k), (op.cols() - k) * sizeof(double));
-      be.fence();
-      rec[b].set(be, 0, ep_word(k + 1, false));
-      be.region_end(id);
-    });
+    be.parallel_for(first_block_of_step(op, k), op.blocks(),
+                    [&](std::size_t b) { ep_region(be, op, rec, k, b); });
 }
 
 struct EpBlockTracker {

@@ -186,23 +186,6 @@ struct HrState {
           {op.w.data(), copies, part_states, op.w.rows() * op.w.ld(), op.blocks(), parts}};
 }
 
-// Region (k, b) exactly as gauss::run_ep runs it (in-flight mark, eliminate, flush the changed
-// columns, record k + 1); run_ep has no hook between steps for the copies.
-template <mem::Backend B>
-void ep_region(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, std::size_t k,
-               std::size_t b) {
-  const mem::RegionId id{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(b)};
-  be.region_begin(id);
-  rec[b].set(be, 0, ep_word(k, true));
-  eliminate_block(
-      be, op, k, b, [](double) {}, [](double) {});
-  for (std::size_t i = std::max(k + 1, op.first_row(b)); i < op.end_row(b); ++i)
-    scheme::flush_lines(be, op.w.at(i, k), (op.cols() - k) * sizeof(double));
-  be.fence();
-  rec[b].set(be, 0, ep_word(k + 1, false));
-  be.region_end(id);
-}
-
 template <mem::Backend B>
 void run_hr(B& be, const Operands& op, const HrState& hr, std::size_t first = 0) {
   auto band = [&](std::size_t b, auto&& fn) {

@@ -22,7 +22,7 @@
 
 namespace pmlab::kernels::gemm {
 
-// gepp1 first: RunParams.extra = 0 (a pool made without gemm options) is the thesis' GEPP1.
+// gepp1 first: a run without --variant is the thesis' GEPP1 (the parameter's value 0).
 enum class Variant : std::uint8_t { kGepp1, kNaive, kGepp2, kGepm1, kGepm2, kGemp1, kGemp2 };
 inline constexpr std::array<std::string_view, 7> kVariantNames{"gepp1", "naive", "gepp2", "gepm1",
                                                                "gepm2", "gemp1", "gemp2"};
@@ -47,9 +47,9 @@ enum class Inner : std::uint8_t {
   kRows,    // naive: C rows += A rows · B, i, j, k
 };
 
-// The gemm parameters that are not RunParams fields, packed into RunParams.extra (so the pool
-// stores them): bits 0-3 variant, bit 4 pack, bits 8-15 mr, bits 16-23 nr (0 = the default).
-// Blocking mc = kc = nc = --bs (the thesis' single S).
+// The gemm parameters beyond n and bs (declared as the kernel's own parameters --variant,
+// --pack, --mr, --nr in src/kernels/gemm_kernel.cpp). Blocking mc = kc = nc = --bs (the thesis'
+// single S).
 struct Config {
   Variant variant = Variant::kGepp1;
   bool pack = false;
@@ -57,21 +57,6 @@ struct Config {
   std::uint32_t nr = 8;  // micro-tile columns: one 64-byte line of C per micro-row
 
   static constexpr std::uint32_t kMaxMicro = 255;
-  [[nodiscard]] static Config decode(std::uint64_t extra) {
-    Config c;
-    c.variant = static_cast<Variant>(extra & 0xf);
-    c.pack = ((extra >> 4) & 1) != 0;
-    if (const auto mr = (extra >> 8) & 0xff; mr != 0) c.mr = static_cast<std::uint32_t>(mr);
-    if (const auto nr = (extra >> 16) & 0xff; nr != 0) c.nr = static_cast<std::uint32_t>(nr);
-    return c;
-  }
-  [[nodiscard]] std::uint64_t encode() const {
-    return static_cast<std::uint64_t>(variant) | (pack ? 1u << 4 : 0u) |
-           (std::uint64_t{mr == 4 ? 0 : mr} << 8) | (std::uint64_t{nr == 8 ? 0 : nr} << 16);
-  }
-  [[nodiscard]] static bool valid_extra(std::uint64_t extra) {
-    return (extra & 0xf) < kVariantNames.size() && (extra >> 24) == 0 && ((extra >> 5) & 7) == 0;
-  }
 };
 
 // C (n x n) += A (n x n) · B (n x n); C starts at zero.

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "pmlab/kernels/inputs.hpp"
-#include "pmlab/kernels/lu_tiled_recovery.hpp"
+#include "pmlab/kernels/tiled_factorization.hpp"
 #include "pmlab/lp/checksum.hpp"
 #include "pmlab/lp/checksum_table.hpp"
 #include "pmlab/mem/backend.hpp"
@@ -17,7 +17,8 @@
 
 namespace pmlab::kernels::lu {
 
-using tiled::Tile;
+// The schemes of tiled_factorization.hpp are this kernel's API (ch::run_lp, lu::run_wal, ...).
+using namespace tiled;
 
 // No pivoting, so the input must not need any: strictly diagonally dominant by rows and by
 // columns (off-diagonal in [-1, 1), diagonal n + u, u in [0, 1)), for which LU without
@@ -33,13 +34,30 @@ inline void fill_input(double* a, std::size_t n, std::uint64_t seed) {
 // diagonal implicit). Tile (i, j) undergoes ops 0..m, m = min(i, j): op q < m is the update at
 // step q (W_ij -= L_iq·U_qj), op m the factorization at step m (GETRF on the diagonal, the
 // triangular solve for U_mj in block row m, for L_im in block column m).
-struct Operands {
+struct Operands : tiled::Factorization {
   mem::MatrixView<const double> a;
   mem::MatrixView<double> w;
   tiled::Tiling tiling;
 
+  Operands() = default;
+  Operands(mem::MatrixView<const double> a_, mem::MatrixView<double> w_, tiled::Tiling t)
+      : a(a_), w(w_), tiling(t) {}
+
   [[nodiscard]] std::size_t n() const { return tiling.n; }
   [[nodiscard]] std::size_t tiles() const { return tiling.tiles(); }
+  [[nodiscard]] mem::MatrixView<double> work() const { return w; }
+  // Steps >= s write only the trailing matrix from row and column s·bs on: a checkpoint
+  // copies just that.
+  template <class Fn>
+  void step_segments(std::size_t from, Fn&& fn) const {
+    const std::size_t c0 = std::min(n(), from * tiling.bs);
+    for (std::size_t r = c0; r < n(); ++r) fn(r * w.ld() + c0, n() - c0);
+  }
+  // A hybrid band: tile row u, whole rows.
+  template <class Fn>
+  void tile_row_band(std::size_t u, Fn&& fn) const {
+    fn(tiling.begin(u) * w.ld(), tiling.len(u) * w.ld());
+  }
   // Slots keyed by (step q, tile (i, j)) with q <= min(i, j): step q touches the trailing
   // (T-q)² tiles; sum of squares T(T+1)(2T+1)/6 in all.
   [[nodiscard]] static std::size_t squares(std::size_t m) { return m * (m + 1) * (2 * m + 1) / 6; }
@@ -183,48 +201,6 @@ void run_step(B& be, const Operands& op, std::size_t k, Exec&& exec) {
     exec(x < m ? Tile{k, k + 1 + x} : Tile{k + 1 + (x - m), k});
   });
   be.parallel_for(0, m * m, [&](std::size_t x) { exec(Tile{k + 1 + x / m, k + 1 + x % m}); });
-}
-
-template <mem::Backend B>
-void run_base(B& be, const Operands& op, std::size_t first_k = 0) {
-  for (std::size_t k = first_k; k < op.tiles(); ++k)
-    run_step(be, op, k, [&](Tile t) { op.apply(be, t, k, [](double) {}); });
-}
-
-// LP LU: each op on a tile is a region; its checksum goes to slot (k, tile).
-template <lp::ChecksumKind K, mem::Backend B>
-void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first_k = 0) {
-  for (std::size_t k = first_k; k < op.tiles(); ++k)
-    run_step(be, op, k, [&](Tile t) {
-      tiled::lp_region<K>(be, table, op.slot(k, t), k, t.i * op.tiles() + t.j,
-                          [&](auto on_store) { op.apply(be, t, k, on_store); });
-    });
-}
-
-template <lp::ChecksumKind K, mem::Backend B>
-[[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
-                                     lp::RecoveryStats& stats) {
-  return tiled::recover_tiled<K>(be, op, table, stats);
-}
-
-// EagerRecompute: each op on a tile flushes the tile and records its progress durably, with an
-// in-flight mark before it starts (tiled::ep_op); one record per tile, (i, j) at i·T + j.
-[[nodiscard]] inline std::size_t ep_records(const Operands& op) {
-  return op.tiles() * op.tiles();
-}
-
-template <mem::Backend B>
-void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
-            std::size_t first_k = 0) {
-  for (std::size_t k = first_k; k < op.tiles(); ++k)
-    run_step(be, op, k, [&](Tile t) { tiled::ep_op(be, op, rec, t, k); });
-}
-
-template <mem::Backend B>
-[[nodiscard]] std::size_t recover_ep(B& be, const Operands& op,
-                                     const scheme::IndexRecordTable<1>& rec,
-                                     lp::RecoveryStats& stats) {
-  return tiled::recover_tiled_ep(be, op, rec, stats);
 }
 
 // base's "recovery": W back to A, durably; restart from step 0.

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "pmlab/kernels/lu_tiled_recovery.hpp"
+#include "pmlab/kernels/tiled_recovery.hpp"
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
@@ -20,8 +20,8 @@
 
 namespace pmlab::kernels::tiled {
 
-// F is a tiled factorization as in lu_tiled_recovery.hpp (tiles(), group(m), apply,
-// for_each_element, restore_input, persist_tile); `work` is its in-place working matrix.
+// F is a tiled factorization as in tiled_recovery.hpp (tiles(), group(m), apply,
+// for_each_element, restore_input, persist_tile) whose work() is its in-place working matrix.
 
 [[nodiscard]] inline std::size_t unit_of(const Tiling& tl, Tile t) {
   return t.i * tl.tiles() + t.j;
@@ -42,15 +42,14 @@ namespace pmlab::kernels::tiled {
 // Op q on tile t as one transaction: log the tile and its progress, apply, progress = q + 1,
 // commit. Skipped if the tile's progress shows it committed before a crash.
 template <mem::Backend B, class F>
-void wal_op(B& be, const F& f, const mem::MatrixView<double>& work, const scheme::WalUnits& wal,
-            Tile t, std::size_t q) {
+void wal_op(B& be, const F& f, const scheme::WalUnits& wal, Tile t, std::size_t q) {
   const std::size_t u = unit_of(f.tiling, t);
   if (wal.progress_of(be, u) > q) return;
   const mem::RegionId id{static_cast<std::uint32_t>(q), static_cast<std::uint32_t>(u)};
   be.region_begin(id);
   wal.transact(
       be, u, q + 1, [&] { f.apply(be, t, q, [](double) {}); },
-      wal_tile_block(f.tiling, work, wal.log, t));
+      wal_tile_block(f.tiling, f.work(), wal.log, t));
   be.region_end(id);
 }
 
@@ -59,8 +58,8 @@ void wal_op(B& be, const F& f, const mem::MatrixView<double>& work, const scheme
 // progress(t) while progress(t) <= m. Steps are barriers, so every tile is then at
 // min(K, m + 1) or at K + 1, and the run (wal_op skipping committed ops) resumes at step K.
 template <mem::Backend B, class F>
-[[nodiscard]] std::size_t recover_wal(B& be, const F& f, const mem::MatrixView<double>& work,
-                                      const scheme::WalUnits& wal, lp::RecoveryStats& stats) {
+[[nodiscard]] std::size_t roll_back_wal(B& be, const F& f, const scheme::WalUnits& wal,
+                                        lp::RecoveryStats& stats) {
   const std::size_t nt = f.tiles();
   std::vector<Tile> all;
   std::vector<std::size_t> group_of;
@@ -74,7 +73,7 @@ template <mem::Backend B, class F>
   be.parallel_for(0, all.size(), [&](std::size_t x) {
     const std::size_t u = unit_of(f.tiling, all[x]);
     ++per[x].regions_validated;
-    if (wal.roll_back(be, u, wal_tile_block(f.tiling, work, wal.log, all[x])))
+    if (wal.roll_back(be, u, wal_tile_block(f.tiling, f.work(), wal.log, all[x])))
       ++per[x].regions_inconsistent;
     const auto v = static_cast<std::size_t>(wal.progress_of(be, u));
     if (v <= group_of[x]) needs[x] = v;
@@ -102,7 +101,6 @@ struct HrState {
 template <class F>
 struct HrTracker {
   const F& f;
-  mem::MatrixView<double> work;
   const HrState& hr;
 
   template <mem::Backend B>
@@ -126,6 +124,7 @@ struct HrTracker {
     if (copy == nullptr) {
       f.restore_input(be, t);
     } else {
+      const auto work = f.work();
       const std::size_t ld = work.ld();
       f.for_each_element(t, [&](std::size_t i, std::size_t j) {
         be.store(work.at(i, j), be.load(copy + i * ld + j));
@@ -142,76 +141,9 @@ struct HrTracker {
 };
 
 template <mem::Backend B, class F>
-[[nodiscard]] std::size_t recover_hr(B& be, const F& f, const mem::MatrixView<double>& work,
-                                     const HrState& hr, lp::RecoveryStats& stats) {
-  return recover_tiles(be, f, HrTracker<F>{f, work, hr}, stats);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Checkpoint and hybrid plumbing of a tiled factorization F: the same for Cholesky and LU but
-// for the working matrix and the segments a step rewrites (`segments(from, fn)`).
-
-[[nodiscard]] inline std::array<scheme::PoolArray, 2> cp_arrays(
-    const mem::MatrixView<double>& work) {
-  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
-           {"cp_area", scheme::StepCheckpoint::area_bytes(
-                           work.rows() * work.ld(), scheme::CheckpointMode::kDoubleBuffered)}}};
-}
-
-template <class F>
-[[nodiscard]] scheme::StepCheckpoint cp_state_of(const F& f, const mem::MatrixView<double>& work,
-                                                 scheme::StepCheckpointHeader* header, double* area,
-                                                 std::size_t every) {
-  return {header,
-          area,
-          work.data(),
-          work.rows() * work.ld(),
-          f.tiles(),
-          every,
-          scheme::CheckpointMode::kDoubleBuffered};
-}
-
-// Every step's tile ops as regions, then a checkpoint of what steps > k can still rewrite.
-template <mem::Backend B, class F, class Segments>
-void run_cp(B& be, const F& f, const mem::MatrixView<double>& work,
-            const scheme::StepCheckpoint& cp, std::size_t first, Segments&& segments) {
-  auto copy = [&](std::size_t from, std::size_t, auto&& fn) { segments(from, fn); };
-  for (std::size_t k = first; k < f.tiles(); ++k) {
-    run_step(be, f, k, [&](Tile t) {
-      const mem::RegionId id{static_cast<std::uint32_t>(k),
-                             static_cast<std::uint32_t>(unit_of(f.tiling, t))};
-      be.region_begin(id);
-      f.apply(be, t, k, [](double) {});
-      be.region_end(id);
-    });
-    cp.after_step(be, k + 1, copy, [&] { be.persist(work.data(), work.bytes()); });
-  }
-}
-
-template <mem::Backend B, class F, class Segments>
-[[nodiscard]] std::size_t recover_cp(B& be, const F& f, const scheme::StepCheckpoint& cp,
-                                     lp::RecoveryStats& stats, Segments&& segments) {
-  ++stats.regions_validated;
-  return cp.restore(
-      be, [&](std::size_t from, std::size_t, auto&& fn) { segments(from, fn); },
-      [&] { restart(be, f); });
-}
-
-[[nodiscard]] inline std::array<scheme::PoolArray, 3> hr_arrays(std::size_t records,
-                                                                const mem::MatrixView<double>& work,
-                                                                std::size_t parts) {
-  return {{{"ep_index", scheme::IndexRecordTable<1>::bytes_for(records)},
-           {"hr_copy", scheme::BandCopier::copy_bytes(work.rows() * work.ld())},
-           {"hr_parts", scheme::BandCopier::state_bytes(parts)}}};
-}
-
-template <class F>
-[[nodiscard]] HrState hr_state_of(const F& f, const mem::MatrixView<double>& work,
-                                  std::size_t record_count, scheme::IndexRecordLayout<1>* records,
-                                  double* copies, scheme::PartState* part_states,
-                                  std::size_t parts) {
-  return {{records, record_count},
-          {work.data(), copies, part_states, work.rows() * work.ld(), f.tiles(), parts}};
+[[nodiscard]] std::size_t recover_hr_tiles(B& be, const F& f, const HrState& hr,
+                                           lp::RecoveryStats& stats) {
+  return recover_tiles(be, f, HrTracker<F>{f, hr}, stats);
 }
 
 }  // namespace pmlab::kernels::tiled

@@ -11,6 +11,7 @@
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
+#include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/lines.hpp"
 #include "pmlab/scheme/partial_copy.hpp"
@@ -133,10 +134,10 @@ void run_ep_ii(B& be, const Operands& op, const EagerState& st, std::size_t firs
     be.parallel_for(0, nt, [&](std::size_t it) {
       const auto rec = st.records[it];
       if (rec.get(be, 0) >= ep_done(kt)) return;  // finished before a crash
-      rec.set(be, 0, ep_started(kt));
-      panel_step(be, op, kt, it, [](double) {});
-      be.persist(op.panel(it), op.panel_bytes(it));  // Fig. 3.1 lines 13-18
-      rec.set(be, 0, ep_done(kt));                   // lines 19-22
+      scheme::eager_region(  // Fig. 3.1: lines 13-18 persist the panel, 19-22 the index
+          be, std::nullopt, rec, {.in_flight = ep_started(kt), .done = ep_done(kt)},
+          [&] { panel_step(be, op, kt, it, [](double) {}); },
+          [&] { be.persist(op.panel(it), op.panel_bytes(it)); });
     });
     if (st.copier != nullptr) st.copier->save(be, kt, kt + 1);
   }

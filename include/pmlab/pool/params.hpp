@@ -1,13 +1,24 @@
 // The run parameters stored in a pool header: what was asked for, so a resume can't mix runs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "pmlab/lp/checksum.hpp"
+#include "pmlab/lp/checksum_kind.hpp"
 
 namespace pmlab::pool {
+
+// One parameter a kernel declares for itself (e.g. conv2d's width), stored in the pool so that a
+// resume cannot mix runs; its CLI option is `--<name>`.
+struct KernelParam {
+  std::string name;  // <= 15 chars
+  std::uint64_t value = 0;
+  friend bool operator==(const KernelParam&, const KernelParam&) = default;
+};
+inline constexpr std::size_t kMaxKernelParams = 8;  // per pool header
 
 struct RunParams {
   std::string kernel = "tmm";  // kernel name (<= 15 chars)
@@ -16,8 +27,24 @@ struct RunParams {
   std::uint32_t threads = 1;
   std::uint64_t n = 256;
   std::uint64_t bs = 16;
-  std::uint64_t seed = 1;   // input generator seed
-  std::uint64_t extra = 0;  // kernel-specific (e.g. convolution width); 0 when unused
+  std::uint64_t seed = 1;  // input generator seed
+  // The kernel's own parameters, in the order it declares them (empty: every one at its default).
+  std::vector<KernelParam> kernel_params;
+
+  // The value of the kernel's parameter `name`, or `fallback` when it was not given.
+  [[nodiscard]] std::uint64_t kernel_param(std::string_view name, std::uint64_t fallback) const {
+    for (const auto& kp : kernel_params)
+      if (kp.name == name) return kp.value;
+    return fallback;
+  }
+  void set_kernel_param(std::string_view name, std::uint64_t value) {
+    for (auto& kp : kernel_params)
+      if (kp.name == name) {
+        kp.value = value;
+        return;
+      }
+    kernel_params.push_back({std::string(name), value});
+  }
 
   friend bool operator==(const RunParams&, const RunParams&) = default;
 };

@@ -16,7 +16,7 @@ struct pmem2_map;
 
 namespace pmlab::pool {
 
-inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFormatVersion = 2;  // 2: named kernel parameters
 inline constexpr std::size_t kMaxArrays = 32;
 inline constexpr std::size_t kMaxArrayName = 24;
 
@@ -26,6 +26,11 @@ enum class RunState : std::uint32_t {
   kDone = 3,         // outputs persisted, run complete
 };
 [[nodiscard]] const char* to_string(RunState s);
+
+// Removes the temporary files of the pools this process is creating right now (at most a few
+// at once). Async-signal-safe (atomics and unlink only): for a signal handler that ends the
+// process, so that an interrupted creation leaves nothing behind (src/cli/interrupt.cpp).
+void remove_temporaries_for_exit() noexcept;
 
 struct ArraySpec {
   std::string name;
@@ -37,6 +42,16 @@ struct ArrayInfo {
   std::uint64_t offset = 0;
   std::uint64_t bytes = 0;
 };
+
+// The largest pool file the format accepts (64 TiB: anything larger is a typo).
+inline constexpr std::uint64_t kMaxPoolBytes = 1ull << 46;
+// Size of the file of a pool holding `arrays` (header + 64-byte aligned arrays); throws
+// pmlab::Error(kInvalidArgument) beyond kMaxPoolBytes or kMaxArrays (no sum can wrap around).
+[[nodiscard]] std::uint64_t pool_file_bytes(const std::vector<ArraySpec>& arrays);
+// Throws pmlab::Error(kInvalidArgument) — impossible parameters, a usage error — when a pool
+// file of `bytes` cannot fit in the space free on the file system that would hold PATH, so
+// that an impossible size is refused before anything is created instead of failing with ENOSPC.
+void require_room_for_pool(const std::string& path, std::uint64_t bytes);
 
 // An open, locked, mapped pool. Move-only; unmaps and unlocks on destruction.
 class Pool {
@@ -87,6 +102,9 @@ class Pool {
   [[nodiscard]] std::uint64_t starts() const;
   void count_start();
 
+  // Throws kPoolCorrupt unless the pool holds exactly `expected` (names and sizes, in order):
+  // what a kernel computes from the stored parameters, so that no access can leave an array.
+  void require_layout(const std::vector<ArraySpec>& expected) const;
   [[nodiscard]] bool has_array(const std::string& name) const;
   [[nodiscard]] const ArrayInfo& array_info(const std::string& name) const;  // throws if absent
   template <class T>

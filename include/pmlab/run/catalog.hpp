@@ -36,9 +36,21 @@ struct VerifyResult {
   [[nodiscard]] bool ok() const { return mismatches == 0; }
 };
 
+// A parameter a kernel declares beyond the common ones (n, bs, seed, ...): `pmlab run/sim/crash/
+// bench` offer it as `--<name>` and the pool stores it (pool::RunParams::kernel_params).
+struct KernelParamSpec {
+  std::string name;  // <= 15 characters
+  std::string help;  // for --help; say what the kernel assumes when the option is absent
+  std::uint64_t min = 1, max = UINT64_MAX;  // range of a given value
+  // Non-empty: the option takes one of these names, stored as its index (min/max unused).
+  std::vector<std::string> choices = {};
+  bool flag = false;  // an option without a value: stored as 1 when given (min/max unused)
+};
+
 struct KernelDriver {
   std::string name;
   std::vector<std::string> schemes;
+  std::vector<KernelParamSpec> params;  // the kernel's own parameters (see KernelParamSpec)
   // Largest n the SIGKILL tests draw (random n in [1, this]); they must run in well under a
   // second at this size so that kills land anywhere in a run.
   std::uint64_t crash_test_max_n = 256;

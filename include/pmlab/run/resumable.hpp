@@ -8,6 +8,7 @@
 // at the top of scheme_table.hpp.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
@@ -56,9 +57,45 @@ concept ResumableKernel = KernelDescription<K> &&
 template <ResumableKernel K>
 using ContextOf = SchemeContext<typename K::Operands>;
 
+// A kernel's own parameters: K::params() if it declares any.
+template <class K>
+[[nodiscard]] std::vector<KernelParamSpec> declared_params() {
+  if constexpr (requires {
+                  { K::params() } -> std::same_as<std::vector<KernelParamSpec>>;
+                })
+    return K::params();
+  else
+    return {};
+}
+
+// Throws kInvalidArgument for a kernel parameter K does not declare or a value out of its range.
+template <class K>
+void require_declared_params(const pool::RunParams& p) {
+  const auto specs = declared_params<K>();
+  for (const auto& kp : p.kernel_params) {
+    const auto it = std::find_if(specs.begin(), specs.end(),
+                                 [&](const KernelParamSpec& s) { return s.name == kp.name; });
+    if (it == specs.end())
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{} has no parameter '{}' (--{})", K::kName, kp.name, kp.name));
+    if (!it->choices.empty() && kp.value >= it->choices.size())
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: --{} value #{} names none of {}", K::kName, kp.name, kp.value,
+                              fmt::join(it->choices, ", ")));
+    if (it->flag && kp.value > 1)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: --{} is a flag (0 or 1), got {}", K::kName, kp.name, kp.value));
+    if (it->choices.empty() && !it->flag && (kp.value < it->min || kp.value > it->max))
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: --{} must be in [{}, {}], got {}", K::kName, kp.name, it->min,
+                              it->max, kp.value));
+  }
+}
+
 template <ResumableKernel K>
 void validate_run(const pool::RunParams& p) {
   require_scheme(K::schemes, K::kName, p.scheme);
+  require_declared_params<K>(p);
   K::validate(p);
 }
 
@@ -115,6 +152,7 @@ template <ResumableKernel K>
   KernelDriver d;
   d.name = std::string(K::kName);
   d.schemes = scheme_names(K::schemes);
+  d.params = declared_params<K>();
   d.crash_test_max_n = K::kCrashTestMaxN;
   d.validate = validate_run<K>;
   d.arrays = run_arrays<K>;

@@ -36,6 +36,12 @@ void copy_unfenced(B& b, double* dst, const double* src, std::size_t count) {
       b.persist(dst, count * sizeof(double));  // e.g. msync under libpmem2 on a plain file
     }
   } else {
+    if constexpr (requires { b.store_nt(dst, 0.0); }) {
+      if (b.nt_stores()) {  // the simulator's NT model (off by default): no per-line flush
+        for (std::size_t i = 0; i < count; ++i) b.store_nt(dst + i, b.load(src + i));
+        return;
+      }
+    }
     for (std::size_t i = 0; i < count; ++i) b.store(dst + i, b.load(src + i));
     flush_lines(b, dst, count * sizeof(double));
   }

@@ -1,6 +1,7 @@
-// Scheme-table rows shared by kernels: base and lp of the in-place factorizations, and LP's
-// rivals (wal, cp, hr-xX) of kernels whose header follows the *_rivals.hpp API; the kernel
-// functions are found by argument-dependent lookup on Operands.
+// Scheme-table rows shared by kernels: base, lp, ep and LP's rivals (wal, cp, hr-xX) of every
+// kernel whose header provides the functions they name (run_lp, recover_ep, wal_bytes_for...,
+// see tiled_factorization.hpp for the list); those are found by argument-dependent lookup on
+// the kernel's Operands.
 //
 // Usage in a kernel's table (ShapeOf: RunParams -> Operands with real dimensions and null data,
 // which is all the *_bytes_for functions read):
@@ -10,16 +11,26 @@
 #include <array>
 #include <cstddef>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "pmlab/scheme/band_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
+#include "pmlab/scheme/copy_mode.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/scheme.hpp"
 #include "pmlab/scheme/step_checkpoint.hpp"
 #include "pmlab/scheme/wal_units.hpp"
 
 namespace pmlab::run {
+
+// Declared so that ordinary lookup finds a template named run_lp / recover_lp and `run_lp<K>(...)`
+// below parses as a template call for every compiler (clang needs it); the kernels' own
+// overloads are then found by argument-dependent lookup, as before. Never callable.
+template <auto>
+void run_lp() = delete;
+template <auto>
+void recover_lp() = delete;
 
 template <std::size_t N>
 [[nodiscard]] std::vector<pool::ArraySpec> array_specs(
@@ -40,6 +51,14 @@ template <class Ctx>
 [[nodiscard]] scheme::StepCheckpoint checkpoint_of(const Ctx& c) {
   return cp_state(c.op, c.pool.template array<scheme::StepCheckpointHeader>("cp_header"),
                   c.pool.template array<double>("cp_area"), cp_default_every(c.op));
+}
+// The checkpoint of the seed-002 rows: the same arrays as cp, copies made by Mode, taken every
+// scheme::checkpoint_interval() outer iterations (1 unless --cp-every says otherwise).
+template <scheme::CopyMode Mode, class Ctx>
+[[nodiscard]] scheme::StepCheckpoint checkpoint_variant_of(const Ctx& c) {
+  return cp_state(c.op, c.pool.template array<scheme::StepCheckpointHeader>("cp_header"),
+                  c.pool.template array<double>("cp_area"), scheme::checkpoint_interval())
+      .with_copy(Mode);
 }
 template <std::size_t Parts, class Ctx>
 [[nodiscard]] auto hybrid_of(const Ctx& c) {
@@ -88,6 +107,23 @@ constexpr auto lp_scheme() {
                 }};
 }
 
+// EagerRecompute with ep_records(op) index records (one per region's output unit).
+template <auto ShapeOf>
+constexpr auto ep_scheme() {
+  return Scheme{
+      .name = "ep",
+      .arrays =
+          [](const pool::RunParams& p) {
+            return std::vector{ep_index_spec(ep_records(ShapeOf(p)))};
+          },
+      .run = [](mem::Backend auto& be, const auto& c,
+                std::size_t first) { run_ep(be, c.op, c.index_records(ep_records(c.op)), first); },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "ep-recovery";
+        return recover_ep(be, c.op, c.index_records(ep_records(c.op)), r.recovery);
+      }};
+}
+
 // Undo-logging transactions, one per EagerRecompute region (thesis Fig. 2.6).
 template <auto ShapeOf>
 constexpr auto wal_scheme() {
@@ -116,6 +152,36 @@ constexpr auto cp_scheme() {
       }};
 }
 
+// Seed 002's checkpoint-by-copy designs (cp-clflush, cp-par-clflush, cp-nt): cp's protocol and
+// arrays, with the copy made by Mode and the paper's cadence (every outer iteration by default).
+// `cp` above keeps the kernel's historic interval (cp_default_every), so its figures stay put.
+template <auto ShapeOf, scheme::CopyMode Mode>
+constexpr auto cp_variant_scheme(std::string_view name) {
+  return Scheme{
+      .name = name,
+      .arrays = [](const pool::RunParams& p) { return array_specs(cp_bytes_for(ShapeOf(p))); },
+      .run = [](mem::Backend auto& be, const auto& c,
+                std::size_t first) { run_cp(be, c.op, checkpoint_variant_of<Mode>(c), first); },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "cp-recovery";  // restore the last checkpoint
+        return recover_cp(be, c.op, checkpoint_variant_of<Mode>(c), r.recovery);
+      }};
+}
+
+// The three rows of seed 002 §3, one line each in a kernel's table.
+template <auto ShapeOf>
+constexpr auto cp_clflush_scheme() {
+  return cp_variant_scheme<ShapeOf, scheme::CopyMode::kStoresClflush>("cp-clflush");
+}
+template <auto ShapeOf>
+constexpr auto cp_par_clflush_scheme() {
+  return cp_variant_scheme<ShapeOf, scheme::CopyMode::kStoresParClflush>("cp-par-clflush");
+}
+template <auto ShapeOf>
+constexpr auto cp_nt_scheme() {
+  return cp_variant_scheme<ShapeOf, scheme::CopyMode::kNt>("cp-nt");
+}
+
 // Hybrid Recompute: EagerRecompute plus 1/Parts of the working array copied per outer step.
 template <auto ShapeOf, std::size_t Parts>
 constexpr auto hr_scheme(std::string_view name) {
@@ -129,6 +195,15 @@ constexpr auto hr_scheme(std::string_view name) {
         r.recovery_action = "hr-recovery";
         return recover_hr(be, c.op, hybrid_of<Parts>(c), r.recovery);
       }};
+}
+
+// The table of an in-place kernel with the whole rival set (gauss, lu, cholesky): LP, its
+// rivals (with seed 002's checkpoint-by-copy variants), and Hybrid Recompute copying 1/8 of the
+// working array per step.
+template <auto ShapeOf>
+constexpr auto in_place_schemes() {
+  return std::tuple{restart_base_scheme(), lp_scheme<ShapeOf>(), ep_scheme<ShapeOf>(),
+                    wal_scheme<ShapeOf>(), cp_scheme<ShapeOf>(), hr_scheme<ShapeOf, 8>("hr-x8")};
 }
 
 }  // namespace pmlab::run

@@ -10,6 +10,7 @@
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
+#include "pmlab/scheme/copy_mode.hpp"
 
 namespace pmlab::scheme {
 
@@ -61,6 +62,12 @@ class StepCheckpoint {
   [[nodiscard]] static constexpr std::size_t header_bytes() { return sizeof(StepCheckpointHeader); }
   [[nodiscard]] static constexpr std::size_t area_bytes(std::size_t elements, CheckpointMode m) {
     return (m == CheckpointMode::kDoubleBuffered ? 2 : 1) * elements * sizeof(double);
+  }
+  // The same checkpoint with its copies made by `mode` (seed 002's variants; default kNt).
+  [[nodiscard]] StepCheckpoint with_copy(CopyMode mode) const {
+    StepCheckpoint c = *this;
+    c.copy_ = mode;
+    return c;
   }
   [[nodiscard]] std::size_t steps() const { return steps_; }
   [[nodiscard]] std::size_t every() const { return every_; }
@@ -114,7 +121,7 @@ class StepCheckpoint {
              [&](std::size_t off, std::size_t count) {
                jobs.push_back({work_ + off, slot + off, count});
              });
-    copy_jobs_durable(b, jobs);
+    copy_jobs_durable_mode(b, jobs, copy_);
     return nw.done;
   }
 
@@ -137,7 +144,7 @@ class StepCheckpoint {
     if (mode_ == CheckpointMode::kAppendOnly) {
       // Only the new steps' elements; the published part is never a target.
       segments(nw.any ? std::min(nw.done, done) : std::size_t{0}, done, add(0));
-      copy_jobs_durable(b, jobs);
+      copy_jobs_durable_mode(b, jobs, copy_);
       publish(b, static_cast<std::uint64_t>(done) << 2);
       return;
     }
@@ -152,7 +159,7 @@ class StepCheckpoint {
       b.persist(&h_->base[slot], sizeof(std::uint64_t));
     }
     segments(std::min(base, done), steps_, add(slot));
-    copy_jobs_durable(b, jobs);
+    copy_jobs_durable_mode(b, jobs, copy_);
     // The slot now holds state `done` entirely. Either of these two words may reach NVM first:
     // a new base with the old `newest` is true of the slot, and an old (lower) base only makes
     // the next copy into this slot larger.
@@ -166,6 +173,7 @@ class StepCheckpoint {
   double* work_ = nullptr;
   std::size_t elements_ = 0, steps_ = 0, every_ = 1;
   CheckpointMode mode_ = CheckpointMode::kDoubleBuffered;
+  CopyMode copy_ = CopyMode::kNt;
 };
 
 }  // namespace pmlab::scheme

@@ -96,6 +96,8 @@ class Machine {
   void flush(int core, LineAddr line, FlushMode mode);
   // sfence: waits for this core's outstanding flushes to be accepted by the controller.
   void fence(int core);
+  // Non-temporal store of bytes [off, off + size) of `line` (src/sim/nt_store.hpp).
+  void store_nt(int core, LineAddr line, unsigned off, unsigned size);
 
   // Time across cores: fork copies one core's clock to all; join (a barrier) sets all to the max.
   // Between them `active_cores` cores run (0 = all), each with that share of the write queue.

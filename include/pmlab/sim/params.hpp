@@ -68,6 +68,11 @@ struct SimParams {
   // clean, once per this many cycles, one LLC set at a time (set s at (s+1)·T/sets in each
   // period, like DRAM refresh) so the write-backs are spread out. 0 = off.
   Cycles periodic_flush_cycles{0};
+  // Non-temporal stores (src/sim/nt_store.hpp): when on, SimBackend::store_nt bypasses the
+  // caches through `wc_buffers` write-combining buffers per core. Off (the default), a
+  // checkpoint copy is modelled as stores + a flush per line, as before.
+  bool nt_stores = false;
+  std::uint32_t wc_buffers = 10;  // ~ Intel's line fill buffers
 
   [[nodiscard]] Cycles nvm_read_cycles() const;
   [[nodiscard]] Cycles nvm_write_cycles() const;

@@ -64,6 +64,21 @@ class SimBackend {
   void store(T* p, T v) {
     access<true>(p, sizeof(T), [&] { std::memcpy(p, &v, sizeof(T)); });
   }
+  // A non-temporal store (x86 MOVNT*), modelled by SimParams::nt_stores' write-combining
+  // buffers; callers use it only when nt_stores() (else stores + flushes, the old model).
+  template <SimScalar T>
+  void store_nt(T* p, T v) {
+    const bool model = count_op();
+    std::memcpy(p, &v, sizeof(T));
+    if (!model) [[unlikely]]
+      return;
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    machine_.store_nt(core_, LineAddr(a / kCacheLineBytes),
+                      static_cast<unsigned>(a % kCacheLineBytes), sizeof(T));
+  }
+  [[nodiscard]] bool nt_stores() const {
+    return flush_ != FlushMode::kNone && machine_.params().nt_stores;
+  }
   void flush(const void* p) {
     if (flush_ == FlushMode::kNone || !count_op()) return;
     machine_.flush(core_, line_of(p), flush_);

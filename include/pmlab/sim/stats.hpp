@@ -22,8 +22,10 @@ enum class WriteCause : std::uint8_t {
   kFlush,     // clflush / clflushopt / clwb of a line dirty somewhere
   kPeriodic,  // periodic cache cleaning (LP §III-E hardware, SimParams::periodic_flush_cycles)
   kDrain,     // explicit end-of-run drain, via Machine::write_back_all
+  // A write-combining buffer of non-temporal stores (SimParams::nt_stores).
+  kNonTemporal,
 };
-inline constexpr std::size_t kWriteCauseCount = 4;
+inline constexpr std::size_t kWriteCauseCount = 5;
 [[nodiscard]] std::string_view to_string(WriteCause c);
 
 struct LevelStats {

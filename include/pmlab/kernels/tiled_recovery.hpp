@@ -13,9 +13,14 @@
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/lp/region.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/index_record.hpp"
 
 namespace pmlab::kernels::tiled {
+
+// Base of a tiled factorization's Operands: makes this namespace one that argument-dependent
+// lookup searches, so the schemes of tiled_factorization.hpp serve every such kernel.
+struct Factorization {};
 
 // A tile by (block row, block column).
 struct Tile {
@@ -167,12 +172,9 @@ void ep_op(B& be, const F& f, const scheme::IndexRecordTable<1>& rec, Tile t, st
   const auto r = rec[t.i * f.tiles() + t.j];
   const mem::RegionId id{static_cast<std::uint32_t>(q),
                          static_cast<std::uint32_t>(t.i * f.tiles() + t.j)};
-  be.region_begin(id);
-  r.set(be, 0, ep_word(q, true));
-  f.apply(be, t, q, [](double) {});
-  f.persist_tile(be, t);
-  r.set(be, 0, ep_word(q + 1, false));
-  be.region_end(id);
+  scheme::eager_region(
+      be, id, r, {.in_flight = ep_word(q, true), .done = ep_word(q + 1, false)},
+      [&] { f.apply(be, t, q, [](double) {}); }, [&] { f.persist_tile(be, t); });
 }
 
 template <class F>

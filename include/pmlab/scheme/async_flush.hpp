@@ -1,0 +1,77 @@
+// Seed 002 §4.2's flush_init / flush_async / flush_barrier: natively a helper thread (pinned to
+// an idle CPU when there is one) that writes back ranges while the main thread computes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/scheme/native_path.hpp"
+
+namespace pmlab::scheme {
+
+struct FlushRange {
+  const void* p = nullptr;
+  std::size_t bytes = 0;
+};
+
+// The native helper thread: a FIFO of ranges, each written back with `persist` (flushes of every
+// line + sfence, executed on the helper), and a completed-ticket counter the main thread waits
+// on. Defined in src/scheme/async_flush.cpp.
+class FlushHelper {
+ public:
+  using PersistFn = std::function<void(const void*, std::size_t)>;
+  // main_threads: the threads the run computes with; the helper is pinned to the last allowed
+  // CPU when more CPUs than that are allowed, else it is left to the scheduler.
+  FlushHelper(PersistFn persist, int main_threads);
+  ~FlushHelper();
+  FlushHelper(const FlushHelper&) = delete;
+  FlushHelper& operator=(const FlushHelper&) = delete;
+
+  // Enqueues a range; returns its ticket (1, 2, ...).
+  std::uint64_t submit(FlushRange r);
+  // Returns once every submitted range has been written back and fenced by the helper.
+  void wait_all();
+  // Where the helper runs: "cpu N" or "unpinned (no idle cpu)".
+  [[nodiscard]] const std::string& placement() const;
+  // Nanoseconds the helper spent flushing, and the main thread spent waiting in wait_all.
+  [[nodiscard]] std::uint64_t busy_ns() const;
+  [[nodiscard]] std::uint64_t exposed_ns() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// flush_async(range) / flush_barrier() over any backend. Natively: the helper thread above
+// (flush_init is the constructor). On every other backend (the simulator, test backends) the
+// flush is synchronous: flush_async persists the range in place and flush_barrier does nothing;
+// their crash models already cover any order in which an asynchronous flush could land.
+template <mem::Backend B>
+class AsyncFlusher {
+ public:
+  explicit AsyncFlusher(B& b) : b_(b) {
+    if constexpr (kIsNativeBackend<B>)
+      helper_ = std::make_unique<FlushHelper>(
+          [p = b.persister()](const void* a, std::size_t n) { p.persist(a, n); }, b.threads());
+  }
+  void flush_async(FlushRange r) {
+    if constexpr (kIsNativeBackend<B>)
+      (void)helper_->submit(r);
+    else
+      b_.persist(r.p, r.bytes);
+  }
+  void flush_barrier() {
+    if constexpr (kIsNativeBackend<B>) helper_->wait_all();
+  }
+  [[nodiscard]] const FlushHelper* helper() const { return helper_.get(); }
+
+ private:
+  B& b_;
+  std::unique_ptr<FlushHelper> helper_;
+};
+
+}  // namespace pmlab::scheme

@@ -1,0 +1,103 @@
+// Bad numbers and impossible sizes are usage errors (exit 2) named clearly and refused before
+// anything is created; a run whose first start fails leaves no pool behind.
+#include <gtest/gtest.h>
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../support/process.hpp"
+
+namespace pmlab::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class UsageErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("pmlab-usage-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  ProcessResult pmlab(std::vector<std::string> args) const {
+    args.insert(args.begin(), PMLAB_BINARY);
+    return run_process(args, dir_.string() + ".log");
+  }
+  [[nodiscard]] bool empty_dir() const { return fs::is_empty(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(UsageErrors, NegativeSizeIsNamedNegative) {
+  const auto r = pmlab({"run", "tmm", "--n", "-5", "--pool", (dir_ / "p").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("-5 is negative"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("18446744073709551611"), std::string::npos) << r.err;
+  EXPECT_TRUE(empty_dir());
+}
+
+TEST_F(UsageErrors, SeedBeyond64BitsIsRefusedNotCapped) {
+  for (const char* verb : {"run", "sim"}) {
+    std::vector<std::string> args{verb, "tmm", "--n", "16", "--seed", "18446744073709551616"};
+    if (std::string(verb) == "run") args.insert(args.end(), {"--pool", (dir_ / "p").string()});
+    const auto r = pmlab(args);
+    EXPECT_EQ(r.exit_code, 2) << verb << ": " << r.err;
+    EXPECT_NE(r.err.find("larger than the largest accepted value"), std::string::npos) << r.err;
+  }
+  // The largest 64-bit seed itself is fine.
+  const auto ok = pmlab({"sim", "tmm", "--n", "16", "--bs", "4", "--seed", "18446744073709551615"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(empty_dir());
+}
+
+TEST_F(UsageErrors, LeadingZerosAreDecimalNotOctal) {
+  const auto r = pmlab({"sim", "tmm", "--n", "010", "--bs", "4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"n\": 10"), std::string::npos) << r.out;
+}
+
+TEST_F(UsageErrors, PeriodicFlushAboveTheWholeRunIsRefused) {
+  const auto r = pmlab({"sim", "tmm", "--n", "16", "--bs", "4", "--periodic-flush", "200%"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("(0, 100]"), std::string::npos) << r.err;
+  const auto ok = pmlab({"sim", "tmm", "--n", "16", "--bs", "4", "--periodic-flush", "100%"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+TEST_F(UsageErrors, PoolLargerThanTheFileSystemIsAUsageErrorUpFront) {
+  // tmm n = 65536, bs = 1: three 32 GiB matrices and a 2^32-slot checksum table.
+  struct statvfs vfs {};
+  ASSERT_EQ(::statvfs(dir_.c_str(), &vfs), 0);
+  const double free_gib = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize) /
+                          static_cast<double>(1ull << 30);
+  if (free_gib > 96)
+    GTEST_SKIP() << "this file system could hold the pool (" << free_gib << " GiB)";
+  const auto r =
+      pmlab({"run", "tmm", "--n", "65536", "--bs", "1", "--pool", (dir_ / "p").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("would need"), std::string::npos) << r.err;
+  EXPECT_TRUE(empty_dir()) << "something was created before the size was checked";
+}
+
+TEST_F(UsageErrors, FailedPmemobjCreationLeavesNoPoolBehind) {
+  // A file-size limit (ulimit -f, in 512-byte blocks) that the small pmlab pool fits in and
+  // libpmemobj's own pool (>= 8 MiB) does not: its creation fails after the pmlab pool exists.
+  const std::string pool = (dir_ / "p").string();
+  const std::string cmd = std::string("ulimit -f 8192; trap '' XFSZ; exec ") + PMLAB_BINARY +
+                          " run tmm --scheme pmemobj --n 64 --bs 16 --pool " + pool;
+  const auto r = run_process({"/bin/sh", "-c", cmd}, dir_.string() + ".log");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("was removed"), std::string::npos) << r.err;
+  for (const auto& e : fs::directory_iterator(dir_))
+    ADD_FAILURE() << "left behind: " << e.path().filename();
+}
+
+}  // namespace
+}  // namespace pmlab::testing
