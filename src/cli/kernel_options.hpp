@@ -29,7 +29,10 @@ class KernelOptions {
   [[nodiscard]] std::string as_flags() const;
 
  private:
-  std::map<std::string, std::optional<std::uint64_t>> values_;  // node-based: CLI11 keeps pointers
+  // What was typed, per option (node-based maps: CLI11 keeps pointers into them): the text of a
+  // valued option (a number, or one of its choices), and whether a flag was given.
+  std::map<std::string, std::optional<std::string>> values_;
+  std::map<std::string, bool> flags_;
 };
 
 // The kernel parameters of p as command-line flags (" --width 5").

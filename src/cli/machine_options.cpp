@@ -122,6 +122,17 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   add_opt(m, "--interleave-quantum", a.interleave_quantum,
           "Thread interleaving in parallel loops: 0 = one iteration per thread per turn (default), "
           "Q = Q memory operations per thread per turn");
+  add_opt(m, "--row-buffer", a.row_buffer,
+          "NVM row-buffer model (thesis Ch. 4 row writes): on or off (thesis-ch4: on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  add_opt(m, "--row-bytes", a.row_bytes, "Row-buffer size (bytes, power of two, >= 64)");
+  add_opt(m, "--ranks", a.ranks, "Row buffer: ranks per channel (power of two)");
+  add_opt(m, "--banks", a.banks, "Row buffer: banks per rank (power of two)");
+  add_opt(m, "--rq-entries", a.rq_entries, "Row buffer: read-queue entries");
+  add_opt(m, "--wq-high", a.wq_high, "Row buffer: write-queue fill fraction that starts a drain");
+  add_opt(m, "--wq-low", a.wq_low, "Row buffer: fill fraction a drain goes down to");
+  add_opt(m, "--min-writes-per-drain", a.min_writes_per_drain,
+          "Row buffer: writes a drain does at least");
 }
 
 sim::SimParams build_machine(const MachineArgs& a) {
@@ -167,6 +178,23 @@ sim::SimParams build_machine(const MachineArgs& a) {
     p.llc.ways = cg.llc.ways;
     p.validate();
   }
+  // The row buffer is set on the built machine (no preset but thesis-ch4 turns it on); its
+  // queue size is --wq-entries, the same controller queue the timing model uses.
+  auto& rb = p.nvm.row_buffer;
+  if (a.row_buffer) rb.enabled = *a.row_buffer == "on";
+  if (a.row_bytes) {
+    const std::uint64_t v = parse_size("--row-bytes", *a.row_bytes);
+    if (v > (1u << 20)) bad(fmt::format("--row-bytes: {} is more than 1 MiB", v));
+    rb.row_bytes = static_cast<std::uint32_t>(v);
+  }
+  if (a.ranks) rb.ranks = *a.ranks;
+  if (a.banks) rb.banks = *a.banks;
+  if (a.rq_entries) rb.rq_entries = *a.rq_entries;
+  if (a.wq_entries) rb.wq_entries = *a.wq_entries;
+  if (a.wq_high) rb.wq_high = *a.wq_high;
+  if (a.wq_low) rb.wq_low = *a.wq_low;
+  if (a.min_writes_per_drain) rb.min_writes_per_drain = *a.min_writes_per_drain;
+  p.validate();
   return p;
 }
 
@@ -198,6 +226,14 @@ std::string machine_flags(const MachineArgs& a) {
   add("--mshrs", a.mshrs);
   add("--insts-per-access", a.insts_per_access);
   add("--interleave-quantum", a.interleave_quantum);
+  add("--row-buffer", a.row_buffer);
+  add("--row-bytes", a.row_bytes);
+  add("--ranks", a.ranks);
+  add("--banks", a.banks);
+  add("--rq-entries", a.rq_entries);
+  add("--wq-high", a.wq_high);
+  add("--wq-low", a.wq_low);
+  add("--min-writes-per-drain", a.min_writes_per_drain);
   return s;
 }
 

@@ -22,6 +22,10 @@ struct MachineArgs {
   std::optional<std::string> replacement, llc_inclusion;
   std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
   std::optional<std::string> periodic_flush;  // CYCLES, or P% of the run
+  // NVM row-buffer model (sim/row_buffer.hpp); unset = the preset's.
+  std::optional<std::string> row_buffer, row_bytes;
+  std::optional<std::uint32_t> ranks, banks, rq_entries, min_writes_per_drain;
+  std::optional<double> wq_high, wq_low;
   std::optional<std::uint32_t> wc_buffers;    // set: non-temporal stores modelled (0 = off)
   // Core timing (SimParams::core) and thread interleaving (SimParams::interleave_quantum).
   std::optional<std::string> core_model;

@@ -114,6 +114,10 @@ std::vector<Row> report_rows(const sim::SimParams& m) {
   if (m.l2) names.push_back(m.l2->name);
   names.push_back(m.llc.name);
   for (const auto& n : names) rows.push_back({n + " misses", {"levels", n, "misses"}});
+  if (m.nvm.row_buffer.enabled)  // thesis Ch. 4's metric (docs/simulator.md "Row buffer")
+    for (const char* k : {"row_writes_total", "row_writes", "rows_dirty_at_end", "device_writes",
+                          "wq_merges", "activations_write", "row_hits_write", "drains"})
+      rows.push_back({fmt::format("row buffer: {}", k), {"row_buffer", k}});
   rows.push_back({"line accesses", {"accesses"}});
   rows.push_back({"flushes", {"flushes"}});
   rows.push_back({"fences", {"fences"}});

@@ -35,7 +35,8 @@ Hierarchy::Hierarchy(const SimParams& p)
       interval_(p.core.model == CoreModel::kInterval),
       l1_latency_(p.l1.hit_latency.value()),
       issue_width_(p.core.issue_width),
-      rob_entries_(p.core.rob_entries) {
+      rob_entries_(p.core.rob_entries),
+      rb_(p.nvm.row_buffer) {
   if (interval_) {
     icore_.resize(cores_.size());
     for (auto& ic : icore_) {
@@ -228,6 +229,7 @@ std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_sto
   }
   ++llc_.counters().misses;
   ++nvm_.reads;
+  if (params_.nvm.row_buffer.enabled) rb_.on_read(line);
   lat = llc_lat + nvm_read_cycles_;
   s = llc_.victim_for(line);
   llc_slot = s;
@@ -349,6 +351,7 @@ std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::ui
   ++nvm_.writes;
   ++nvm_.writes_by_cause[static_cast<std::size_t>(cause)];
   image_.capture_line(LineAddr(line));
+  if (params_.nvm.row_buffer.enabled) rb_.on_write(line);
   return wq_[static_cast<std::size_t>(core)].accept(t, share_);
 }
 
@@ -505,6 +508,7 @@ void Hierarchy::power_fail() {
   for (auto& c : cores_) c.flush_done = 0;
   reset_interval();
   for (auto& q : wq_) q.reset();
+  rb_.power_fail();
   wc_.clear();  // bytes still in write-combining buffers are lost
   // Dirty stretches cut by the failure end without a write: they count nowhere.
   std::fill(since_.begin(), since_.end(), detail::kNever);
@@ -526,6 +530,7 @@ void Hierarchy::reset_stats() {
   loads_ = stores_ = flushes_ = dirty_flushes_ = fences_ = fence_stall_ = 0;
   rob_stall_ = mshr_stall_ = 0;
   nvm_ = NvmStats{};
+  rb_.reset_stats();
   coh_ = CoherenceStats{};
   vol_ = VolatilityStats{};
   // Clocks restart at 0: lines dirty now count as dirty since 0, the sweep starts over.
@@ -752,6 +757,7 @@ SimStats Hierarchy::stats() const {
   s.rob_stall_cycles = rob_stall_;
   s.mshr_stall_cycles = mshr_stall_;
   s.nvm = nvm_;
+  if (params_.nvm.row_buffer.enabled) s.nvm.row_buffer = rb_.snapshot();
   s.coherence = coh_;
   for (int lv = 0; lv < npriv_; ++lv) {
     LevelStats sum{priv(0, lv).name()};

@@ -10,6 +10,7 @@
 #include "pmlab/sim/crash_image.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/params.hpp"
+#include "pmlab/sim/row_buffer.hpp"
 #include "pmlab/sim/stats.hpp"
 #include "write_queue.hpp"
 
@@ -147,6 +148,7 @@ class Hierarchy {
   std::uint64_t loads_ = 0, stores_ = 0, flushes_ = 0, dirty_flushes_ = 0, fences_ = 0;
   std::uint64_t fence_stall_ = 0;
   NvmStats nvm_;
+  RowBufferModel rb_;  // fed only when params_.nvm.row_buffer.enabled
   CoherenceStats coh_;
 };
 

@@ -78,6 +78,7 @@ void NvmParams::validate() const {
     bad(fmt::format("nvm.write_ns must be a positive number of nanoseconds (got {})", write_ns));
   if (write_queue_entries == 0) bad("nvm.write_queue_entries must be at least 1");
   if (write_units == 0) bad("nvm.write_units must be at least 1");
+  row_buffer.validate();
 }
 
 Cycles SimParams::nvm_read_cycles() const {
@@ -135,31 +136,33 @@ nlohmann::json to_json(const SimParams& p) {
   levels.push_back(level_json(p.l1, false));
   if (p.l2) levels.push_back(level_json(*p.l2, false));
   levels.push_back(level_json(p.llc, true));
-  return {{"name", p.name},
-          {"cores", p.cores},
-          {"threads", p.threads},
-          {"freq_ghz", p.freq_ghz},
-          {"inclusive_llc", p.inclusive_llc},
-          {"levels", levels},
-          {"nvm",
-           {{"read_ns", p.nvm.read_ns},
-            {"write_ns", p.nvm.write_ns},
-            {"read_cycles", p.nvm_read_cycles().value()},
-            {"write_cycles", p.nvm_write_cycles().value()},
-            {"write_queue_entries", p.nvm.write_queue_entries},
-            {"write_units", p.nvm.write_units}}},
-          {"flush_issue_latency", p.flush_issue_latency.value()},
-          {"fence_latency", p.fence_latency.value()},
-          {"periodic_flush_cycles", p.periodic_flush_cycles.value()},
-          {"nt_stores", p.nt_stores},
-          {"wc_buffers", p.wc_buffers},
-          {"core",
-           {{"model", std::string(to_string(p.core.model))},
-            {"issue_width", p.core.issue_width},
-            {"rob_entries", p.core.rob_entries},
-            {"mshrs", p.core.mshrs},
-            {"insts_per_access", p.core.insts_per_access}}},
-          {"interleave_quantum", p.interleave_quantum}};
+  nlohmann::json j = {{"name", p.name},
+                      {"cores", p.cores},
+                      {"threads", p.threads},
+                      {"freq_ghz", p.freq_ghz},
+                      {"inclusive_llc", p.inclusive_llc},
+                      {"levels", levels},
+                      {"nvm",
+                       {{"read_ns", p.nvm.read_ns},
+                        {"write_ns", p.nvm.write_ns},
+                        {"read_cycles", p.nvm_read_cycles().value()},
+                        {"write_cycles", p.nvm_write_cycles().value()},
+                        {"write_queue_entries", p.nvm.write_queue_entries},
+                        {"write_units", p.nvm.write_units}}},
+                      {"flush_issue_latency", p.flush_issue_latency.value()},
+                      {"fence_latency", p.fence_latency.value()},
+                      {"periodic_flush_cycles", p.periodic_flush_cycles.value()},
+                      {"nt_stores", p.nt_stores},
+                      {"wc_buffers", p.wc_buffers},
+                      {"core",
+                       {{"model", std::string(to_string(p.core.model))},
+                        {"issue_width", p.core.issue_width},
+                        {"rob_entries", p.core.rob_entries},
+                        {"mshrs", p.core.mshrs},
+                        {"insts_per_access", p.core.insts_per_access}}},
+                      {"interleave_quantum", p.interleave_quantum}};
+  if (p.nvm.row_buffer.enabled) j["nvm"]["row_buffer"] = to_json(p.nvm.row_buffer);
+  return j;
 }
 
 }  // namespace pmlab::sim

@@ -43,6 +43,7 @@ nlohmann::json to_json(const SimStats& s) {
   for (std::size_t i = 0; i < kWriteCauseCount; ++i)
     by_cause[std::string(to_string(static_cast<WriteCause>(i)))] = s.nvm.writes_by_cause[i];
   j["write_queue_stall_cycles"] = s.nvm.write_queue_stall_cycles;
+  if (s.nvm.row_buffer) j["row_buffer"] = to_json(*s.nvm.row_buffer);
   auto& levels = j["levels"] = nlohmann::json::object();
   for (const LevelStats& l : s.levels) {
     levels[l.name] = {{"hits", l.hits},

@@ -178,7 +178,7 @@ TEST_F(SimCli, BadPresetsAndParametersExitTwo) {
     EXPECT_NE(r.err.find(needle), std::string::npos) << joined << "stderr: " << r.err;
   }
   const ProcessResult unknown_kernel =
-      run_process({PMLAB_BINARY, "sim", "gemm"}, "/tmp/pmlab-simcli-k");
+      run_process({PMLAB_BINARY, "sim", "gemv"}, "/tmp/pmlab-simcli-k");
   EXPECT_EQ(unknown_kernel.exit_code, 2);
   EXPECT_NE(unknown_kernel.err.find("unknown kernel"), std::string::npos) << unknown_kernel.err;
 }

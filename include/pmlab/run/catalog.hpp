@@ -42,6 +42,9 @@ struct KernelParamSpec {
   std::string name;  // <= 15 characters
   std::string help;  // for --help; say what the kernel assumes when the option is absent
   std::uint64_t min = 1, max = UINT64_MAX;  // range of a given value
+  // Non-empty: the option takes one of these names, stored as its index (min/max unused).
+  std::vector<std::string> choices = {};
+  bool flag = false;  // an option without a value: stored as 1 when given (min/max unused)
 };
 
 struct KernelDriver {

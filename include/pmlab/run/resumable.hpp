@@ -78,7 +78,14 @@ void require_declared_params(const pool::RunParams& p) {
     if (it == specs.end())
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("{} has no parameter '{}' (--{})", K::kName, kp.name, kp.name));
-    if (kp.value < it->min || kp.value > it->max)
+    if (!it->choices.empty() && kp.value >= it->choices.size())
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: --{} value #{} names none of {}", K::kName, kp.name, kp.value,
+                              fmt::join(it->choices, ", ")));
+    if (it->flag && kp.value > 1)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: --{} is a flag (0 or 1), got {}", K::kName, kp.name, kp.value));
+    if (it->choices.empty() && !it->flag && (kp.value < it->min || kp.value > it->max))
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("{}: --{} must be in [{}, {}], got {}", K::kName, kp.name, it->min,
                               it->max, kp.value));

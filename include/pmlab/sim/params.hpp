@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "pmlab/core/strong_types.hpp"
+#include "pmlab/sim/row_buffer.hpp"
 
 namespace pmlab::sim {
 
@@ -40,6 +41,7 @@ struct NvmParams {
   std::uint32_t write_queue_entries = 64;
   // Writes the NVM performs concurrently (banks); the queue drains at write_units per write_ns.
   std::uint32_t write_units = 16;
+  RowBufferParams row_buffer;  // banks and rows behind the queue (off by default; row_buffer.hpp)
 
   void validate() const;
 };

@@ -18,6 +18,12 @@ namespace pmlab::sim {
 // table's DDR timings "yield" 60/150), 64-entry WQ, 16 banks (1 channel x 2 ranks x 8 banks).
 [[nodiscard]] SimParams pact17(int cores = 8);
 
+// Thesis Table 4.1 (= Table 3.1) for Ch. 4's GEMM runs: pact17's core and PCM on the 8-core
+// chip (shared L2 8 MB, 16-way, 20 cyc) with 5 cores used (4 worker threads + 1 master), and the
+// row-buffer model on: 1 channel x 2 ranks x 8 banks, 1 KB rows, RoRaBaChCo, open-adaptive,
+// FR-FCFS, RQ 32 / WQ 64, drain at 85 % down to 50 %, >= 16 writes per drain.
+[[nodiscard]] SimParams thesis_ch4();
+
 // Geometry of one cachegrind cache (--D1=size,assoc,line / --LL=...).
 struct CacheGeometry {
   std::uint64_t size_bytes = 0;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "pmlab/core/strong_types.hpp"
+#include "pmlab/sim/row_buffer.hpp"
 
 namespace pmlab::sim {
 
@@ -44,6 +46,7 @@ struct NvmStats {
   std::uint64_t writes = 0;  // line writes, = sum of writes_by_cause
   std::array<std::uint64_t, kWriteCauseCount> writes_by_cause{};
   std::uint64_t write_queue_stall_cycles = 0;  // core cycles lost to a full write queue
+  std::optional<RowBufferStats> row_buffer;    // only when the row-buffer model is on
 
   [[nodiscard]] std::uint64_t writes_for(WriteCause c) const {
     return writes_by_cause[static_cast<std::size_t>(c)];

@@ -1,0 +1,475 @@
+// GEMM written once for the thesis' Ch. 4: naive (i,j,k) and the six GotoBLAS variants (GEPP1/2,
+// GEPM1/2, GEMP1/2 over GEBP, GEPB, GEPDOT), packed or not, with base, Recompute (lazy/eager)
+// and LP; every variant gives the same bits (per C element ascending k with fma).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "pmlab/lp/checksum.hpp"
+#include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/lp/recovery.hpp"
+#include "pmlab/lp/region.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/matrix.hpp"
+#include "pmlab/scheme/index_record.hpp"
+
+namespace pmlab::kernels::gemm {
+
+// gepp1 first: a run without --variant is the thesis' GEPP1 (the parameter's value 0).
+enum class Variant : std::uint8_t { kGepp1, kNaive, kGepp2, kGepm1, kGepm2, kGemp1, kGemp2 };
+inline constexpr std::array<std::string_view, 7> kVariantNames{"gepp1", "naive", "gepp2", "gepm1",
+                                                               "gepm2", "gemp1", "gemp2"};
+// In the order of the thesis' Fig. 4.3 (naive first).
+inline constexpr std::array<Variant, 7> kFigureOrder{
+    Variant::kNaive, Variant::kGepp1, Variant::kGepp2, Variant::kGepm1,
+    Variant::kGepm2, Variant::kGemp1, Variant::kGemp2};
+[[nodiscard]] constexpr std::string_view to_string(Variant v) {
+  return kVariantNames[static_cast<std::size_t>(v)];
+}
+[[nodiscard]] inline std::optional<Variant> variant_from_string(std::string_view s) {
+  for (std::size_t i = 0; i < kVariantNames.size(); ++i)
+    if (kVariantNames[i] == s) return static_cast<Variant>(i);
+  return std::nullopt;
+}
+
+// The second-level kernel a variant calls (Goto & van de Geijn, TOMS 2008, Fig. 4).
+enum class Inner : std::uint8_t {
+  kGebp,    // C row panel (mc x n) += Ã (mc x kc) · B̃ (kc x n)
+  kGepb,    // C column panel (m x nc) += A (m x kc) · B̃ (kc x nc)
+  kGepdot,  // C block (mc x nc) += A (mc x k) · B (k x nc), all kc steps
+  kRows,    // naive: C rows += A rows · B, i, j, k
+};
+
+// The gemm parameters beyond n and bs (declared as the kernel's own parameters --variant,
+// --pack, --mr, --nr in src/kernels/gemm_kernel.cpp). Blocking mc = kc = nc = --bs (the thesis'
+// single S).
+struct Config {
+  Variant variant = Variant::kGepp1;
+  bool pack = false;
+  std::uint32_t mr = 4;  // micro-tile rows
+  std::uint32_t nr = 8;  // micro-tile columns: one 64-byte line of C per micro-row
+
+  static constexpr std::uint32_t kMaxMicro = 255;
+};
+
+// C (n x n) += A (n x n) · B (n x n); C starts at zero.
+struct Operands {
+  mem::MatrixView<const double> a;
+  mem::MatrixView<const double> b;
+  mem::MatrixView<double> c;
+  std::size_t n = 0;
+  std::size_t bs = 1;  // mc = kc = nc
+  Config cfg;
+
+  [[nodiscard]] std::size_t tiles() const { return (n + bs - 1) / bs; }
+  [[nodiscard]] Inner inner() const {
+    switch (cfg.variant) {
+      case Variant::kNaive:
+        return Inner::kRows;
+      case Variant::kGepp1:
+      case Variant::kGepm1:
+        return Inner::kGebp;
+      case Variant::kGepp2:
+      case Variant::kGemp1:
+        return Inner::kGepb;
+      case Variant::kGepm2:
+      case Variant::kGemp2:
+        return Inner::kGepdot;
+    }
+    return Inner::kRows;
+  }
+  // GEPP variants loop over kc steps outermost (every step touches all of C); the others finish
+  // one panel or block after another.
+  [[nodiscard]] bool steps_outer() const {
+    return cfg.variant == Variant::kGepp1 || cfg.variant == Variant::kGepp2;
+  }
+  // A "panel" is the C footprint a persisted index protects: a row panel (GEBP, naive), a
+  // column panel (GEPB) or a block (GEPDOT; numbered in the variant's traversal order).
+  [[nodiscard]] std::size_t panels() const {
+    return inner() == Inner::kGepdot ? tiles() * tiles() : tiles();
+  }
+  // kc steps per panel (naive does all of k at once).
+  [[nodiscard]] std::size_t steps() const { return inner() == Inner::kRows ? 1 : tiles(); }
+  // The kernel's outer iteration (what `first` and resume points count): kc steps of GEPP,
+  // otherwise 0 (nothing done) or 1 (all done).
+  [[nodiscard]] std::size_t outer_count() const { return steps_outer() ? steps() : 1; }
+  [[nodiscard]] std::size_t table_slots() const { return panels() * steps(); }
+  [[nodiscard]] std::size_t slot(std::size_t p, std::size_t s) const { return p * steps() + s; }
+
+  struct Rect {
+    std::size_t i0, i1, j0, j1;
+  };
+  [[nodiscard]] std::size_t end_of(std::size_t t) const { return std::min((t + 1) * bs, n); }
+  [[nodiscard]] Rect panel_rect(std::size_t p) const {
+    switch (inner()) {
+      case Inner::kGebp:
+      case Inner::kRows:
+        return {p * bs, end_of(p), 0, n};
+      case Inner::kGepb:
+        return {0, n, p * bs, end_of(p)};
+      case Inner::kGepdot: {
+        const std::size_t t = tiles(), outer = p / t, in = p % t;
+        // gepm2: ii outer, jj inner; gemp2: jj outer, ii inner.
+        const std::size_t it = cfg.variant == Variant::kGepm2 ? outer : in;
+        const std::size_t jt = cfg.variant == Variant::kGepm2 ? in : outer;
+        return {it * bs, end_of(it), jt * bs, end_of(jt)};
+      }
+    }
+    return {0, 0, 0, 0};
+  }
+  [[nodiscard]] std::pair<std::size_t, std::size_t> k_range(std::size_t s) const {
+    return inner() == Inner::kRows ? std::pair<std::size_t, std::size_t>{0, n}
+                                   : std::pair<std::size_t, std::size_t>{s * bs, end_of(s)};
+  }
+};
+
+// Where a micro-kernel reads an operand: element (r, c) at p[(r - r0) * ld + (c - c0)] (the
+// matrix itself, or a packed copy of a block of it).
+struct Src {
+  const double* p;
+  std::size_t ld, r0, c0;
+  [[nodiscard]] const double* at(std::size_t r, std::size_t c) const {
+    return p + (r - r0) * ld + (c - c0);
+  }
+};
+
+// Copies rows [r0, r1) x columns [c0, c1) of m into buf (row-major, contiguous) through the
+// backend: the loads and stores of packing are simulated like the kernel's own.
+template <mem::Backend B>
+Src pack(B& be, const mem::MatrixView<const double>& m, std::size_t r0, std::size_t r1,
+         std::size_t c0, std::size_t c1, std::vector<double>& buf) {
+  const std::size_t w = c1 - c0;
+  buf.resize((r1 - r0) * w);
+  for (std::size_t r = r0; r < r1; ++r)
+    for (std::size_t c = c0; c < c1; ++c)
+      be.store(&buf[(r - r0) * w + c - c0], be.load(m.at(r, c)));
+  return {buf.data(), w, r0, c0};
+}
+
+// The operands one unit (panel p, step s) reads; packed blocks live in `bufs`.
+struct UnitSrc {
+  Src a, b;
+};
+
+// Visits unit (p, s)'s micro-tiles in its store order, calling tile(i0, i1, j0, j1) for each
+// and sliver(i0, i1, j0, j1) after each iteration of the second-level kernel's outer loop
+// (GEBP: a j sliver mc x nr; GEPB: an i sliver mr x nc; GEPDOT: the whole block at this step;
+// naive: a row).
+template <class Tile, class Sliver>
+void walk_unit(const Operands& op, std::size_t p, std::size_t s, Tile&& tile, Sliver&& sliver) {
+  const auto r = op.panel_rect(p);
+  const std::size_t mr = op.cfg.mr, nr = op.cfg.nr;
+  (void)s;
+  switch (op.inner()) {
+    case Inner::kRows:
+      for (std::size_t i = r.i0; i < r.i1; ++i) {
+        for (std::size_t j = r.j0; j < r.j1; ++j) tile(i, i + 1, j, j + 1);
+        sliver(i, i + 1, r.j0, r.j1);
+      }
+      return;
+    case Inner::kGebp:
+      for (std::size_t j = r.j0; j < r.j1; j += nr) {
+        const std::size_t je = std::min(j + nr, r.j1);
+        for (std::size_t i = r.i0; i < r.i1; i += mr) tile(i, std::min(i + mr, r.i1), j, je);
+        sliver(r.i0, r.i1, j, je);
+      }
+      return;
+    case Inner::kGepb:
+      for (std::size_t i = r.i0; i < r.i1; i += mr) {
+        const std::size_t ie = std::min(i + mr, r.i1);
+        for (std::size_t j = r.j0; j < r.j1; j += nr) tile(i, ie, j, std::min(j + nr, r.j1));
+        sliver(i, ie, r.j0, r.j1);
+      }
+      return;
+    case Inner::kGepdot:
+      for (std::size_t j = r.j0; j < r.j1; j += nr)
+        for (std::size_t i = r.i0; i < r.i1; i += mr)
+          tile(i, std::min(i + mr, r.i1), j, std::min(j + nr, r.j1));
+      sliver(r.i0, r.i1, r.j0, r.j1);
+      return;
+  }
+}
+
+// One unit: C[tile] += A[tile rows, k range] · B[k range, tile cols], per element
+// acc = C; acc = fma(a_ik, b_kj, acc) for ascending k; C = acc. on_store(v) sees every stored
+// value in order; on_sliver(rect) runs after each sliver (the eager persist point).
+template <mem::Backend B, class OnStore, class OnSliver>
+[[gnu::noinline]] void run_unit(B& be, const Operands& op, std::size_t p, std::size_t s,
+                                const UnitSrc& src, OnStore&& on_store, OnSliver&& on_sliver) {
+  const auto [k0, k1] = op.k_range(s);
+  double* const c = op.c.data();
+  const std::size_t ldc = op.c.ld();
+  const Src a = src.a, b = src.b;
+  walk_unit(
+      op, p, s,
+      [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) {
+        for (std::size_t i = i0; i < i1; ++i)
+          for (std::size_t j = j0; j < j1; ++j) {
+            double acc = be.load(c + i * ldc + j);
+            for (std::size_t k = k0; k < k1; ++k)
+              acc = std::fma(be.load(a.at(i, k)), be.load(b.at(k, j)), acc);
+            be.store(c + i * ldc + j, acc);
+            on_store(acc);
+          }
+      },
+      on_sliver);
+}
+
+// Packing policy: which blocks a unit packs itself, and which a GEPP step packs once for all
+// its units (GEPP1 shares B̃ = B[kk, :], GEPP2 shares Ã = A[:, kk]).
+struct Packer {
+  const Operands& op;
+  Src shared_a{}, shared_b{};
+  bool has_shared_a = false, has_shared_b = false;
+
+  [[nodiscard]] static Src whole(const mem::MatrixView<const double>& m) {
+    return {m.data(), m.ld(), 0, 0};
+  }
+  // Before the units of GEPP step s (master thread).
+  template <mem::Backend B>
+  void pack_step(B& be, std::size_t s, std::vector<double>& buf) {
+    has_shared_a = has_shared_b = false;
+    if (!op.cfg.pack || !op.steps_outer()) return;
+    const auto [k0, k1] = op.k_range(s);
+    if (op.inner() == Inner::kGebp) {
+      shared_b = pack(be, op.b, k0, k1, 0, op.n, buf);
+      has_shared_b = true;
+    } else {
+      shared_a = pack(be, op.a, 0, op.n, k0, k1, buf);
+      has_shared_a = true;
+    }
+  }
+  // The operands of unit (p, s), packing what is not shared. Naive never packs.
+  template <mem::Backend B>
+  [[nodiscard]] UnitSrc unit(B& be, std::size_t p, std::size_t s, std::vector<double>& abuf,
+                             std::vector<double>& bbuf) const {
+    UnitSrc u{whole(op.a), whole(op.b)};
+    if (!op.cfg.pack || op.inner() == Inner::kRows) return u;
+    const auto r = op.panel_rect(p);
+    const auto [k0, k1] = op.k_range(s);
+    u.a = has_shared_a ? shared_a : pack(be, op.a, r.i0, r.i1, k0, k1, abuf);
+    u.b = has_shared_b ? shared_b : pack(be, op.b, k0, k1, r.j0, r.j1, bbuf);
+    return u;
+  }
+};
+
+// The loop nest of the variant from kc step / outer iteration `first` on. unit_fn(be, p, s,
+// src) runs one unit (the scheme wraps run_unit with its hooks). GEPP: steps outer, units of a
+// step in parallel; GEPM1/GEMP1: panels in parallel, steps inside; GEPM2/GEMP2: the outer block
+// index in parallel, the inner one and the steps inside; naive: row panels in parallel.
+template <mem::Backend B, class UnitFn>
+void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn) {
+  if (first >= op.outer_count()) return;
+  if (op.steps_outer()) {
+    std::vector<double> shared;
+    for (std::size_t s = first; s < op.steps(); ++s) {
+      Packer packer{op};
+      packer.pack_step(be, s, shared);
+      be.parallel_for(0, op.panels(), [&](std::size_t p) {
+        std::vector<double> abuf, bbuf;
+        unit_fn(be, p, s, packer.unit(be, p, s, abuf, bbuf));
+      });
+    }
+    return;
+  }
+  const std::size_t groups = op.inner() == Inner::kGepdot ? op.tiles() : op.panels();
+  const std::size_t per_group = op.panels() / groups;
+  be.parallel_for(0, groups, [&](std::size_t g) {
+    const Packer packer{op};
+    std::vector<double> abuf, bbuf;
+    for (std::size_t p = g * per_group; p < (g + 1) * per_group; ++p)
+      for (std::size_t s = 0; s < op.steps(); ++s)
+        unit_fn(be, p, s, packer.unit(be, p, s, abuf, bbuf));
+  });
+}
+
+template <mem::Backend B>
+void run_base(B& be, const Operands& op, std::size_t first = 0) {
+  run_variant(be, op, first, [&](B& b, std::size_t p, std::size_t s, const UnitSrc& src) {
+    run_unit(
+        b, op, p, s, src, [](double) {}, [](auto...) {});
+  });
+}
+
+// Persists a rectangle of C (one flush per line of each row segment, then one fence).
+template <mem::Backend B>
+void persist_rect(B& be, const Operands& op, const Operands::Rect& r) {
+  for (std::size_t i = r.i0; i < r.i1; ++i)
+    for (std::size_t j = r.j0; j < r.j1;) {
+      const double* p = op.c.at(i, j);
+      be.flush(p);
+      const auto addr = reinterpret_cast<std::uintptr_t>(p);
+      j += (64 - addr % 64) / sizeof(double);  // the first element of the next line
+    }
+  be.fence();
+}
+
+template <mem::Backend B>
+void zero_rect(B& be, const Operands& op, const Operands::Rect& r) {
+  for (std::size_t i = r.i0; i < r.i1; ++i)
+    for (std::size_t j = r.j0; j < r.j1; ++j) be.store(op.c.at(i, j), 0.0);
+}
+
+// Base restart: C back to zero, durably.
+template <mem::Backend B>
+void restart(B& be, const Operands& op) {
+  be.parallel_for(0, op.panels(), [&](std::size_t p) {
+    zero_rect(be, op, op.panel_rect(p));
+    persist_rect(be, op, op.panel_rect(p));
+  });
+}
+
+// ---- Recompute (thesis Ch. 3 Fig. 3.1, Ch. 4 §4.4): one persisted counter per panel ----------
+// Lazy: at the end of each second-level call (GEBP, GEPB; GEPDOT: the whole block), flush that
+// call's C footprint, fence, persist the panel's count of durable units. Eager: the same after
+// each sliver (the call's outer-loop iteration), counting durable slivers.
+
+enum class Grain : std::uint8_t { kLazy, kEager };
+
+// Slivers of one unit (walk_unit's sliver calls).
+[[nodiscard]] inline std::size_t slivers_per_unit(const Operands& op, std::size_t p) {
+  const auto r = op.panel_rect(p);
+  switch (op.inner()) {
+    case Inner::kRows:
+      return r.i1 - r.i0;
+    case Inner::kGebp:
+      return (r.j1 - r.j0 + op.cfg.nr - 1) / op.cfg.nr;
+    case Inner::kGepb:
+      return (r.i1 - r.i0 + op.cfg.mr - 1) / op.cfg.mr;
+    case Inner::kGepdot:
+      return 1;
+  }
+  return 1;
+}
+// The counter value of a finished panel.
+[[nodiscard]] inline std::uint64_t done_count(const Operands& op, std::size_t p, Grain g) {
+  if (g == Grain::kEager) return op.steps() * slivers_per_unit(op, p);
+  return op.inner() == Inner::kGepdot ? 1 : op.steps();
+}
+
+template <Grain G, mem::Backend B>
+void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
+            std::size_t first = 0) {
+  run_variant(be, op, first, [&](B& b, std::size_t p, std::size_t s, const UnitSrc& src) {
+    const auto r = rec[p];
+    if constexpr (G == Grain::kEager) {
+      std::uint64_t count = s * slivers_per_unit(op, p);
+      run_unit(
+          b, op, p, s, src, [](double) {},
+          [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) {
+            persist_rect(b, op, {i0, i1, j0, j1});
+            r.set(b, 0, ++count);
+          });
+    } else {
+      run_unit(
+          b, op, p, s, src, [](double) {}, [](auto...) {});
+      if (op.inner() == Inner::kGepdot && s + 1 < op.steps()) return;  // block not finished
+      persist_rect(b, op, op.panel_rect(p));
+      r.set(b, 0, op.inner() == Inner::kGepdot ? 1 : s + 1);
+    }
+  });
+}
+
+// Recomputes panel p from zero through all its steps (unpacked: the bits are the same), then
+// persists it and marks it done. Idempotent, so a crash inside recovery is recovered again.
+template <mem::Backend B>
+void recompute_panel(B& be, const Operands& op, std::size_t p, std::size_t from_step) {
+  const UnitSrc src{Packer::whole(op.a), Packer::whole(op.b)};
+  for (std::size_t s = from_step; s < op.steps(); ++s)
+    run_unit(
+        be, op, p, s, src, [](double) {}, [](auto...) {});
+  persist_rect(be, op, op.panel_rect(p));
+}
+
+// Recovery (Fig. 3.4): every panel whose counter says unfinished may hold a partial update that
+// cannot be undone in place, so it is zeroed and recomputed from kk = 0 (thesis §4.4.1); a
+// finished panel was flushed before its counter was set. Recovery finishes the run.
+template <Grain G, mem::Backend B>
+[[nodiscard]] std::size_t recover_ep(B& be, const Operands& op,
+                                     const scheme::IndexRecordTable<1>& rec,
+                                     lp::RecoveryStats& stats) {
+  std::vector<std::uint8_t> redo(op.panels(), 0);
+  be.parallel_for(0, op.panels(), [&](std::size_t p) {
+    if (rec[p].get(be, 0) >= done_count(op, p, G)) return;
+    redo[p] = 1;
+    zero_rect(be, op, op.panel_rect(p));
+    recompute_panel(be, op, p, 0);
+    rec[p].set(be, 0, done_count(op, p, G));
+  });
+  for (auto r : redo) {
+    ++stats.regions_validated;
+    if (r) ++stats.regions_recomputed;
+  }
+  return op.outer_count();
+}
+
+// ---- LP: region = one second-level call's C footprint at one kc step --------------------------
+
+template <lp::ChecksumKind K, mem::Backend B>
+void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first = 0) {
+  run_variant(be, op, first, [&](B& b, std::size_t p, std::size_t s, const UnitSrc& src) {
+    lp::Region<K, B> region(b, table, op.slot(p, s),
+                            {static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(p)});
+    run_unit(
+        b, op, p, s, src, [&](double v) { region.add(v); }, [](auto...) {});
+    region.commit();
+  });
+}
+
+// Panel p's current values folded in a unit's store order (what its region's checksum saw).
+template <lp::ChecksumKind K, mem::Backend B>
+[[nodiscard]] lp::ChecksumValue panel_checksum(B& be, const Operands& op, std::size_t p) {
+  lp::Accumulator<K> acc;
+  walk_unit(
+      op, p, 0,
+      [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) {
+        for (std::size_t i = i0; i < i1; ++i)
+          for (std::size_t j = j0; j < j1; ++j) acc.add(be.load(op.c.at(i, j)));
+      },
+      [](auto...) {});
+  return acc.value();
+}
+
+// LP recovery: a panel is in the state after the latest step whose region checksum matches its
+// current values; it is recomputed from there (from zero if none matches), then persisted with a
+// durable checksum for its last step. Recovery finishes the run.
+template <lp::ChecksumKind K, mem::Backend B>
+[[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
+                                     lp::RecoveryStats& stats) {
+  std::vector<lp::RecoveryStats> per(op.panels());
+  be.parallel_for(0, op.panels(), [&](std::size_t p) {
+    const lp::ChecksumValue cur = panel_checksum<K>(be, op, p);
+    std::size_t from = 0;
+    bool matched = false;
+    for (std::size_t s = op.steps(); s-- > 0;) {
+      const auto v = table.check(be, op.slot(p, s), cur);
+      if (v == lp::SlotCheck::kUnwritten) {
+        ++per[p].regions_unwritten;
+        continue;
+      }
+      ++per[p].regions_validated;
+      if (v == lp::SlotCheck::kMatch) {
+        from = s + 1;
+        matched = true;
+        break;
+      }
+      ++per[p].regions_inconsistent;
+    }
+    if (matched && from == op.steps()) return;  // finished and consistent
+    if (!matched) zero_rect(be, op, op.panel_rect(p));
+    per[p].regions_recomputed += op.steps() - from;
+    recompute_panel(be, op, p, from);
+    table.commit_durable(be, op.slot(p, op.steps() - 1), panel_checksum<K>(be, op, p));
+  });
+  for (const auto& s : per) stats += s;
+  return op.outer_count();
+}
+
+}  // namespace pmlab::kernels::gemm
