@@ -126,8 +126,7 @@ int do_crash(const CrashArgs& a) {
                        {"failure", t.failure},
                        {"regions_recomputed", t.recovery.regions_recomputed},
                        {"recovery_ops", t.recovery_ops}};
-      fmt::print("{}
-", with_meta(j).dump(2));
+      fmt::print("{}\n", with_meta(j).dump(2));
     } else {
       fmt::print(
           "replay crash at op {} ({} image; later crashes: {} in recovery, {} in the "
