@@ -46,19 +46,22 @@ json results_with(const json& native) {
 }
 
 TEST(ReportNative, ResolvedCellShowsEstimateAndInterval) {
-  const auto md = render_headline(results_with({native_block("tmm", 1.004, 0.998, 1.010, true)}));
+  const auto md =
+      render_headline(results_with(json::array({native_block("tmm", 1.004, 0.998, 1.010, true)})));
   EXPECT_NE(md.find("+0.4% [-0.2%, +1.0%]"), std::string::npos) << md;
   EXPECT_EQ(md.find("unresolved"), std::string::npos) << md;
 }
 
 TEST(ReportNative, UnresolvedCellIsMarkedWithItsInterval) {
-  const auto md = render_headline(results_with({native_block("gauss", 1.15, 0.71, 1.69, false)}));
+  const auto md =
+      render_headline(results_with(json::array({native_block("gauss", 1.15, 0.71, 1.69, false)})));
   EXPECT_NE(md.find("unresolved: +15% [-29%, +69%]"), std::string::npos) << md;
 }
 
 TEST(ReportNative, ReportCountsResolvedCellsAndStatesTheLoad) {
-  const auto md = render_report(results_with({native_block("tmm", 1.004, 0.998, 1.010, true),
-                                              native_block("gauss", 1.15, 0.71, 1.69, false)}));
+  const auto md =
+      render_report(results_with(json::array({native_block("tmm", 1.004, 0.998, 1.010, true),
+                                              native_block("gauss", 1.15, 0.71, 1.69, false)})));
   EXPECT_NE(md.find("1 of 2 kernels resolved"), std::string::npos) << md;
   EXPECT_NE(md.find("load average 0.50–2.50"), std::string::npos) << md;
   // Table VII beside the paper's column, and a geometric mean that says it is unresolved.
@@ -71,7 +74,7 @@ TEST(ReportNative, ReportCountsResolvedCellsAndStatesTheLoad) {
 TEST(ReportNative, MissingIntervalPrintsNoNumber) {
   json block = native_block("lu", 1.2, 1.0, 1.4, false);
   block["schemes"][1]["ci95"] = nullptr;
-  const auto md = render_headline(results_with({block}));
+  const auto md = render_headline(results_with(json::array({block})));
   EXPECT_NE(md.find("unresolved: no interval"), std::string::npos) << md;
   EXPECT_EQ(md.find("+20"), std::string::npos) << md;
 }

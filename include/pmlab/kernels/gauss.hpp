@@ -70,19 +70,14 @@ void eliminate_block(B& be, const Operands& op, std::size_t k, std::size_t b, On
     double* row = w + i * ld;
     const double m = be.load(row + k) / d;
     be.store(row + k, 0.0);
-    // The checksum a row feeds is chosen once per row, not per element: a branch in the inner
-    // loop would keep the compiler from vectorising it. Same loads, stores and FP order.
-    const auto update_row = [&](auto&& fold) {
-      for (std::size_t j = k + 1; j < ld; ++j) {
-        const double x = be.load(row + j) - m * be.load(pivot + j);
-        be.store(row + j, x);
-        fold(x);
-      }
-    };
-    if (i == k + 1)
-      update_row(on_final);
-    else
-      update_row(on_live);
+    for (std::size_t j = k + 1; j < ld; ++j) {
+      const double x = be.load(row + j) - m * be.load(pivot + j);
+      be.store(row + j, x);
+      if (i == k + 1)
+        on_final(x);
+      else
+        on_live(x);
+    }
   }
 }
 
