@@ -11,23 +11,34 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def native_overhead(res, out):
+    """Ratio to base with its 95% interval; unresolved cells hatched and labelled."""
     kernels = [k for k in res.get("native", []) if "schemes" in k]
     if not kernels:
         return
-    fig, axes = plt.subplots(1, len(kernels), figsize=(4.2 * len(kernels), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(kernels), figsize=(3.2 * len(kernels), 3.6), squeeze=False)
     for ax, k in zip(axes[0], kernels):
-        rows = [s for s in k["schemes"] if s["scheme"] != "base"]
+        rows = [s for s in k["schemes"] if s["scheme"] != "base" and s.get("ci95")]
+        if not rows:
+            ax.set_title(f"{k['kernel']}: no interval")
+            continue
         names = [s["scheme"] for s in rows]
-        med = [s["ratio_to_base"] for s in rows]
-        lo = [s["ratio_to_base"] - s["ratio_min"] for s in rows]
-        hi = [s["ratio_max"] - s["ratio_to_base"] for s in rows]
+        est = [s["ratio"] for s in rows]
+        lo = [s["ratio"] - s["ci95"][0] for s in rows]
+        hi = [s["ci95"][1] - s["ratio"] for s in rows]
         colors = ["tab:green" if n == "lp" else "tab:gray" for n in names]
-        ax.bar(names, med, yerr=[lo, hi], color=colors, capsize=2)
+        bars = ax.bar(names, est, yerr=[lo, hi], color=colors, capsize=3)
+        for bar, s in zip(bars, rows):
+            if not s.get("resolved", False):
+                bar.set_hatch("//")
+                bar.set_alpha(0.45)
+                ax.annotate("unresolved", (bar.get_x() + bar.get_width() / 2, s["ci95"][1]),
+                            ha="center", va="bottom", fontsize=6, rotation=90)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")
-        ax.set_title(f"{k['kernel']} (n={k['n']}) native")
-        ax.set_ylabel("time / base")
+        ax.set_title(f"{k['kernel']} (n={k['n']})", fontsize=9)
+        ax.set_ylabel("time / base (95% CI)")
         ax.tick_params(axis="x", rotation=70, labelsize=7)
+    fig.suptitle("native time vs base; hatched = unresolved", fontsize=9)
     fig.tight_layout()
     fig.savefig(out / "native_overhead.png", dpi=110)
     plt.close(fig)

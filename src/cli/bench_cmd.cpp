@@ -21,14 +21,16 @@ struct BenchArgs {
   std::string kernel;
   std::vector<std::string> schemes;
   std::uint64_t n = 768, bs = 16;
-  std::uint32_t threads = 2;
-  int reps = 15;
+  std::uint32_t threads = 1;
+  std::size_t max_pairs = 200, min_pairs = 8;
+  double target_percent = 1, budget = 60, rep_seconds = 0.2;
   std::uint64_t seed = 1;
   KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string persist = "cpu";
   std::string flush = "clwb";
   std::string dir;
   bool json = false;
+  bool single_pass = false;
   bool quiet = false;
 };
 
@@ -49,7 +51,12 @@ int do_bench(const BenchArgs& a) {
   o.n = a.n;
   o.bs = a.bs;
   o.threads = a.threads;
-  o.reps = a.reps;
+  o.max_pairs = a.max_pairs;
+  o.min_pairs = a.min_pairs;
+  o.target = a.target_percent / 100;
+  o.budget_seconds = a.budget;
+  o.min_rep_seconds = a.rep_seconds;
+  o.single_pass = a.single_pass;
   o.seed = a.seed;
   {
     pool::RunParams named;
@@ -83,10 +90,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand(
       "bench",
-      "Time every persistency scheme natively against base, side by side: each repetition runs "
-      "every scheme once on a fresh pool (creation untimed, order rotated per repetition); "
-      "reports median, spread and the per-repetition ratio to base, and checks every result "
-      "is bit-identical to base's. Pools go to a temporary directory that is removed after.");
+      "Time every persistency scheme natively against base: paired repetitions (base and scheme "
+      "back to back, order alternating, each on fresh pools, creation untimed), each repetition "
+      "repeating the kernel to at least --rep-seconds, until the ratio's 95% bootstrap interval "
+      "is within ±--target or --budget is spent (then the ratio is printed as unresolved). "
+      "Records load average and CPU/wall per repetition, and checks every result is "
+      "bit-identical to the fault-free reference. Pools go to a temporary directory that is "
+      "removed after (docs/measurement.md).");
   std::string kernels, schemes_of_kernels;
   for (const auto& d : run::kernel_drivers()) {
     kernels += (kernels.empty() ? "" : ", ") + d.name;
@@ -100,18 +110,45 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   cmd->add_option("--n", args->n, "Matrix dimension")->capture_default_str();
   cmd->add_option("--bs", args->bs, "Tile size")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
-  cmd->add_option("--reps", args->reps, "Repetitions per scheme")->capture_default_str();
+  cmd->add_option("--threads", args->threads,
+                  "OpenMP threads (1: no thread team, nothing spin-waits; above 1 set "
+                  "OMP_WAIT_POLICY=passive on a shared machine)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--target", args->target_percent,
+                  "Stop a scheme when its ratio's 95% interval is within ± this many percent")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 99.0));
+  cmd->add_option("--budget", args->budget,
+                  "Wall seconds per scheme after which an unmet target leaves it unresolved")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e6));
+  cmd->add_option("--rep-seconds", args->rep_seconds,
+                  "Minimum base computation per timed repetition: the kernel is executed "
+                  "repeatedly inside one repetition to reach it")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--reps,--max-pairs", args->max_pairs, "Most pairs per scheme")
+      ->capture_default_str();
+  cmd->add_option("--min-pairs", args->min_pairs,
+                  "Fewest healthy pairs before a ratio can resolve (at least 6 for 95%)")
+      ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the input matrices")->capture_default_str();
   args->kernel_options.add_to(*cmd);
   cmd->add_option("--persist", args->persist, "Persistence mode: cpu, auto, none")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "auto", "none"}));
-  cmd->add_option("--flush", args->flush, "Flush instruction in cpu mode: clwb, clflushopt")
+  cmd->add_option("--flush", args->flush,
+                  "Flush instruction in cpu mode: clwb, clflushopt, clflush (the one valgrind "
+                  "supports)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"clwb", "clflushopt"}));
-  cmd->add_option("--dir", args->dir,
-                  "Directory for the temporary pools (default: $TMPDIR or /tmp)");
+      ->check(CLI::IsMember({"clwb", "clflushopt", "clflush"}));
+  cmd->add_option(
+      "--dir", args->dir,
+      "Directory for the temporary pools (default: /dev/shm if writable, else $TMPDIR or /tmp)");
+  cmd->add_flag("--single-pass", args->single_pass,
+                "One verified execution per scheme, nothing timed (for instruction counts under "
+                "callgrind: scripts/instruction-counts)");
   cmd->add_flag("--json", args->json, "Print JSON instead of a Markdown table");
   cmd->add_flag("--quiet", args->quiet, "No progress bar on stderr");
   cmd->callback([args, &exit_code] { exit_code = do_bench(*args); });

@@ -1,16 +1,28 @@
-// Native side-by-side benchmark: interleaved repetitions of every scheme vs base on fresh pools.
+// Native side-by-side benchmark: paired, order-alternating repetitions of every scheme vs base
+// on fresh pools, until each ratio is known to a target precision or its budget is spent.
 #include "pmlab/experiments/bench.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+// Callgrind's client requests (header-only, from valgrind): instruction counts of the kernel
+// alone (scripts/instruction-counts). Without the header they compile to nothing.
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_DUMP_STATS_AT(label) static_cast<void>(label)
+#endif
 
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/catalog.hpp"
@@ -32,15 +44,19 @@ void prefault(const pool::Pool& pool) {
   }
 }
 
-struct Measurement {
-  double seconds = 0;
-  bool verified = true;  // the driver's bit-exact check against its fault-free reference
+// One run of one scheme: `executions` kernel executions on one fresh pool (created and
+// pre-faulted untimed; between executions its arrays are zeroed and re-initialized, which is
+// what creation does, minus the file creation and fsync that would dominate short kernels).
+// Wall and CPU time are the drivers' compute_seconds and compute_cpu_seconds: normal execution
+// only, no scheme set-up, no final persist.
+struct Run {
+  experiments::RunTiming timing;
+  double wall_seconds = 0;  // the whole run: pool creation, re-initializations, persists
+  bool verified = true;     // the driver's bit-exact check against its fault-free reference
 };
 
-// Every kernel goes through its driver's execute(), which times the normal execution only
-// (RunReport::compute_seconds: no pool creation, no scheme set-up, no final persist), and
-// verify(), which compares the outputs with a fault-free reference bit for bit.
-Measurement measure(const BenchOptions& opt, const std::string& scheme, const fs::path& dir) {
+Run run_scheme(const BenchOptions& opt, const std::string& scheme, const fs::path& dir,
+               std::uint64_t executions, bool verify) {
   pool::RunParams p;
   p.kernel = opt.kernel;
   p.scheme = scheme;
@@ -51,31 +67,60 @@ Measurement measure(const BenchOptions& opt, const std::string& scheme, const fs
   p.kernel_params = opt.kernel_params;
   const auto& k = find_kernel(opt.kernel);
   const auto path = (dir / scheme).string();
-  Measurement m;
+  const std::string dump_label = "pmlab-bench " + scheme;  // names the callgrind dump
+  Run r;
+  const double start = experiments::steady_clock_seconds();
   {
     auto pool = pool::Pool::create(path, p, k.arrays(p), k.init);
     prefault(pool);
-    auto report = k.execute(pool, ExecOptions{opt.mode, opt.flush});
-    m.seconds = report.compute_seconds;
-    m.verified = k.verify(pool).ok();
+    for (std::uint64_t e = 0; e < executions; ++e) {
+      if (opt.stop && opt.stop->load())
+        throw Error(ErrorCode::kInterrupted, "bench interrupted; temporary pools removed");
+      if (e > 0) {
+        for (const auto& a : pool.arrays()) std::memset(pool.base() + a.offset, 0, a.bytes);
+        k.init(pool);
+        pool.set_state(pool::RunState::kInitialized);
+      }
+      // Only the kernel's own instructions are counted under callgrind
+      // (scripts/instruction-counts runs with --collect-atstart=no); natively these are no-ops.
+      CALLGRIND_TOGGLE_COLLECT;
+      const RunReport report = k.execute(pool, ExecOptions{opt.mode, opt.flush});
+      CALLGRIND_TOGGLE_COLLECT;
+      CALLGRIND_DUMP_STATS_AT(dump_label.c_str());
+      r.timing.wall_seconds += report.compute_seconds;
+      r.timing.cpu_seconds += report.compute_cpu_seconds;
+      // Checked once (the reference costs as much as a run): every execution runs the same
+      // deterministic code on the same inputs.
+      if (verify && e == 0) r.verified = k.verify(pool).ok();
+    }
   }
   fs::remove(path);
-  return m;
-}
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  r.wall_seconds = experiments::steady_clock_seconds() - start;
+  // A run too short for the clock still needs a positive time for its ratio.
+  r.timing.wall_seconds = std::max(r.timing.wall_seconds, 1e-9);
+  return r;
 }
 
 void validate(const BenchOptions& opt, const std::vector<std::string>& schemes) {
   const auto& k = find_kernel(opt.kernel);  // throws for unknown kernels, naming the known ones
-  if (opt.reps < 1 || opt.reps > 1000)
+  if (!(opt.target > 0 && opt.target < 1))
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--reps must be in [1, 1000], got {}", opt.reps));
+                fmt::format("--target must be in (0, 100) percent, got {}", 100 * opt.target));
+  if (!(opt.budget_seconds > 0))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--budget must be positive, got {}", opt.budget_seconds));
+  if (!(opt.min_rep_seconds >= 0 && opt.min_rep_seconds <= 3600))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--rep-seconds must be in [0, 3600], got {}", opt.min_rep_seconds));
+  const std::size_t fewest = experiments::detail::fewest_pairs_for(0.95);
+  if (opt.min_pairs < fewest || opt.min_pairs > 100000)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--min-pairs must be in [{}, 100000] (fewer pairs cannot give an "
+                            "honest 95% interval), got {}",
+                            fewest, opt.min_pairs));
+  if (opt.max_pairs < 1 || opt.max_pairs > 100000)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--reps (max pairs) must be in [1, 100000], got {}", opt.max_pairs));
   for (const auto& s : schemes)
     if (std::find(k.schemes.begin(), k.schemes.end(), s) == k.schemes.end())
       throw Error(ErrorCode::kInvalidArgument,
@@ -152,6 +197,24 @@ PersistUnitCosts unit_costs(persist::FlushKind k) {
   return unit_costs_with<persist::FlushKind::kClwb>();
 }
 
+// /dev/shm when it is a writable directory, else $TMPDIR: the kernels' persists (libpmem2's
+// msync on a file that is not DAX) would otherwise write the pool back to disk between
+// executions — untimed, but it would eat most of the time budget.
+fs::path default_pool_parent() {
+  std::error_code ec;
+  if (fs::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0) return "/dev/shm";
+  return fs::temp_directory_path();
+}
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string format_seconds(double s) {
+  return s >= 1 ? fmt::format("{:.2f} s", s) : fmt::format("{:.1f} ms", 1e3 * s);
+}
+
 }  // namespace
 
 BenchResult run_bench(const BenchOptions& opt) {
@@ -160,7 +223,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     if (std::find(schemes.begin(), schemes.end(), s) == schemes.end()) schemes.push_back(s);
   validate(opt, schemes);
 
-  const fs::path parent = opt.dir.empty() ? fs::temp_directory_path() : fs::path(opt.dir);
+  const fs::path parent = opt.dir.empty() ? default_pool_parent() : fs::path(opt.dir);
   const fs::path dir =
       parent / fmt::format("pmlab-bench-{}-{}", ::getpid(),
                            std::chrono::steady_clock::now().time_since_epoch().count());
@@ -173,106 +236,253 @@ BenchResult run_bench(const BenchOptions& opt) {
     }
   } cleanup{dir};
 
-  const auto wall0 = std::chrono::steady_clock::now();
-  const std::size_t ns = schemes.size(), total = ns * static_cast<std::size_t>(opt.reps);
-  std::vector<std::vector<double>> secs(ns);
-  std::vector<bool> exact(ns, true);
-  std::size_t done = 0;
-  for (int rep = 0; rep < opt.reps; ++rep) {
-    // Rotate the order each repetition so no scheme always runs first (cold) or last.
-    for (std::size_t j = 0; j < ns; ++j) {
-      const std::size_t s = (j + static_cast<std::size_t>(rep)) % ns;
-      if (opt.stop && opt.stop->load())
-        throw Error(ErrorCode::kInterrupted,
-                    fmt::format("bench interrupted after {} of {} measurements; temporary pools "
-                                "removed",
-                                done, total));
-      if (opt.progress)
-        opt.progress(done, total, fmt::format("rep {}/{} {}", rep + 1, opt.reps, schemes[s]));
-      auto m = measure(opt, schemes[s], dir);
-      secs[s].push_back(m.seconds);
-      if (!m.verified) exact[s] = false;  // every scheme against the same reference as base
-      ++done;
-    }
-  }
-  if (opt.progress) opt.progress(done, total, "done");
-
   BenchResult r;
   r.kernel = opt.kernel;
   r.n = opt.n;
   r.bs = opt.bs;
   r.threads = opt.threads;
-  r.reps = opt.reps;
   r.persist = to_string(opt.mode);
   r.flush = std::string(persist::to_string(opt.flush));
   r.nt_store_isa = std::string(scheme::nt_copy_isa());
-  for (std::size_t s = 0; s < ns; ++s) {
+  r.target = opt.target;
+  r.budget_seconds = opt.budget_seconds;
+  r.min_rep_seconds = opt.min_rep_seconds;
+  r.single_pass = opt.single_pass;
+  r.omp_wait_policy = env_or_empty("OMP_WAIT_POLICY");
+  r.gomp_spincount = env_or_empty("GOMP_SPINCOUNT");
+  r.cores = std::thread::hardware_concurrency();
+  r.load_before = experiments::read_load_average();
+  const auto wall0 = std::chrono::steady_clock::now();
+
+  // Calibration: one untimed base execution (it also warms caches, page tables and the
+  // OpenMP runtime) sets how many executions make a repetition.
+  if (opt.progress) opt.progress(0, schemes.size(), "calibrating on base");
+  const Run calibration = run_scheme(opt, "base", dir, 1, true);
+  // CPU time per thread, when lower than wall time: preemption during calibration on a busy
+  // machine would otherwise shrink every repetition below --rep-seconds.
+  const double calibration_cpu = calibration.timing.cpu_seconds / static_cast<double>(opt.threads);
+  r.base_execution_seconds = calibration_cpu > 0
+                                 ? std::min(calibration.timing.wall_seconds, calibration_cpu)
+                                 : calibration.timing.wall_seconds;
+  // For a tiny kernel each execution's untimed part (re-initialization, the final persist)
+  // dwarfs its computation: the count is capped so that a repetition's wall time stays within
+  // ~5x --rep-seconds (+ one execution), or a smoke test at n = 24 would run for minutes.
+  const double wanted = std::ceil(opt.min_rep_seconds / r.base_execution_seconds);
+  const double affordable =
+      std::floor(5 * opt.min_rep_seconds / std::max(calibration.wall_seconds, 1e-6));
+  r.executions_per_rep =
+      static_cast<std::uint64_t>(std::clamp(std::min(wanted, affordable), 1.0, 100000.0));
+  r.schemes.push_back({"base", std::nullopt, 0, calibration.verified});
+
+  std::vector<double> base_reps;
+  for (std::size_t s = 1; s < schemes.size(); ++s) {
+    const std::string& name = schemes[s];
+    // The scheme's first, untimed execution verifies it bit for bit and warms it up.
+    const bool exact = run_scheme(opt, name, dir, 1, true).verified;
+    if (opt.single_pass) {
+      r.schemes.push_back({name, std::nullopt, 0, exact});
+      continue;
+    }
+    experiments::PairedRatioOptions po;
+    po.target_relative_half_width = opt.target;
+    po.budget_seconds = opt.budget_seconds;
+    po.min_pairs = opt.min_pairs;
+    po.max_pairs = opt.max_pairs;
+    po.threads_per_run = opt.threads;
+    std::size_t pairs = 0;
+    auto run_one = [&](const std::string& which) {
+      return run_scheme(opt, which, dir, r.executions_per_rep, false).timing;
+    };
+    const auto measure_pair = [&](bool scheme_first) {
+      if (opt.progress)
+        opt.progress(s - 1, schemes.size() - 1, fmt::format("{} pair {}", name, ++pairs));
+      experiments::RunTiming base, scheme;
+      if (scheme_first) {
+        scheme = run_one(name);
+        base = run_one("base");
+      } else {
+        base = run_one("base");
+        scheme = run_one(name);
+      }
+      return experiments::PairTiming{base.wall_seconds, scheme.wall_seconds, base.cpu_seconds,
+                                     scheme.cpu_seconds};
+    };
+    experiments::PairedRatioResult result;
+    if (opt.max_pairs >= opt.min_pairs) {
+      result = experiments::measure_paired_ratio(measure_pair, po);
+    } else {
+      // Fewer pairs than any honest interval needs (a smoke test): measure them in the same
+      // alternating order and let the same summary call the ratio unresolved.
+      po.max_pairs = po.min_pairs;
+      const double start = experiments::steady_clock_seconds();
+      const auto load_before = experiments::read_load_average();
+      std::vector<experiments::PairRecord> records;
+      for (std::size_t i = 0; i < opt.max_pairs; ++i)
+        records.push_back(
+            experiments::detail::make_record(measure_pair(i % 2 == 1), i % 2 == 1, po, i));
+      result = experiments::detail::summarize(std::move(records), experiments::StopCause::kMaxPairs,
+                                              load_before, experiments::read_load_average(),
+                                              experiments::steady_clock_seconds() - start, po);
+    }
+    for (const auto& p : result.pairs) base_reps.push_back(p.timing.base_seconds);
     BenchSchemeResult b;
-    b.scheme = schemes[s];
-    b.seconds = secs[s];
-    b.median = quantile(secs[s], 0.5);
-    b.q1 = quantile(secs[s], 0.25);
-    b.q3 = quantile(secs[s], 0.75);
-    b.min = *std::min_element(secs[s].begin(), secs[s].end());
-    b.max = *std::max_element(secs[s].begin(), secs[s].end());
-    std::vector<double> ratios;
-    for (std::size_t i = 0; i < secs[s].size(); ++i) ratios.push_back(secs[s][i] / secs[0][i]);
-    b.ratio = quantile(ratios, 0.5);
-    b.ratio_min = *std::min_element(ratios.begin(), ratios.end());
-    b.ratio_max = *std::max_element(ratios.begin(), ratios.end());
-    b.best_ratio = b.min / *std::min_element(secs[0].begin(), secs[0].end());
-    b.bit_exact = exact[s];
+    b.scheme = name;
+    b.median_rep_seconds = result.scheme_median_seconds;
+    b.bit_exact = exact;
+    b.paired = std::move(result);
     r.schemes.push_back(std::move(b));
   }
+  if (opt.progress) opt.progress(schemes.size() - 1, schemes.size() - 1, "done");
+  r.schemes[0].median_rep_seconds =
+      base_reps.empty() ? r.base_execution_seconds * static_cast<double>(r.executions_per_rep)
+                        : experiments::detail::median(base_reps);
+
+  r.load_after = experiments::read_load_average();
+  bool any_busy = false;
+  for (const auto& s : r.schemes) any_busy = any_busy || (s.paired && s.paired->busy());
+  const auto above = [&](const std::optional<double>& l) {
+    return r.cores > 0 && l && *l > static_cast<double>(r.cores);
+  };
+  if (any_busy || above(r.load_before) || above(r.load_after))
+    r.warnings.push_back(fmt::format(
+        "machine busy: load average {} before, {} after on {} cores; CPU/wall below {:.2f} or "
+        "load above the core count makes ratios unreliable (unresolved ones are marked)",
+        r.load_before ? fmt::format("{:.2f}", *r.load_before) : "n/a",
+        r.load_after ? fmt::format("{:.2f}", *r.load_after) : "n/a", r.cores,
+        experiments::PairedRatioOptions{}.healthy_cpu_fraction));
+  if (opt.threads > 1 && r.omp_wait_policy != "passive" && r.omp_wait_policy != "PASSIVE")
+    r.warnings.push_back(
+        "OpenMP threads may spin-wait at barriers (OMP_WAIT_POLICY is not passive): on a shared "
+        "machine a spinning thread competes with other processes; set OMP_WAIT_POLICY=passive "
+        "or use --threads 1 (docs/measurement.md)");
   if (opt.mode == persist::PersistMode::kCpu) r.unit_costs = unit_costs(opt.flush);
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return r;
 }
 
+namespace {
+
+const char* stop_name(experiments::StopCause c) {
+  switch (c) {
+    case experiments::StopCause::kTargetReached:
+      return "target reached";
+    case experiments::StopCause::kBudgetSpent:
+      return "budget spent";
+    case experiments::StopCause::kMaxPairs:
+      break;
+  }
+  return "max pairs";
+}
+
+nlohmann::json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
 nlohmann::json to_json(const BenchResult& r) {
   nlohmann::json schemes = nlohmann::json::array();
-  for (const auto& s : r.schemes)
-    schemes.push_back({{"scheme", s.scheme},
-                       {"seconds", s.seconds},
-                       {"median", s.median},
-                       {"q1", s.q1},
-                       {"q3", s.q3},
-                       {"min", s.min},
-                       {"max", s.max},
-                       {"ratio_to_base", s.ratio},
-                       {"ratio_min", s.ratio_min},
-                       {"ratio_max", s.ratio_max},
-                       {"ratio_of_minima", s.best_ratio},
-                       {"bit_exact_vs_base", s.bit_exact}});
+  for (const auto& s : r.schemes) {
+    nlohmann::json j{{"scheme", s.scheme},
+                     {"median_rep_seconds", s.median_rep_seconds},
+                     {"bit_exact_vs_base", s.bit_exact}};
+    if (!s.paired) {
+      if (s.scheme == "base") {  // the reference: its ratio is 1 by definition
+        j["ratio"] = 1.0;
+        j["ci95"] = {1.0, 1.0};
+        j["resolved"] = true;
+      }
+      schemes.push_back(std::move(j));  // other schemes: single pass, nothing timed
+      continue;
+    }
+    const auto& p = *s.paired;
+    j["ratio"] = p.ratio;
+    j["ci95"] = p.ci95 ? nlohmann::json{p.ci95->low, p.ci95->high} : nlohmann::json(nullptr);
+    j["resolved"] = p.resolved;
+    j["relative_half_width"] =
+        std::isfinite(p.relative_half_width) ? nlohmann::json(p.relative_half_width) : nullptr;
+    j["reason"] = p.reason;
+    j["text"] = experiments::format_ratio(p);
+    j["stop"] = stop_name(p.stop);
+    j["pairs_measured"] = p.pairs_measured;
+    j["pairs_used"] = p.pairs_used;
+    j["median_cpu_fraction"] = p.median_cpu_fraction;
+    j["busy"] = p.busy();
+    j["load_before"] = optional_json(p.load_before);
+    j["load_after"] = optional_json(p.load_after);
+    j["elapsed_seconds"] = p.elapsed_seconds;
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const auto& q : p.pairs)
+      pairs.push_back({{"base_seconds", q.timing.base_seconds},
+                       {"scheme_seconds", q.timing.scheme_seconds},
+                       {"base_cpu_seconds", q.timing.base_cpu_seconds},
+                       {"scheme_cpu_seconds", q.timing.scheme_cpu_seconds},
+                       {"scheme_first", q.scheme_first},
+                       {"healthy", q.healthy},
+                       {"counted", q.counted}});
+    j["pairs"] = std::move(pairs);
+    schemes.push_back(std::move(j));
+  }
   return {{"kernel", r.kernel},
           {"n", r.n},
           {"bs", r.bs},
           {"threads", r.threads},
-          {"reps", r.reps},
           {"persist", r.persist},
           {"flush", r.flush},
           {"nt_store_isa", r.nt_store_isa},
+          {"executions_per_rep", r.executions_per_rep},
+          {"base_execution_seconds", r.base_execution_seconds},
+          {"target", r.target},
+          {"budget_seconds", r.budget_seconds},
+          {"min_rep_seconds", r.min_rep_seconds},
+          {"machine",
+           {{"load_before", optional_json(r.load_before)},
+            {"load_after", optional_json(r.load_after)},
+            {"cores", r.cores},
+            {"omp_wait_policy", r.omp_wait_policy},
+            {"gomp_spincount", r.gomp_spincount}}},
+          {"warnings", r.warnings},
           {"wall_seconds", r.wall_seconds},
           {"unit_costs",
            {{"flush_fence_ns", r.unit_costs.flush_fence_ns},
             {"flush_stream_ns_per_line", r.unit_costs.flush_stream_ns},
             {"nt_copy_gb_per_s", r.unit_costs.nt_copy_gbs}}},
+          {"single_pass", r.single_pass},
           {"schemes", schemes}};
 }
 
 std::string to_markdown(const BenchResult& r) {
   std::string out = fmt::format(
-      "{} n={} bs={} threads={} reps={} persist={} flush={} (NT stores: {}), {:.0f} s wall\n\n",
-      r.kernel, r.n, r.bs, r.threads, r.reps, r.persist, r.flush, r.nt_store_isa, r.wall_seconds);
+      "{} n={} bs={} threads={} persist={} flush={} (NT stores: {}), {:.0f} s wall\n"
+      "One repetition = {} kernel execution(s), base {} per repetition; pairs base/scheme "
+      "back to back, order alternating; target ±{:.1f}%, budget {:.0f} s per scheme\n\n",
+      r.kernel, r.n, r.bs, r.threads, r.persist, r.flush, r.nt_store_isa, r.wall_seconds,
+      r.executions_per_rep,
+      format_seconds(r.base_execution_seconds * static_cast<double>(r.executions_per_rep)),
+      100 * r.target, r.budget_seconds);
   out +=
-      "| scheme | median s | IQR s | min-max s | ratio to base | ratio range | ratio of minima | "
+      "| scheme | per repetition | vs base [95% CI] | pairs used/run | CPU/wall | stop | "
       "bit-exact |\n";
-  out += "|---|---:|---:|---:|---:|---:|---:|:---:|\n";
-  for (const auto& s : r.schemes)
-    out += fmt::format(
-        "| {} | {:.3f} | {:.3f}-{:.3f} | {:.3f}-{:.3f} | {:.2f} | {:.2f}-{:.2f} | {:.2f} | {} |\n",
-        s.scheme, s.median, s.q1, s.q3, s.min, s.max, s.ratio, s.ratio_min, s.ratio_max,
-        s.best_ratio, s.bit_exact ? "yes" : "NO");
+  out += "|---|---:|---|---:|---:|---|:---:|\n";
+  for (const auto& s : r.schemes) {
+    if (!s.paired) {
+      out += fmt::format("| {} | {} | {} | | | | {} |\n", s.scheme,
+                         format_seconds(s.median_rep_seconds),
+                         s.scheme == "base" ? "(reference)" : "(single pass: not timed)",
+                         s.bit_exact ? "yes" : "NO");
+      continue;
+    }
+    const auto& p = *s.paired;
+    out += fmt::format("| {} | {} | {} | {}/{} | {:.2f} | {} | {} |\n", s.scheme,
+                       format_seconds(s.median_rep_seconds), experiments::format_ratio(p),
+                       p.pairs_used, p.pairs_measured, p.median_cpu_fraction, stop_name(p.stop),
+                       s.bit_exact ? "yes" : "NO");
+  }
+  out += fmt::format("\nMachine: load average {} before, {} after, {} cores; OMP_WAIT_POLICY={}\n",
+                     r.load_before ? fmt::format("{:.2f}", *r.load_before) : "n/a",
+                     r.load_after ? fmt::format("{:.2f}", *r.load_after) : "n/a", r.cores,
+                     r.omp_wait_policy.empty() ? "(unset)" : r.omp_wait_policy);
+  for (const auto& w : r.warnings) out += "Warning: " + w + "\n";
   if (r.unit_costs.flush_fence_ns > 0)
     out += fmt::format(
         "\nUnit costs ({}): store + flush + sfence of one line {:.0f} ns; flushing many dirty "

@@ -2,6 +2,9 @@
 // support.
 #include "pmlab/experiments/eval.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -40,7 +43,8 @@ struct Sizes {
 // afford them (LP paper Table V / thesis Table 3.3).
 Sizes sizes_for(const std::string& kernel, bool full) {
   static const std::map<std::string, std::pair<Sizes, Sizes>> table = {
-      // quick native sizes run >= ~20 ms per repetition (shorter runs are timer noise);
+      // native: a timed repetition repeats the kernel to >= 0.2 s whatever the size, so quick
+      // sizes only bound pool creation; full sizes are the LP paper's (Table V);
       // quick sim sizes overflow lp-isca18's 512 KiB LLC (and the scaled pact17 one) with
       // the data the kernel writes: else base writes ~nothing and ratios divide by ~0.
       {"tmm", {{512, 256, 40}, {1024, 1024, 64}}},
@@ -109,23 +113,65 @@ json sim_rows(run::SimRunSpec spec, const std::vector<std::string>& schemes) {
   return rows;
 }
 
+// Runs scripts/instruction-counts on this very binary; {"skipped": why} when valgrind or
+// python3 is missing, so the evaluation goes on without the section.
+json instruction_counts() {
+  if (std::system("valgrind --version >/dev/null 2>&1") != 0)
+    return {{"skipped", "valgrind not found (apt-get install valgrind)"}};
+  if (std::system("python3 --version >/dev/null 2>&1") != 0)
+    return {{"skipped", "python3 not found"}};
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {{"skipped", "cannot locate the pmlab binary (/proc/self/exe)"}};
+  const fs::path out = fs::temp_directory_path() / fmt::format("pmlab-icount-{}.json", ::getpid());
+  const std::string cmd =
+      fmt::format("python3 '{}' --pmlab '{}' --json > '{}' 2>/dev/null",
+                  (fs::path(PMLAB_SOURCE_DIR) / "scripts" / "instruction-counts").string(),
+                  self.string(), out.string());
+  const int rc = std::system(cmd.c_str());
+  json j;
+  {
+    std::ifstream in(out);
+    if (rc == 0 && in) j = json::parse(in, nullptr, false);
+  }
+  fs::remove(out, ec);
+  if (rc != 0 || j.is_discarded() || !j.is_object())
+    return {{"skipped", fmt::format("scripts/instruction-counts failed (exit {})", rc)}};
+  return j;
+}
+
 std::vector<Step> plan(const EvalOptions& opt) {
   std::vector<Step> steps;
   const bool full = opt.full;
-  // 1. Native execution time, every scheme vs base, side by side.
+  // 1. Native execution time vs base: paired, order-alternating repetitions until the ratio's
+  // 95% interval is within ±1% or the budget is spent (then the cell is unresolved). One
+  // thread: no OpenMP team, so no thread spin-waits for a core another process holds
+  // (docs/measurement.md). Quick mode measures LP only (the headline's column, LP paper Table
+  // VII) on a small budget so that `make run` stays within minutes; --full measures every
+  // scheme at the papers' sizes.
   for (const auto& k : run::kernel_drivers()) {
     const Sizes sz = sizes_for(k.name, full);
-    steps.push_back({"native", "native " + k.name, full ? 600.0 : 25.0, [=, name = k.name] {
+    const bool has_lp = std::find(k.schemes.begin(), k.schemes.end(), "lp") != k.schemes.end();
+    const double budget = full ? 120.0 : 20.0;
+    const double schemes = full ? static_cast<double>(k.schemes.size()) : 1.0;
+    steps.push_back({"native", "native " + k.name, (budget + 5) * schemes, [=, name = k.name] {
                        run::BenchOptions b;
                        b.kernel = name;
                        b.n = sz.bench_n;
-                       b.reps = full ? 11 : 5;
-                       b.threads = 2;
+                       if (!full && has_lp) b.schemes = {"lp"};
+                       b.threads = 1;
+                       b.budget_seconds = budget;
+                       b.min_rep_seconds = 0.2;
+                       b.target = 0.01;
                        b.seed = opt.seed;
                        b.stop = opt.stop;  // Ctrl-C stops inside the benchmark too
                        return run::to_json(run::run_bench(b));
                      }});
   }
+  // 1b. Instructions per scheme vs base under callgrind (scripts/instruction-counts): the
+  // deterministic companion of the native column. ~1 min at its moderate sizes on 2 cores.
+  steps.push_back(
+      {"instructions", "instruction counts", 60.0, [] { return instruction_counts(); }});
   // 2. Simulated cycles and NVM writes vs base under both papers' machines.
   for (const std::string preset : {"lp-isca18", "pact17"}) {
     for (const auto& k : run::kernel_drivers()) {
@@ -327,7 +373,7 @@ json run_eval(const EvalOptions& opt) {
                {"mode", opt.full ? "full" : "quick"},
                {"seed", opt.seed},
                {"complete", false}};
-  for (const char* section : {"native", "sim", "crash", "checksum", "sensitivity"})
+  for (const char* section : {"native", "instructions", "sim", "crash", "checksum", "sensitivity"})
     results[section] = json::array();
   const auto t0 = std::chrono::steady_clock::now();
   double done = 0;

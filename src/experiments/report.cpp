@@ -2,12 +2,16 @@
 // gap.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "paper_numbers.hpp"
 #include "pmlab/experiments/eval.hpp"
+#include "pmlab/experiments/paired_ratio.hpp"
 
 namespace pmlab::eval {
 namespace {
@@ -37,46 +41,156 @@ const json* find_row(const json& rows, const std::string& scheme) {
   return nullptr;
 }
 
+// A native ratio cell: "+0.4% [-0.3%, +1.1%]" when resolved, "unresolved: +3% [-8%, +21%]"
+// when not (never a bare number), "–" when not measured.
+std::string native_cell(const json& s) {
+  if (!s.contains("ratio") || !s.contains("ci95") || s["ci95"].is_null())
+    return s.contains("ratio") ? "unresolved: no interval" : "–";
+  const double ratio = s["ratio"].get<double>(), low = s["ci95"][0].get<double>(),
+               high = s["ci95"][1].get<double>();
+  const double half_width_percent = 100 * (high - low) / 2 / ratio;
+  const int decimals = half_width_percent >= 10 ? 0 : half_width_percent >= 0.1 ? 1 : 2;
+  std::string text = fmt::format("{} [{}, {}]", experiments::detail::percent(ratio - 1, decimals),
+                                 experiments::detail::percent(low - 1, decimals),
+                                 experiments::detail::percent(high - 1, decimals));
+  return s.value("resolved", false) ? text : "unresolved: " + text;
+}
+
+std::string load_text(const json& v) {
+  return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : "n/a";
+}
+
 std::string native_section(const json& res) {
   std::string md =
       "## Native execution time vs base\n\n"
-      "Every scheme and base run side by side on fresh pools in one process: "
-      "repetitions interleaved (scheme order rotated per repetition), only the kernel "
-      "timed, `--persist cpu --flush clwb`, 2 threads. Ratio = median over repetitions "
-      "of t(scheme)/t(base) of the same repetition, with its range.\n\n";
+      "Each scheme against base in paired repetitions (base and scheme back to back, order "
+      "alternating, fresh pool contents, only the kernel computation timed, `--persist cpu "
+      "--flush clwb`, 1 thread); a repetition repeats the kernel until base computes for at "
+      "least the stated time. Ratio = exp of the 20%-trimmed mean of per-pair log ratios, with a "
+      "95% bootstrap interval; pairs continue until the interval is within ±target or the "
+      "budget is spent, and a ratio that did not get there is marked **unresolved** "
+      "(docs/measurement.md).\n\n";
   for (const auto& k : res) {
     if (k.contains("error")) {
       md += fmt::format("- {}: not measured ({})\n\n", k.value("label", "?"),
                         k["error"].get<std::string>());
       continue;
     }
-    md += fmt::format("### {} (n = {}, bs = {}, {} reps)\n\n", k["kernel"].get<std::string>(),
-                      k["n"].get<std::uint64_t>(), k["bs"].get<std::uint64_t>(),
-                      k["reps"].get<int>());
+    if (!k.contains("schemes")) continue;
+    md += fmt::format(
+        "### {} (n = {}, bs = {}, {} thread(s), {} execution(s) per repetition, target ±{:.1f}%, "
+        "budget {:.0f} s per scheme)\n\n",
+        k["kernel"].get<std::string>(), k["n"].get<std::uint64_t>(), k["bs"].get<std::uint64_t>(),
+        k.value("threads", 0u), k.value("executions_per_rep", std::uint64_t{1}),
+        100 * k.value("target", 0.0), k.value("budget_seconds", 0.0));
     md +=
-        "| scheme | median s | ratio to base | range | bit-exact | paper "
-        "|\n|---|---|---|---|---|---|\n";
+        "| scheme | s per repetition | vs base [95% CI] | pairs used / run | CPU/wall | "
+        "bit-exact | paper |\n|---|---|---|---|---|---|---|\n";
     for (const auto& s : k["schemes"]) {
       const std::string name = s["scheme"];
       std::string paper = "–";
       if (k["kernel"] == "tmm") paper = lookup(paper::kFig10Time, name);
       if (name == "lp" && paper::kTable7NativeLp.count(k["kernel"]))
         paper = "+" + paper::kTable7NativeLp.at(k["kernel"]) + " (Table VII)";
-      md += fmt::format("| {} | {:.4f} | {} | {} … {} | {} | {} |\n", name,
-                        s["median"].get<double>(), times(s["ratio_to_base"].get<double>()),
-                        times(s["ratio_min"].get<double>()), times(s["ratio_max"].get<double>()),
-                        s["bit_exact_vs_base"].get<bool>() ? "yes" : "NO", paper);
+      const bool is_base = name == "base";
+      md += fmt::format(
+          "| {} | {:.4f} | {} | {} | {} | {} | {} |\n", name, s.value("median_rep_seconds", 0.0),
+          is_base ? "(reference)" : native_cell(s),
+          is_base
+              ? ""
+              : fmt::format("{} / {}", s.value("pairs_used", 0u), s.value("pairs_measured", 0u)),
+          is_base ? "" : fmt::format("{:.2f}", s.value("median_cpu_fraction", 0.0)),
+          s.value("bit_exact_vs_base", true) ? "yes" : "NO", paper);
     }
-    md += "\n";
+    const json machine = k.value("machine", json::object());
+    md += fmt::format("\nMachine: load average {} before, {} after, {} cores.",
+                      load_text(machine.value("load_before", json())),
+                      load_text(machine.value("load_after", json())), machine.value("cores", 0u));
+    for (const auto& s : k["schemes"])
+      if (s.contains("reason") && !s["reason"].get<std::string>().empty())
+        md += fmt::format(" {} unresolved: {}.", s["scheme"].get<std::string>(),
+                          s["reason"].get<std::string>());
+    for (const auto& w : k.value("warnings", json::array()))
+      md += " Warning: " + w.get<std::string>() + ".";
+    md += "\n\n";
   }
   md +=
-      "Gaps: the papers' native numbers come from machines with real persistent memory (or "
-      "gem5), where a flushed line travels to the NVM DIMM; here pools live on DRAM-backed "
-      "files, so `clwb`/`clflushopt` write back to DRAM and eager schemes look cheaper than "
-      "on Optane-class memory. LP issues no flush at all, so its overhead (the checksum "
-      "arithmetic) is the one figure that transfers directly. Quick mode uses small n, where "
-      "per-region fixed costs weigh more than at the papers' sizes.\n\n";
+      "Gaps: the papers' native numbers come from machines with real persistent memory, where a "
+      "flushed line travels to the NVM DIMM; here pools live in DRAM-backed files, so "
+      "`clwb`/`clflushopt` write back to DRAM and flushing schemes pay less than on "
+      "Optane-class memory. LP issues no flush in its loop, so its overhead (the checksum "
+      "arithmetic) is the figure that transfers most directly.\n\n";
   return md;
+}
+
+// LP paper Table VII (LP's native overhead per kernel) beside pmlab's LP column, with the
+// geometric mean over the kernels measured.
+std::string table7_section(const json& res) {
+  std::string md;
+  double log_sum = 0, log_low = 0, log_high = 0;
+  int measured = 0, resolved = 0;
+  std::string rows;
+  for (const auto& k : res) {
+    if (!k.contains("schemes")) continue;
+    const json* lp = find_row(k["schemes"], "lp");
+    if (!lp) continue;
+    const std::string kernel = k["kernel"];
+    const auto paper = paper::kTable7NativeLp.find(kernel);
+    rows += fmt::format("| {} | {} | {} | {} |\n", kernel, k["n"].get<std::uint64_t>(),
+                        native_cell(*lp),
+                        paper == paper::kTable7NativeLp.end() ? "–" : "+" + paper->second);
+    if (!lp->contains("ci95") || (*lp)["ci95"].is_null()) continue;
+    ++measured;
+    resolved += lp->value("resolved", false) ? 1 : 0;
+    log_sum += std::log((*lp)["ratio"].get<double>());
+    log_low += std::log((*lp)["ci95"][0].get<double>());
+    log_high += std::log((*lp)["ci95"][1].get<double>());
+  }
+  if (rows.empty()) return md;
+  md = "## LP's native overhead per kernel (LP paper Table VII)\n\n"
+       "| kernel | n | LP time vs base [95% CI] | paper (Table VII) |\n|---|---|---|---|\n" +
+       rows;
+  if (measured > 0) {
+    const double m = measured;
+    md += fmt::format(
+        "\nGeometric mean over the {} kernels with an interval: {} [{}, {}] (the bracket is the "
+        "geometric mean of the interval ends: it contains the mean whenever every kernel's "
+        "interval contains its kernel's ratio); {} of {} resolved{}. Paper: gmean +1.1%, "
+        "worst +2.1%.\n\n",
+        measured, experiments::detail::percent(std::exp(log_sum / m) - 1, 1),
+        experiments::detail::percent(std::exp(log_low / m) - 1, 1),
+        experiments::detail::percent(std::exp(log_high / m) - 1, 1), resolved, measured,
+        resolved < measured ? " — the mean is unresolved too" : "");
+  }
+  return md;
+}
+
+// Instructions executed per scheme relative to base (callgrind): deterministic, so it separates
+// added work from a busy machine.
+std::string instructions_section(const json& res) {
+  if (res.is_null()) return "";
+  std::string md = "## Instructions executed vs base (callgrind)\n\n";
+  for (const char* why : {"skipped", "error"})
+    if (res.contains(why))
+      return md + fmt::format("Not measured: {}.\n\n", res[why].get<std::string>());
+  md +=
+      "Instructions of the kernel's execution alone (scheme set-up, computation, final "
+      "persist; not pool creation or verification), counted by `valgrind --tool=callgrind` "
+      "(scripts/instruction-counts). Deterministic: reruns give the same counts.\n\n"
+      "| kernel | n | scheme | instructions | vs base |\n|---|---|---|---|---|\n";
+  for (const auto& k : res.value("kernels", json::array())) {
+    if (k.contains("error")) {
+      md += fmt::format("| {} | | | error: {} | |\n", k.value("kernel", "?"),
+                        k["error"].get<std::string>());
+      continue;
+    }
+    for (const auto& r : k["rows"])
+      md += fmt::format("| {} | {} | {} | {} | {} |\n", k["kernel"].get<std::string>(),
+                        k["n"].get<std::uint64_t>(), r["scheme"].get<std::string>(),
+                        r["instructions"].get<std::uint64_t>(),
+                        r["scheme"] == "base" ? "1" : pct(r["vs_base"].get<double>()));
+  }
+  return md + "\n";
 }
 
 // The papers summarise the other kernels by averages: geometric means over kernels of each
@@ -169,10 +283,9 @@ std::string sim_section(const json& res) {
       "n = 1024 (the other kernels at n = 512, fft at 2^15 points, each overflowing the LLC "
       "with what it writes) and, to keep pact17's footprint/LLC ratio (24 MiB of tmm on an 8 MiB "
       "LLC), "
-      "scales its LLC to 512 KiB; the tmm ratios then land close to the n = 1024 ones "
-      "(docs/sim-reproduction.md has the paper-size tables and explains each gap: EP's 1.36x "
-      "in the LP paper needs writes pmlab's EagerRecompute does not make, and the LP paper's "
-      "3.83x WAL fits an (address, value) log where pmlab logs whole blocks). The simulator "
+      "scales its LLC to 512 KiB (docs/sim-reproduction.md has tables at the papers' sizes to "
+      "compare with, and discusses the gaps to the papers' EagerRecompute and WAL figures). "
+      "The simulator "
       "has no out-of-order core: cycles count memory time only, so compute-bound overheads "
       "such as checksum arithmetic do not appear in cycles, and flush/fence stalls are not "
       "overlapped with computation.\n\n";
@@ -224,11 +337,18 @@ std::string checksum_section(const json& res) {
                           c["error_model"].get<std::string>(), c["trials"].get<std::uint64_t>(),
                           c["undetected"].get<std::uint64_t>(),
                           c["miss_rate_upper_95"].get<double>());
-      md +=
-          "\nThe compensating-flips model (one bit set in one value and cleared at the same "
-          "position in another) is invisible to parity and to the modular sum by construction; "
-          "Adler-32 and CRC32C are position-sensitive and catch it. The paper's 2×10⁻⁹ needs "
-          "~10⁹ trials to confirm; `--full` runs 2×10⁶ per cell.\n\n";
+      // Which checksums missed errors in this run, per error model: computed, not asserted.
+      std::map<std::string, std::vector<std::string>> missed, caught;
+      for (const auto& c : part["accuracy"])
+        (c["undetected"].get<std::uint64_t>() > 0 ? missed : caught)[c["error_model"]].push_back(
+            c["checksum"].get<std::string>());
+      md += "\n";
+      for (const auto& [model, names] : missed)
+        md += fmt::format("Under {}, {} missed errors; {} caught all.\n", model,
+                          fmt::join(names, ", "),
+                          caught.count(model) ? fmt::format("{}", fmt::join(caught[model], ", "))
+                                              : std::string("none"));
+      md += "The paper's 2×10⁻⁹ needs ~10⁹ trials to confirm; `--full` runs 2×10⁶ per cell.\n\n";
     }
     if (part.contains("overhead")) {
       md +=
@@ -271,14 +391,40 @@ std::string sensitivity_section(const json& res) {
                       ep ? pct((*ep)["cycles_vs_base"].get<double>()) : "–",
                       ep ? pct((*ep)["writes_vs_base"].get<double>()) : "–", paper);
   }
+  // Both summary sentences are computed from the rows above.
+  double lp_llc_worst = -1;
+  std::vector<std::pair<int, double>> ep_by_threads;
+  for (const auto& s : res) {
+    if (!s.contains("rows")) continue;
+    const auto* lp = find_row(s["rows"], "lp");
+    const auto* ep = find_row(s["rows"], "ep-ii");
+    if (s.value("study", "") == "llc" && lp)
+      lp_llc_worst = std::max(lp_llc_worst, std::abs((*lp)["cycles_vs_base"].get<double>() - 1));
+    if (s.value("study", "") == "threads" && ep && s["value"].is_number())
+      ep_by_threads.emplace_back(s["value"].get<int>(), (*ep)["cycles_vs_base"].get<double>());
+  }
   md +=
       "\nGaps: the paper's LP time overhead at a 256 KB LLC (6.5%) comes from the core "
       "computing checksums and missing on the checksum table while the LLC thrashes; pmlab's "
-      "cycles count memory time only and LP adds one table store per region, so LP stays "
-      "within 0.1% at every LLC size here. EagerRecompute's cycles grow with the thread count "
-      "because every core's flushes share one NVM write queue, and a fence waits for its "
-      "core's flushes: at 8-16 threads eager persistence is bandwidth-bound, which is the "
-      "trend of the thesis' Tables 3.5-3.6.\n\n";
+      "cycles count memory time only and LP adds one table store per region";
+  md += lp_llc_worst >= 0
+            ? fmt::format(": here LP's cycles stay within {:.2f}% of base at every LLC size. ",
+                          100 * lp_llc_worst)
+            : ". ";
+  if (ep_by_threads.size() >= 2) {
+    std::sort(ep_by_threads.begin(), ep_by_threads.end());
+    bool rising = true;
+    for (std::size_t i = 1; i < ep_by_threads.size(); ++i)
+      rising = rising && ep_by_threads[i].second >= ep_by_threads[i - 1].second;
+    md += fmt::format(
+        "EagerRecompute's cycles vs base go from {} at {} thread(s) to {} at {} ({}); every "
+        "core's flushes share one NVM write queue and a fence waits for its core's flushes, "
+        "the mechanism behind the thesis' Tables 3.5-3.6 trend.",
+        pct(ep_by_threads.front().second), ep_by_threads.front().first,
+        pct(ep_by_threads.back().second), ep_by_threads.back().first,
+        rising ? "rising at every step" : "not monotonic in this run");
+  }
+  md += "\n\n";
   for (const auto& s : res) {
     if (s.value("study", "") != "periodic" || !s.contains("points")) continue;
     md += fmt::format(
@@ -302,9 +448,9 @@ std::string sensitivity_section(const json& res) {
         "\nVolatility duration (the longest a line stays dirty in the caches): base {}, LP {} "
         "({:.0f}% of base), EagerRecompute {} ({:.0f}% of base); paper: LP ~101%, "
         "EagerRecompute ~20% of base. Cleaning bounds a line's dirty stretch by T + one op on "
-        "one core; across cores add their clock skew within a parallel loop, which dominates "
-        "the last column here (8 simulated cores, each running whole panel steps in turn; "
-        "docs/simulator.md \"Periodic flush\"). How T bounds LP's recovery work: "
+        "one core; across cores add their clock skew within a parallel loop (8 simulated "
+        "cores, each running whole panel steps in turn; docs/simulator.md \"Periodic "
+        "flush\"). How T bounds LP's recovery work: "
         "docs/crash-campaigns.md.\n\n",
         v["base"].get<std::uint64_t>(), v["lp"].get<std::uint64_t>(),
         b > 0 ? 100 * static_cast<double>(v["lp"].get<std::uint64_t>()) / b : 0.0,
@@ -314,18 +460,45 @@ std::string sensitivity_section(const json& res) {
   return md;
 }
 
+// How many LP native cells resolved and the machine's load while they were measured: the
+// headline's native column is only as good as this line says.
+std::string native_state(const json& results) {
+  int cells = 0, resolved = 0;
+  double load_min = 1e300, load_max = -1;
+  for (const auto& k : results.value("native", json::array())) {
+    if (!k.contains("schemes")) continue;
+    if (const auto* lp = find_row(k["schemes"], "lp")) {
+      ++cells;
+      resolved += lp->value("resolved", false) ? 1 : 0;
+    }
+    const json machine = k.value("machine", json::object());
+    for (const char* when : {"load_before", "load_after"})
+      if (machine.contains(when) && machine[when].is_number()) {
+        load_min = std::min(load_min, machine[when].get<double>());
+        load_max = std::max(load_max, machine[when].get<double>());
+      }
+  }
+  if (cells == 0) return "";
+  return fmt::format(
+      "LP native time: {} of {} kernels resolved to the target; load average {} during the "
+      "native section on this machine.\n\n",
+      resolved, cells,
+      load_max < 0 ? std::string("not recorded")
+                   : fmt::format("{:.2f}–{:.2f}", load_min, load_max));
+}
+
 }  // namespace
 
 std::string render_headline(const json& results) {
   std::string md =
-      "| kernel | LP native time | LP sim writes (lp-isca18) | EagerRecompute sim writes | WAL sim "
+      "| kernel | LP native time vs base [95% CI] | LP sim writes (lp-isca18) | EagerRecompute sim "
+      "writes | WAL sim "
       "writes | crash trials passed |\n"
       "|---|---|---|---|---|---|\n";
   std::map<std::string, std::string> lp_native, lp_writes, ep_writes, wal_writes, crash;
   for (const auto& k : results.value("native", json::array()))
     if (k.contains("schemes"))
-      if (const auto* r = find_row(k["schemes"], "lp"))
-        lp_native[k["kernel"]] = pct((*r)["ratio_to_base"].get<double>());
+      if (const auto* r = find_row(k["schemes"], "lp")) lp_native[k["kernel"]] = native_cell(*r);
   for (const auto& k : results.value("sim", json::array())) {
     if (!k.contains("rows") || k["preset"] != "lp-isca18") continue;
     if (const auto* r = find_row(k["rows"], "lp"))
@@ -368,13 +541,18 @@ std::string render_report(const json& results) {
   md += fmt::format(
       "Reproduce: `pmlab eval --{} --seed {}` ({:.0f} s here). Raw data: results.json.\n\n",
       results.value("mode", "quick"), results.value("seed", 1), results.value("wall_seconds", 0.0));
-  md += "## Headline\n\n" + render_headline(results) + "\n";
+  md += "## Headline\n\n" + render_headline(results) + "\n" + native_state(results);
   md +=
       "Paper (LP, ISCA 2018): LP native time +0.8–2.1% (Table VII); tmm NVM writes LP 1.003x, "
       "EagerRecompute 1.36x, WAL 3.83x (Fig. 10).\n\n";
   for (const auto& f : results.value("figures", json::array()))
     md += fmt::format("![{}]({})\n\n", f.get<std::string>(), f.get<std::string>());
+  md += table7_section(results.value("native", json::array()));
   md += native_section(results.value("native", json::array()));
+  {
+    const json ic = results.value("instructions", json::array());
+    if (ic.is_array() && !ic.empty()) md += instructions_section(ic[0]);
+  }
   md += sim_section(results.value("sim", json::array()));
   md += crash_section(results.value("crash", json::array()));
   md += checksum_section(results.value("checksum", json::array()));

@@ -1,15 +1,17 @@
 // Side-by-side native timing of every persistency scheme against base (pmlab bench; reusable by
-// eval).
+// eval): paired, interleaved repetitions until the ratio is known to a target precision.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "pmlab/experiments/paired_ratio.hpp"
 #include "pmlab/persist/flush.hpp"
 #include "pmlab/persist/persister.hpp"
 #include "pmlab/pool/params.hpp"
@@ -21,30 +23,45 @@ struct BenchOptions {
   std::vector<std::string> schemes;  // empty: every scheme of the kernel; base is always added
   std::uint64_t n = 768;
   std::uint64_t bs = 16;
-  std::uint32_t threads = 2;
-  int reps = 15;
+  // One thread by default: a single-threaded run has no OpenMP team, so no thread spin-waits
+  // at a barrier while another process holds its core (docs/measurement.md, "Threads").
+  std::uint32_t threads = 1;
   std::uint64_t seed = 1;
   std::vector<pool::KernelParam> kernel_params;  // the kernel's own (conv2d: width)
   persist::PersistMode mode = persist::PersistMode::kCpu;
   persist::FlushKind flush = persist::FlushKind::kClwb;
-  std::string
-      dir;  // where the temporary pools go (a fresh subdirectory, removed after); empty: $TMPDIR
-  // Called before each measurement: (measurements done, total, "rep r/R scheme").
+  // Where the temporary pools go (a fresh subdirectory, removed after); empty: /dev/shm if
+  // writable, else $TMPDIR.
+  std::string dir;
+  // Every timed repetition executes the kernel as many times as it takes base to reach this
+  // many seconds of computation (calibrated once per benchmark on base), so that a scheduler
+  // time slice (~4 ms) is small against one repetition.
+  double min_rep_seconds = 0.2;
+  // Stop a scheme once its ratio's 95% interval is within ±target (0.01 = ±1%) ...
+  double target = 0.01;
+  // ... or after this many wall seconds of its pairs (pool creation included), whichever first.
+  double budget_seconds = 60;
+  std::size_t min_pairs = 8;
+  std::size_t max_pairs = 200;
+  // One untimed execution per scheme (verified), no timing statistics: for instruction counts
+  // under callgrind (scripts/instruction-counts), where each execution is dumped separately.
+  bool single_pass = false;
+  // Called before each pair: (scheme index, number of schemes, "lp pair 12 ±3.1%").
   std::function<void(std::size_t, std::size_t, const std::string&)> progress;
-  // Checked between measurements: when set, run_bench removes its pools and throws
+  // Checked between runs: when set, run_bench removes its pools and throws
   // pmlab::Error(kInterrupted). Signal handlers set it (a handler cannot remove files safely).
   const std::atomic<bool>* stop = nullptr;
 };
 
 struct BenchSchemeResult {
   std::string scheme;
-  std::vector<double> seconds;  // one per repetition, in repetition order
-  double median = 0, min = 0, max = 0, q1 = 0, q3 = 0;
-  // Per repetition t(scheme) / t(base) of the same repetition: median and extremes.
-  double ratio = 0, ratio_min = 0, ratio_max = 0;
-  // min(scheme) / min(base): the least-disturbed runs, robust when the machine is shared.
-  double best_ratio = 0;
-  bool bit_exact = true;  // C equalled base's C bit for bit in every repetition
+  // The paired measurement against base (empty for base itself): ratio, ci95, resolved,
+  // reason, every pair's wall and CPU seconds, load before/after.
+  std::optional<experiments::PairedRatioResult> paired;
+  // Median seconds of one repetition (`executions_per_rep` kernel executions) over the pairs
+  // counted; for base, over every pair of every scheme.
+  double median_rep_seconds = 0;
+  bool bit_exact = true;  // C equalled the fault-free reference bit for bit (checked once)
 };
 
 // Unit costs of persisting on this machine, measured next to the schemes (cpu mode only, with
@@ -59,21 +76,31 @@ struct BenchResult {
   std::string kernel;
   std::uint64_t n = 0, bs = 0;
   std::uint32_t threads = 0;
-  int reps = 0;
   std::string persist, flush, nt_store_isa;
+  std::uint64_t executions_per_rep = 1;  // kernel executions inside one timed repetition
+  double base_execution_seconds = 0;     // one base execution, from the calibration run
+  double target = 0, budget_seconds = 0, min_rep_seconds = 0;
+  bool single_pass = false;
+  std::string omp_wait_policy, gomp_spincount;  // the environment's, "" when unset
+  std::optional<double> load_before, load_after;
+  unsigned cores = 0;
+  std::vector<std::string> warnings;  // machine busy, spinning OpenMP threads, ...
   double wall_seconds = 0;
   std::vector<BenchSchemeResult> schemes;  // base first
   PersistUnitCosts unit_costs;             // zero unless persist = cpu
 };
 
-// Validates the options (throws pmlab::Error with a readable message), then for each
-// repetition runs every scheme once on a fresh pool (creation and pre-faulting untimed), in an
-// order rotated per repetition, timing only the kernel computation.
+// Validates the options (throws pmlab::Error with a readable message), calibrates how many
+// kernel executions make one repetition, then measures each scheme against base in paired,
+// order-alternating repetitions (experiments::measure_paired_ratio) on fresh pools (creation
+// and pre-faulting untimed), timing only the kernel computation.
 [[nodiscard]] BenchResult run_bench(const BenchOptions& opt);
 
+// Per scheme: ratio, ci95 [low, high], resolved, reason, text ("+0.4% [-0.3%, +1.1%]" or
+// "... unresolved: ..."), per-pair timings; machine state at the top level.
 [[nodiscard]] nlohmann::json to_json(const BenchResult& r);
-// Markdown table: scheme, median, IQR, min-max, ratio to base (median, range, of minima),
-// bit-exact.
+// Markdown table: scheme, seconds per repetition, ratio with its interval or "unresolved",
+// pairs, CPU/wall, bit-exact; then the machine state and warnings.
 [[nodiscard]] std::string to_markdown(const BenchResult& r);
 
 }  // namespace pmlab::run

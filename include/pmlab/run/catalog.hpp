@@ -27,6 +27,9 @@ struct RunReport {
   std::uint64_t resume_point = 0;  // outer-loop iteration where normal execution resumed
   double recovery_seconds = 0;
   double compute_seconds = 0;
+  // Process CPU time (all threads) over the same span as compute_seconds: below
+  // compute_seconds * threads when other processes took the cores (pmlab bench's busy check).
+  double compute_cpu_seconds = 0;
 };
 
 struct VerifyResult {

@@ -8,6 +8,8 @@
 // at the top of scheme_table.hpp.
 #pragma once
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <concepts>
@@ -108,6 +110,13 @@ template <ResumableKernel K>
   return arrays;
 }
 
+// CPU time of the whole process (every thread), for RunReport::compute_cpu_seconds.
+inline double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 // The state machine of a native run: done → nothing; running (interrupted) → the scheme's
 // recovery, which names the outer iteration to resume from; then normal execution from there;
 // the result made durable; done.
@@ -135,9 +144,11 @@ template <ResumableKernel K>
       const std::size_t first = report.resumed ? scheme.recover(be, ctx, report) : 0;
       report.recovery_seconds = seconds_since(t0);
       report.resume_point = first;
+      const double cpu1 = process_cpu_seconds();
       const auto t1 = Clock::now();
       scheme.run(be, ctx, first);
       report.compute_seconds = seconds_since(t1);
+      report.compute_cpu_seconds = process_cpu_seconds() - cpu1;
     });
     // "done" only once the result is durable, whatever the scheme left in the caches.
     const OutputBytes out = K::output(ctx.op);
