@@ -184,14 +184,6 @@ double SimRunResult::refs_per_second() const {
   return seconds > 0 ? static_cast<double>(stats.accesses()) / seconds : 0.0;
 }
 
-namespace {
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-}  // namespace
-
 SimRunResult simulate(const SimRunSpec& spec, const SimProgress& progress) {
   SimSession session(spec);
   sim::SimBackend& be = session.backend();
