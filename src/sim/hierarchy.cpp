@@ -369,7 +369,8 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
     cs.clock += flush_issue_;
   }
   const std::uint64_t t = cs.clock;
-  if (!pf_.empty()) [[unlikely]] {
+  // PreFlush considers clflushopt and clwb only (thesis §5.1), not the serialising clflush.
+  if (!pf_.empty() && mode != FlushMode::kClflush) [[unlikely]] {
     const std::size_t s1 = priv(core, 0).find(line);
     Preflusher& pf = pf_[static_cast<std::size_t>(core)];
     if (const auto pf_done =
@@ -380,10 +381,7 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
       if (!image_.line_durable(LineAddr(line))) ++pf_violations_;
       const std::uint64_t done =
           std::max(t + (params_.cores > 1 ? 2 * llc_.latency().value() : 1), *pf_done);
-      if (mode == FlushMode::kClflush)
-        cs.clock = done;
-      else
-        cs.flush_done = std::max(cs.flush_done, done);
+      cs.flush_done = std::max(cs.flush_done, done);
       if (interval_) icore_[static_cast<std::size_t>(core)].mshr[mshr] = done;
       if (cs.clock >= cs.deadline) [[unlikely]]
         periodic_tick(core);
