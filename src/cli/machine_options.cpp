@@ -126,6 +126,10 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   add_opt(m, "--preflush-flushed-tags", a.preflush_flushed_tags, "PreFlush: FlushedTags entries");
   add_opt(m, "--preflush-sample", a.preflush_sample,
           "PreFlush: LastStore kept on every Nth L1 set");
+  add_opt(m, "--preflush-loop", a.preflush_loop,
+          "PreFlush loop code: off (the thesis' design, oscillates on loops, §5.3.8) or "
+          "line-change (pmlab's extension: a PC moving to a new line PreFlushes its previous one)")
+      ->check(CLI::IsMember({"off", "line-change"}));
   add_opt(m, "--preflush-mutant", a.preflush_mutant,
           "Negative control: no-own-store (skip the own-store misprediction check) or no-nack "
           "(skip the directory's NACK); transparency then fails")
@@ -166,6 +170,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
   if (a.preflush_signatures) p.preflush.signatures = *a.preflush_signatures;
   if (a.preflush_flushed_tags) p.preflush.flushed_tags = *a.preflush_flushed_tags;
   if (a.preflush_sample) p.preflush.sample_every = *a.preflush_sample;
+  if (a.preflush_loop) p.preflush.line_change = *a.preflush_loop == "line-change";
   if (a.preflush_mutant) {
     if (!p.preflush.enabled) bad("--preflush-mutant needs --preflush on");
     p.preflush.own_store_check = *a.preflush_mutant != "no-own-store";
@@ -219,6 +224,7 @@ std::string machine_flags(const MachineArgs& a) {
   add("--preflush-signatures", a.preflush_signatures);
   add("--preflush-flushed-tags", a.preflush_flushed_tags);
   add("--preflush-sample", a.preflush_sample);
+  add("--preflush-loop", a.preflush_loop);
   add("--preflush-mutant", a.preflush_mutant);
   return s;
 }

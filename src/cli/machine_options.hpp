@@ -28,7 +28,7 @@ struct MachineArgs {
   std::optional<std::uint64_t> interleave_quantum;
   // Thesis Ch. 5: the flush round trip (SimParams::flush_mc_hop) and PreFlush.
   std::optional<std::uint64_t> flush_mc_hop;
-  std::optional<std::string> preflush, preflush_mutant;
+  std::optional<std::string> preflush, preflush_mutant, preflush_loop;
   std::optional<std::uint32_t> preflush_signatures, preflush_flushed_tags, preflush_sample;
 };
 

@@ -439,6 +439,7 @@ void Hierarchy::preflush_store(int core, std::uint64_t line, std::size_t l1_slot
   Preflusher& pf = pf_[static_cast<std::size_t>(core)];
   const Preflusher::Prediction pr = pf.on_store(line, l1_slot, pc);
   if (!pr.preflush) return;
+  line = pr.line;
   // Injected behind the store: like a clwb (or clflushopt) the core does not wait for, except
   // that other cores' copies lose their exclusivity so their stores reach the directory.
   const std::uint64_t t = cores_[static_cast<std::size_t>(core)].clock;

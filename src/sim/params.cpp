@@ -65,7 +65,8 @@ std::uint64_t PreflushParams::storage_bytes(std::uint64_t l1_sets, std::uint64_t
   // 32 PC bits + 2-bit confidence + type; a FlushedTags entry a 42-bit tag + 32-bit signature +
   // valid; a directory PreFlushers entry a 42-bit tag + an 8-core bitmap.
   const std::uint64_t sampled_lines = (l1_sets + sample_every - 1) / sample_every * l1_ways;
-  const std::uint64_t bits = sampled_lines * 35 + std::uint64_t{signatures} * 35 +
+  const std::uint64_t sig_bits = line_change ? 35 + 42 : 35;  // + the previous line's tag
+  const std::uint64_t bits = sampled_lines * 35 + std::uint64_t{signatures} * sig_bits +
                              std::uint64_t{flushed_tags} * 75 + std::uint64_t{dir_entries} * 50;
   return (bits + 7) / 8;
 }
@@ -187,6 +188,7 @@ nlohmann::json to_json(const SimParams& p) {
                      {"dir_entries", p.preflush.dir_entries},
                      {"own_store_check", p.preflush.own_store_check},
                      {"nack", p.preflush.nack},
+                     {"loop", p.preflush.line_change ? "line-change" : "off"},
                      {"storage_bytes_per_core", p.preflush.storage_bytes(p.l1.sets(), p.l1.ways)}};
   return j;
 }

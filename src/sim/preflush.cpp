@@ -43,11 +43,21 @@ Preflusher::Prediction Preflusher::on_store(std::uint64_t line, std::size_t slot
       confirm(t->pc, false);
       t->valid = false;
     }
-  } else if (Signature* s = find_sig(pc); s != nullptr && s->conf >= 2) {  // (2)
+  } else if (Signature* s = find_sig(pc); s != nullptr && p_.line_change) {
+    // pmlab's loop extension: the PC has moved on, so its previous line saw its last store.
+    if (s->conf >= 2 && s->has_prev && s->prev_line != line && find_tag(s->prev_line) == nullptr) {
+      s->used = ++now_;
+      r = {true, s->clwb, s->prev_line};
+    }
+  } else if (s != nullptr && s->conf >= 2) {  // (2)
     s->used = ++now_;
-    r.preflush = true;
-    r.clwb = s->clwb;
+    r = {true, s->clwb, line};
   }
+  if (p_.line_change)
+    if (Signature* s = find_sig(pc); s != nullptr) {
+      s->prev_line = line;
+      s->has_prev = true;
+    }
   if (sampled(slot)) last_[slot] = {line, pc, true};  // (3)
   return r;
 }
@@ -80,7 +90,7 @@ std::optional<std::uint64_t> Preflusher::on_flush(std::uint64_t line, std::size_
     Signature* v = &*std::min_element(sigs_.begin(), sigs_.end(), [](const auto& a, const auto& b) {
       return a.valid != b.valid ? !a.valid : a.used < b.used;
     });
-    *v = {pc, 2, clwb, true, ++now_};
+    *v = {pc, 2, clwb, true, ++now_, 0, false};
     ++stats_.signatures_inserted;
   }
   last_[slot].valid = false;  // (7)

@@ -22,8 +22,9 @@ class Preflusher {
   Preflusher(const PreflushParams& p, std::uint64_t l1_sets, std::uint64_t l1_ways);
 
   struct Prediction {
-    bool preflush = false;  // start a PreFlush of the line now
-    bool clwb = true;       // of this kind (the signature's type bit); else clflushopt
+    bool preflush = false;   // start a PreFlush of the line now
+    bool clwb = true;        // of this kind (the signature's type bit); else clflushopt
+    std::uint64_t line = 0;  // the line to PreFlush (another one with line_change)
   };
   // A store by `pc` to `line`, now in L1 slot `slot`. (1) An own store to a PreFlushed line is a
   // misprediction: the entry goes, its signature loses confidence. (2) Otherwise a signature at
@@ -49,7 +50,9 @@ class Preflusher {
     std::uint8_t conf = 0;  // 0 low, 1 weak-low, 2 weak-high, 3 high
     bool clwb = true;
     bool valid = false;
-    std::uint64_t used = 0;  // LRU stamp
+    std::uint64_t used = 0;       // LRU stamp
+    std::uint64_t prev_line = 0;  // line_change: the last line this PC stored to
+    bool has_prev = false;
   };
   struct Tag {
     std::uint64_t line = 0;

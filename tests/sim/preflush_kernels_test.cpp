@@ -15,7 +15,7 @@ struct Totals {
   std::uint64_t rows = 0, issued = 0, correct = 0, violations = 0;
 };
 
-Totals run_all(bool own_store_check, sim::FlushMode flush, int threads) {
+Totals run_all(bool own_store_check, sim::FlushMode flush, int threads, bool line_change = false) {
   Totals t;
   for (const auto& k : kernel_drivers())
     for (const auto& scheme : k.schemes) {
@@ -32,6 +32,7 @@ Totals run_all(bool own_store_check, sim::FlushMode flush, int threads) {
       spec.machine.flush_mc_hop = 20;
       spec.machine.preflush.enabled = true;
       spec.machine.preflush.own_store_check = own_store_check;
+      spec.machine.preflush.line_change = line_change;
       spec.flush = flush;
       spec.verify = true;
       try {
@@ -59,16 +60,18 @@ Totals run_all(bool own_store_check, sim::FlushMode flush, int threads) {
 
 TEST(PreflushKernels, EveryEarlyAckIsDurable) {
   for (const sim::FlushMode f : {sim::FlushMode::kClflushopt, sim::FlushMode::kClwb})
-    for (const int threads : {1, 4}) {
-      const Totals t = run_all(true, f, threads);
-      EXPECT_GE(t.rows, 39u);
-      EXPECT_GT(t.correct, 0u);  // the predictor is exercised, not idle
-      EXPECT_EQ(t.violations, 0u);
-    }
+    for (const int threads : {1, 4})
+      for (const bool line_change : {false, true}) {
+        const Totals t = run_all(true, f, threads, line_change);
+        EXPECT_GE(t.rows, 39u);
+        EXPECT_GT(t.correct, 0u);  // the predictor is exercised, not idle
+        EXPECT_EQ(t.violations, 0u);
+      }
 }
 
 TEST(PreflushKernels, OwnStoreMutantIsCaught) {
   EXPECT_GT(run_all(false, sim::FlushMode::kClwb, 1).violations, 0u);
+  EXPECT_GT(run_all(false, sim::FlushMode::kClwb, 1, true).violations, 0u);
 }
 
 }  // namespace

@@ -91,6 +91,30 @@ TEST(PreflushPredictor, NackDropsTheEntryAndFifoEvicts) {
   EXPECT_TRUE(pf.on_flush(4, Preflusher::kNoSlot, true).has_value());
 }
 
+// Fig. 5.7's loop: one PC stores each line several times, then moves on. The thesis' design
+// mispredicts on the second store; line-change PreFlushes a line when the PC leaves it.
+TEST(PreflushPredictor, LineChangeCoversALoopThatRestoresEachLine) {
+  PreflushParams p = small();
+  p.line_change = true;
+  Preflusher pf(p, 4, 2);
+  pf.on_store(100, 0, kX);
+  pf.on_flush(100, 0, true);  // X trained at weak-high
+  for (std::uint64_t line = 200; line < 204; ++line)
+    for (int k = 0; k < 4; ++k) {
+      const auto pr = pf.on_store(line, 1, kX);
+      const bool moved = k == 0 && line > 200;
+      ASSERT_EQ(pr.preflush, moved) << line << " " << k;
+      if (pr.preflush) {
+        EXPECT_EQ(pr.line, line - 1);
+        pf.preflushed(pr.line, kX, 0);
+      }
+    }
+  EXPECT_EQ(pf.stats().mispredicted_store, 0u);
+  EXPECT_TRUE(pf.on_flush(201, 1, true).has_value());
+  EXPECT_TRUE(pf.on_flush(202, 1, true).has_value());
+  EXPECT_FALSE(pf.on_flush(203, 1, true).has_value());  // the last line: not left yet
+}
+
 TEST(PreflushPredictor, DefaultStorageIsTheThesisBudget) {
   const SimParams p = preset("pact17");
   const std::uint64_t b = p.preflush.storage_bytes(p.l1.sets(), p.l1.ways);

@@ -86,6 +86,11 @@ struct PreflushParams {
   // misprediction check, or skip the directory's NACK on another core's store.
   bool own_store_check = true;
   bool nack = true;
+  // pmlab's loop-code extension (the thesis' §5.3.8 fix is missing from its text): each
+  // signature remembers the last line its PC stored to, and a confident PC moving to another
+  // line PreFlushes the previous one, instead of predicting its current store is the last.
+  // +42 bits per signature. false = the thesis' design, which oscillates on loop code.
+  bool line_change = false;
 
   // Bytes of predictor state per core for an L1 of `l1_lines` lines in `l1_sets` sets.
   [[nodiscard]] std::uint64_t storage_bytes(std::uint64_t l1_sets, std::uint64_t l1_ways) const;
