@@ -133,6 +133,24 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   add_opt(m, "--wq-low", a.wq_low, "Row buffer: fill fraction a drain goes down to");
   add_opt(m, "--min-writes-per-drain", a.min_writes_per_drain,
           "Row buffer: writes a drain does at least");
+  add_opt(m, "--flush-mc-hop", a.flush_mc_hop,
+          "Flush round trip (thesis §2.3.2): 0 = first-order (done at the LLC or when the "
+          "controller accepts the line); C = every flush goes to the directory and back, a dirty "
+          "one also C cycles each way to the controller");
+  add_opt(m, "--preflush", a.preflush, "PreFlush flush predictor (thesis Ch. 5): on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  add_opt(m, "--preflush-signatures", a.preflush_signatures, "PreFlush: Signatures entries");
+  add_opt(m, "--preflush-flushed-tags", a.preflush_flushed_tags, "PreFlush: FlushedTags entries");
+  add_opt(m, "--preflush-sample", a.preflush_sample,
+          "PreFlush: LastStore kept on every Nth L1 set");
+  add_opt(m, "--preflush-loop", a.preflush_loop,
+          "PreFlush loop code: off (the thesis' design, oscillates on loops, §5.3.8) or "
+          "line-change (pmlab's extension: a PC moving to a new line PreFlushes its previous one)")
+      ->check(CLI::IsMember({"off", "line-change"}));
+  add_opt(m, "--preflush-mutant", a.preflush_mutant,
+          "Negative control: no-own-store (skip the own-store misprediction check) or no-nack "
+          "(skip the directory's NACK); transparency then fails")
+      ->check(CLI::IsMember({"no-own-store", "no-nack"}));
 }
 
 sim::SimParams build_machine(const MachineArgs& a) {
@@ -165,6 +183,17 @@ sim::SimParams build_machine(const MachineArgs& a) {
   if (a.mshrs) p.core.mshrs = *a.mshrs;
   if (a.insts_per_access) p.core.insts_per_access = *a.insts_per_access;
   if (a.interleave_quantum) p.interleave_quantum = *a.interleave_quantum;
+  if (a.flush_mc_hop) p.flush_mc_hop = *a.flush_mc_hop;
+  if (a.preflush) p.preflush.enabled = *a.preflush == "on";
+  if (a.preflush_signatures) p.preflush.signatures = *a.preflush_signatures;
+  if (a.preflush_flushed_tags) p.preflush.flushed_tags = *a.preflush_flushed_tags;
+  if (a.preflush_sample) p.preflush.sample_every = *a.preflush_sample;
+  if (a.preflush_loop) p.preflush.line_change = *a.preflush_loop == "line-change";
+  if (a.preflush_mutant) {
+    if (!p.preflush.enabled) bad("--preflush-mutant needs --preflush on");
+    p.preflush.own_store_check = *a.preflush_mutant != "no-own-store";
+    p.preflush.nack = *a.preflush_mutant != "no-nack";
+  }
   p.validate();
   if (a.config == "cachegrind" && (a.d1 || a.ll)) {
     // Rebuild from the geometries, then re-apply the overrides on top.
@@ -234,6 +263,13 @@ std::string machine_flags(const MachineArgs& a) {
   add("--wq-high", a.wq_high);
   add("--wq-low", a.wq_low);
   add("--min-writes-per-drain", a.min_writes_per_drain);
+  add("--flush-mc-hop", a.flush_mc_hop);
+  add("--preflush", a.preflush);
+  add("--preflush-signatures", a.preflush_signatures);
+  add("--preflush-flushed-tags", a.preflush_flushed_tags);
+  add("--preflush-sample", a.preflush_sample);
+  add("--preflush-loop", a.preflush_loop);
+  add("--preflush-mutant", a.preflush_mutant);
   return s;
 }
 

@@ -31,6 +31,10 @@ struct MachineArgs {
   std::optional<std::string> core_model;
   std::optional<std::uint32_t> issue_width, rob_entries, mshrs, insts_per_access;
   std::optional<std::uint64_t> interleave_quantum;
+  // Thesis Ch. 5: the flush round trip (SimParams::flush_mc_hop) and PreFlush.
+  std::optional<std::uint64_t> flush_mc_hop;
+  std::optional<std::string> preflush, preflush_mutant, preflush_loop;
+  std::optional<std::uint32_t> preflush_signatures, preflush_flushed_tags, preflush_sample;
 };
 
 // Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the

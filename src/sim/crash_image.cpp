@@ -40,6 +40,21 @@ void CrashImage::capture_line(LineAddr line) {
   }
 }
 
+bool CrashImage::line_durable(LineAddr line) const {
+  if (ranges_.empty()) return true;
+  const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
+                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
+  if (it != ranges_.begin()) --it;
+  for (; it != ranges_.end() && it->base < hi; ++it) {
+    const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
+    if (from < to && std::memcmp(it->shadow.data() + (from - it->base),
+                                 reinterpret_cast<const void*>(from), to - from) != 0)
+      return false;
+  }
+  return true;
+}
+
 template <bool ToShadow>
 bool CrashImage::line_bytes(LineAddr line, std::byte* buf) {
   bool any = false;

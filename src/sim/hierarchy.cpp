@@ -52,6 +52,7 @@ Hierarchy::Hierarchy(const SimParams& p)
     cores_[c].filter_mask = entries - 1;
   }
   filter_on_hit_only_ = p.l1.replacement == Replacement::kSrrip;
+  if (p.preflush.enabled) pf_.assign(cores_.size(), Preflusher(p.preflush, p.l1.sets(), p.l1.ways));
   period_ = p.periodic_flush_cycles.value();
   since_.assign(llc_.slots(), detail::kNever);
   restart_sweep();
@@ -102,7 +103,8 @@ bool Hierarchy::strip_private(int core, std::uint64_t line, Strip how) {
   return dirty;
 }
 
-void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot) {
+void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot,
+                       std::uint32_t pc) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   ++(is_store ? stores_ : loads_);
   Cache& l1 = priv(core, 0);
@@ -141,6 +143,8 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
     if (npriv_ == 2) s1 = fill_private(core, 0, line, st);
   }
   bool newly_dirty = false;
+  // Whether the store had to ask the directory (a miss or an upgrade): PreFlush's NACK point.
+  const bool reached_directory = is_store && (!l1_hit || (l1.state(s1) & kExclusive) == 0);
   if (is_store) {
     const std::uint8_t st = l1.state(s1);
     if ((st & kExclusive) == 0) lat += upgrade(core, line);
@@ -158,6 +162,8 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
   const bool filter = params_.same_line_filter && (l1_hit || !filter_on_hit_only_);
   filter_entry(core, line) =
       filter ? (line << 1) | ((l1.state(s1) & kDirty) != 0 ? 1u : 0u) : detail::kNoEntry;
+  if (is_store && !pf_.empty()) [[unlikely]]
+    preflush_store(core, line, s1, pc, reached_directory);
   // Not after L1 load hits (filtered or not, see CoreState::deadline). After the filter
   // update: cleaning this line must clear its entry.
   if (cs.clock >= cs.deadline && (is_store || !l1_hit)) [[unlikely]]
@@ -367,6 +373,25 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
     cs.clock += flush_issue_;
   }
   const std::uint64_t t = cs.clock;
+  // PreFlush considers clflushopt and clwb only (thesis §5.1), not the serialising clflush.
+  if (!pf_.empty() && mode != FlushMode::kClflush) [[unlikely]] {
+    const std::size_t s1 = priv(core, 0).find(line);
+    Preflusher& pf = pf_[static_cast<std::size_t>(core)];
+    if (const auto pf_done =
+            pf.on_flush(line, s1 == kNoSlot ? Preflusher::kNoSlot : s1, mode == FlushMode::kClwb)) {
+      // (4) ACKed early: the line was written back by its PreFlush and not stored to since, so
+      // the caches need nothing. With several cores the flush still asks the directory (the
+      // NACK race, §5.3.7). Never before the PreFlush itself completes.
+      if (!image_.line_durable(LineAddr(line))) ++pf_violations_;
+      const std::uint64_t done =
+          std::max(t + (params_.cores > 1 ? 2 * llc_.latency().value() : 1), *pf_done);
+      cs.flush_done = std::max(cs.flush_done, done);
+      if (interval_) icore_[static_cast<std::size_t>(core)].mshr[mshr] = done;
+      if (cs.clock >= cs.deadline) [[unlikely]]
+        periodic_tick(core);
+      return;
+    }
+  }
   bool dirty = false;
   const bool keep = mode == FlushMode::kClwb;
   const std::size_t s = llc_.find(line);
@@ -387,12 +412,8 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
       dirty |= strip_private(c, line, keep ? Strip::kClean : Strip::kInvalidate);
     since = take_since(kNoSlot, line);
   }
-  // The flush travels to the LLC; a dirty line then completes when the controller accepts it.
-  std::uint64_t done = t + llc_.latency().value();
-  if (dirty) {
-    ++dirty_flushes_;
-    done = nvm_write(line, WriteCause::kFlush, done, core, since);
-  }
+  if (dirty) ++dirty_flushes_;
+  const std::uint64_t done = flush_round_trip(line, t, dirty, core, since);
   if (mode == FlushMode::kClflush)
     cs.clock = done;  // serialising: waits for itself
   else
@@ -435,6 +456,57 @@ void Hierarchy::store_nt(int core, std::uint64_t line, unsigned off, unsigned si
   });
   if (cs.clock >= cs.deadline) [[unlikely]]
     periodic_tick(core);
+}
+
+std::uint64_t Hierarchy::flush_round_trip(std::uint64_t line, std::uint64_t t, bool dirty, int core,
+                                          std::uint64_t since) {
+  const std::uint64_t hl = llc_.latency().value();
+  const std::uint64_t hop = params_.flush_mc_hop;
+  if (hop == 0)  // first-order model: done at the LLC, or when the controller accepts the line
+    return dirty ? nvm_write(line, WriteCause::kFlush, t + hl, core, since) : t + hl;
+  if (!dirty) return t + 2 * hl;  // the directory answers even for a clean or absent line
+  return nvm_write(line, WriteCause::kFlush, t + hl + hop, core, since) + hop + hl;
+}
+
+void Hierarchy::preflush_store(int core, std::uint64_t line, std::size_t l1_slot, std::uint32_t pc,
+                               bool reached_directory) {
+  // The directory NACKs other cores' PreFlushes of this line (§5.3.7). A PreFlushed line is
+  // never Exclusive elsewhere, so every other core's store to it reaches the directory.
+  if (reached_directory)
+    for (int c = 0; c < params_.cores; ++c)
+      if (c != core) pf_[static_cast<std::size_t>(c)].nack(line);
+  Preflusher& pf = pf_[static_cast<std::size_t>(core)];
+  const Preflusher::Prediction pr = pf.on_store(line, l1_slot, pc);
+  if (!pr.preflush) return;
+  line = pr.line;
+  // Injected behind the store: like a clwb (or clflushopt) the core does not wait for, except
+  // that other cores' copies lose their exclusivity so their stores reach the directory.
+  const std::uint64_t t = cores_[static_cast<std::size_t>(core)].clock;
+  bool dirty = false;
+  std::uint64_t since = detail::kNever;
+  const std::size_t s = llc_.find(line);
+  if (s != kNoSlot) {
+    since = take_since(s, line);
+    dirty = (llc_.state(s) & kDirty) != 0;
+    for_each_core(llc_.sharers(s), [&](int c) {
+      const Strip how = !pr.clwb    ? Strip::kInvalidate
+                        : c == core ? Strip::kClean
+                                    : Strip::kDowngrade;
+      dirty |= strip_private(c, line, how);
+    });
+    if (pr.clwb) {
+      llc_.drop_state(s, kDirty);
+      if (llc_.owner(s) >= 0 && llc_.owner(s) != core) llc_.set_owner(s, -1);
+    } else {
+      llc_.invalidate(s);
+    }
+  } else if (!params_.inclusive_llc) {
+    for (int c = 0; c < params_.cores; ++c)
+      dirty |= strip_private(c, line, pr.clwb ? Strip::kClean : Strip::kInvalidate);
+    since = take_since(kNoSlot, line);
+  }
+  if (dirty) ++pf_writes_;
+  pf.preflushed(line, pc, flush_round_trip(line, t, dirty, core, since));
 }
 
 void Hierarchy::fence(int core) {
@@ -510,6 +582,7 @@ void Hierarchy::power_fail() {
   for (auto& q : wq_) q.reset();
   rb_.power_fail();
   wc_.clear();  // bytes still in write-combining buffers are lost
+  for (auto& pf : pf_) pf.clear();
   // Dirty stretches cut by the failure end without a write: they count nowhere.
   std::fill(since_.begin(), since_.end(), detail::kNever);
   private_since_.clear();
@@ -529,6 +602,8 @@ void Hierarchy::reset_stats() {
   for (auto& q : wq_) q.reset();
   loads_ = stores_ = flushes_ = dirty_flushes_ = fences_ = fence_stall_ = 0;
   rob_stall_ = mshr_stall_ = 0;
+  for (auto& pf : pf_) pf.reset_stats();
+  pf_writes_ = pf_violations_ = 0;
   nvm_ = NvmStats{};
   rb_.reset_stats();
   coh_ = CoherenceStats{};
@@ -787,6 +862,23 @@ SimStats Hierarchy::stats() const {
   s.levels.front().hits += s.filtered_accesses;  // the filter serves only L1 hits
   s.cycles = Cycles(max_clock);
   s.volatility = vol_;
+  if (!pf_.empty()) {
+    PreflushStats p;
+    for (const Preflusher& pf : pf_) {
+      const PreflushStats& x = pf.stats();
+      p.issued += x.issued;
+      p.correct += x.correct;
+      p.mispredicted_store += x.mispredicted_store;
+      p.nacked += x.nacked;
+      p.tag_evictions += x.tag_evictions;
+      p.uncovered_flushes += x.uncovered_flushes;
+      p.signatures_inserted += x.signatures_inserted;
+      p.storage_bytes_per_core = x.storage_bytes_per_core;
+    }
+    p.nvm_writes = pf_writes_;
+    p.transparency_violations = pf_violations_;
+    s.preflush = p;
+  }
   const auto open = [&](std::uint64_t since) {
     ++s.volatility.open_lines;
     s.volatility.open_max_cycles =

@@ -12,6 +12,7 @@
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/row_buffer.hpp"
 #include "pmlab/sim/stats.hpp"
+#include "preflush.hpp"
 #include "write_queue.hpp"
 
 namespace pmlab::sim {
@@ -30,7 +31,9 @@ class Hierarchy {
 
   // `l1_slot`: the line's L1 slot or kNoSlot when the caller has searched, else kUnsearched.
   static constexpr std::size_t kUnsearched = kNoSlot - 1;
-  void access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot = kUnsearched);
+  // `pc`: the storing instruction (SimBackend's StorePc), used by PreFlush only.
+  void access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot = kUnsearched,
+              std::uint32_t pc = 0);
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
   // Non-temporal store of bytes [off, off + size) of `line` (SimParams::nt_stores).
@@ -102,6 +105,14 @@ class Hierarchy {
   [[gnu::always_inline]] inline void evict_private(int core, int level,
                                                    std::size_t slot);  // for fill_private only
   void evict_llc(std::size_t slot, int core);
+  // A flush's completion: it reaches the directory at t + LLC latency; a dirty line is then
+  // written (counted under `cause`); with SimParams::flush_mc_hop the ACK comes back from the
+  // controller (thesis §2.3.2).
+  std::uint64_t flush_round_trip(std::uint64_t line, std::uint64_t t, bool dirty, int core,
+                                 std::uint64_t since);
+  // PreFlush: the store just completed; asks the core's predictor and may PreFlush the line.
+  void preflush_store(int core, std::uint64_t line, std::size_t l1_slot, std::uint32_t pc,
+                      bool reached_directory);
   void write_back_victim(std::uint64_t line, int core, std::uint64_t since);
   // `since`: when the line became dirty (volatility duration), kNever if unknown.
   std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core,
@@ -150,6 +161,9 @@ class Hierarchy {
   NvmStats nvm_;
   RowBufferModel rb_;  // fed only when params_.nvm.row_buffer.enabled
   CoherenceStats coh_;
+  std::vector<Preflusher> pf_;
+  std::uint64_t pf_writes_ = 0,
+                pf_violations_ = 0;  // per core when SimParams::preflush.enabled, else empty
 };
 
 }  // namespace pmlab::sim

@@ -44,7 +44,8 @@ Machine::Machine(SimParams params)
       insts_per_access_(impl_->params().core.insts_per_access),
       issue_width_(impl_->params().core.issue_width),
       interval_(impl_->params().core.model == CoreModel::kInterval),
-      filter_on_(impl_->params().same_line_filter) {}
+      filter_on_(impl_->params().same_line_filter),
+      preflush_(impl_->params().preflush.enabled) {}
 
 Machine::~Machine() = default;
 Machine::Machine(Machine&&) noexcept = default;
@@ -54,6 +55,9 @@ void Machine::access_slow(int core, LineAddr line, bool is_store, std::uint64_t 
   impl_->access(
       core, line.value(), is_store,
       l1_slot == kUnsearched ? Hierarchy::kUnsearched : static_cast<std::size_t>(l1_slot));
+}
+void Machine::store_preflush(int core, LineAddr line, std::uint32_t pc) {
+  impl_->access(core, line.value(), true, Hierarchy::kUnsearched, pc);
 }
 void Machine::rob_stall(int core) {
   impl_->rob_stall(core);

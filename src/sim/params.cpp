@@ -60,6 +60,26 @@ void CoreParams::validate() const {
     bad(fmt::format("core.insts_per_access must be in [1, 1024] (got {})", insts_per_access));
 }
 
+std::uint64_t PreflushParams::storage_bytes(std::uint64_t l1_sets, std::uint64_t l1_ways) const {
+  // Bits per entry (thesis §5.3.4): LastStore 32 PC bits + VT + PreFlushed + type; a signature
+  // 32 PC bits + 2-bit confidence + type; a FlushedTags entry a 42-bit tag + 32-bit signature +
+  // valid; a directory PreFlushers entry a 42-bit tag + an 8-core bitmap.
+  const std::uint64_t sampled_lines = (l1_sets + sample_every - 1) / sample_every * l1_ways;
+  const std::uint64_t sig_bits = line_change ? 35 + 42 : 35;  // + the previous line's tag
+  const std::uint64_t bits = sampled_lines * 35 + std::uint64_t{signatures} * sig_bits +
+                             std::uint64_t{flushed_tags} * 75 + std::uint64_t{dir_entries} * 50;
+  return (bits + 7) / 8;
+}
+
+void PreflushParams::validate() const {
+  if (signatures < 1 || signatures > 65536)
+    bad(fmt::format("preflush.signatures must be in [1, 65536] (got {})", signatures));
+  if (flushed_tags < 1 || flushed_tags > 65536)
+    bad(fmt::format("preflush.flushed_tags must be in [1, 65536] (got {})", flushed_tags));
+  if (sample_every < 1)
+    bad(fmt::format("preflush.sample_every must be at least 1 (got {})", sample_every));
+}
+
 void LevelParams::validate() const {
   const std::string who = name.empty() ? std::string("cache level") : "cache " + name;
   if (ways == 0) bad(fmt::format("{}: ways must be at least 1", who));
@@ -102,6 +122,9 @@ void SimParams::validate() const {
   llc.validate();
   nvm.validate();
   core.validate();
+  preflush.validate();
+  if (flush_mc_hop > 1'000'000)
+    bad(fmt::format("flush_mc_hop must be at most 1000000 cycles (got {})", flush_mc_hop));
   if (!inclusive_llc && cores != 1)
     bad(
         fmt::format("a non-inclusive {} needs cores = 1 (got {}): with several cores the inclusive "
@@ -162,6 +185,17 @@ nlohmann::json to_json(const SimParams& p) {
                         {"insts_per_access", p.core.insts_per_access}}},
                       {"interleave_quantum", p.interleave_quantum}};
   if (p.nvm.row_buffer.enabled) j["nvm"]["row_buffer"] = to_json(p.nvm.row_buffer);
+  // Only when set, so the JSON of every existing configuration stays as it was.
+  if (p.flush_mc_hop != 0) j["flush_mc_hop"] = p.flush_mc_hop;
+  if (p.preflush.enabled)
+    j["preflush"] = {{"signatures", p.preflush.signatures},
+                     {"flushed_tags", p.preflush.flushed_tags},
+                     {"sample_every", p.preflush.sample_every},
+                     {"dir_entries", p.preflush.dir_entries},
+                     {"own_store_check", p.preflush.own_store_check},
+                     {"nack", p.preflush.nack},
+                     {"loop", p.preflush.line_change ? "line-change" : "off"},
+                     {"storage_bytes_per_core", p.preflush.storage_bytes(p.l1.sets(), p.l1.ways)}};
   return j;
 }
 

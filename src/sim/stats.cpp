@@ -61,6 +61,25 @@ nlohmann::json to_json(const SimStats& s) {
                      {"mean_cycles", s.volatility.mean_cycles()},
                      {"open_lines", s.volatility.open_lines},
                      {"open_max_cycles", s.volatility.open_max_cycles}};
+  if (s.preflush) {
+    const PreflushStats& p = *s.preflush;
+    const auto ratio = [](std::uint64_t a, std::uint64_t b) {
+      return b == 0 ? 0.0 : static_cast<double>(a) / static_cast<double>(b);
+    };
+    j["preflush"] = {{"issued", p.issued},
+                     {"nvm_writes", p.nvm_writes},
+                     {"correct", p.correct},
+                     {"mispredicted_store", p.mispredicted_store},
+                     {"nacked", p.nacked},
+                     {"tag_evictions", p.tag_evictions},
+                     {"uncovered_flushes", p.uncovered_flushes},
+                     {"signatures_inserted", p.signatures_inserted},
+                     {"transparency_violations", p.transparency_violations},
+                     {"storage_bytes_per_core", p.storage_bytes_per_core},
+                     // coverage: flushes ACKed early; accuracy: PreFlushes that were used.
+                     {"coverage", ratio(p.correct, s.flushes)},
+                     {"accuracy", ratio(p.correct, p.issued)}};
+  }
   return j;
 }
 

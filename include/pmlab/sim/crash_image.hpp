@@ -43,6 +43,8 @@ class CrashImage {
 
   // Copies the live bytes of `line` that lie inside registered ranges into the shadow.
   void capture_line(LineAddr line);
+  // Whether the registered bytes of `line` hold their live values (true outside every range).
+  [[nodiscard]] bool line_durable(LineAddr line) const;
   // Copies every shadow back into live memory.
   void restore_to_live() const;
 

@@ -112,7 +112,13 @@ class Machine {
     }
     access_slow(core, line, false);
   }
-  void store(int core, LineAddr line) {
+  // `pc`: the storing instruction's id (SimBackend's StorePc); only PreFlush reads it, and with
+  // PreFlush on every store takes the slow path (each must consult the predictor).
+  void store(int core, LineAddr line, std::uint32_t pc = 0) {
+    if (preflush_) [[unlikely]] {
+      store_preflush(core, line, pc);
+      return;
+    }
     detail::CoreState& c = cores_[core];
     if (c.filter[line.value() & c.filter_mask] == ((line.value() << 1) | 1)) {
       ++c.filtered;
@@ -218,6 +224,7 @@ class Machine {
   // `l1_slot`: where the L1 holds the line (kNoWay: not held), if the caller has looked.
   void access_slow(int core, LineAddr line, bool is_store, std::uint64_t l1_slot = kUnsearched);
   static constexpr std::uint64_t kUnsearched = kNoWay - 1;
+  void store_preflush(int core, LineAddr line, std::uint32_t pc);
   void periodic_tick(int core);  // out of line: runs once per LLC set per period
 
   std::unique_ptr<Hierarchy> impl_;
@@ -228,6 +235,7 @@ class Machine {
   bool interval_ = false;    // CoreModel::kInterval
   bool filter_on_ = false;   // SimParams::same_line_filter
   bool functional_ = false;  // stop_modelling() was called
+  bool preflush_ = false;    // SimParams::preflush.enabled
 };
 
 }  // namespace pmlab::sim

@@ -74,6 +74,31 @@ struct CoreParams {
   void validate() const;
 };
 
+// PreFlush (thesis Ch. 5, src/sim/preflush.hpp): the per-core flush predictor, optimised design
+// (LastStore on sampled L1 sets, Signatures, FlushedTags; PreFlushers in the directory). Off by
+// default. Table sizes are not in the thesis; the defaults add up to ~3.8 KB per core on a
+// 1024-line L1 (storage_bytes).
+struct PreflushParams {
+  bool enabled = false;
+  std::uint32_t signatures = 128;   // fully associative, LRU; 32-bit PC + 2-bit conf + type bit
+  std::uint32_t flushed_tags = 64;  // FIFO; 42-bit tag + 32-bit signature + valid
+  std::uint32_t sample_every = 2;   // LastStore kept on every Nth L1 set (35 bits per line)
+  std::uint32_t dir_entries = 64;   // directory PreFlushers entries counted in the budget
+  // Negative controls only (the transparency proof must catch them): skip the own-store
+  // misprediction check, or skip the directory's NACK on another core's store.
+  bool own_store_check = true;
+  bool nack = true;
+  // pmlab's loop-code extension (the thesis' §5.3.8 fix is missing from its text): each
+  // signature remembers the last line its PC stored to, and a confident PC moving to another
+  // line PreFlushes the previous one, instead of predicting its current store is the last.
+  // +42 bits per signature. false = the thesis' design, which oscillates on loop code.
+  bool line_change = false;
+
+  // Bytes of predictor state per core for an L1 of `l1_lines` lines in `l1_sets` sets.
+  [[nodiscard]] std::uint64_t storage_bytes(std::uint64_t l1_sets, std::uint64_t l1_ways) const;
+  void validate() const;
+};
+
 struct SimParams {
   std::string name = "custom";
   int cores = 1;    // simulated cores, each with private L1 (and L2 when l2 is set)
@@ -106,6 +131,12 @@ struct SimParams {
   // per thread per turn; Q > 0 = each thread runs Q loads/stores/flushes/fences per turn, so
   // the threads' iterations progress together. Deterministic either way.
   std::uint64_t interleave_quantum = 0;
+  // The flush round trip of the thesis §2.3.2: 0 = the first-order model (a flush completes at
+  // the LLC, a dirty one when the controller accepts it). C > 0 = every flush, clean or absent,
+  // goes down to the directory and comes back (2 LLC latencies), and a dirty one also travels C
+  // cycles each way between the directory and the controller.
+  std::uint64_t flush_mc_hop = 0;
+  PreflushParams preflush;
 
   [[nodiscard]] Cycles nvm_read_cycles() const;
   [[nodiscard]] Cycles nvm_write_cycles() const;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <source_location>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -34,6 +35,22 @@ struct CommitPoint {
   int thread = 0;
   std::uint64_t ops = 0;
   Cycles clock{0};  // the committing core's clock
+};
+
+// A store instruction's "PC": a compile-time id of its call site (file, line, column hashed to
+// 32 bits), for the simulator's PreFlush predictor. It is built by a consteval constructor in a
+// defaulted argument of SimBackend::store, so each call site passes a constant and costs
+// nothing at run time; NativeBackend has no such argument and is unchanged. Stores made in one
+// helper (a template copying lines) share its id, as they would share a PC in hardware.
+struct StorePc {
+  std::uint32_t value = 0;
+  consteval explicit StorePc(std::source_location l) {
+    std::uint32_t h = 2166136261u;  // FNV-1a
+    for (const char* f = l.file_name(); *f != 0; ++f)
+      h = (h ^ static_cast<unsigned char>(*f)) * 16777619u;
+    h = (h ^ l.line()) * 16777619u;
+    value = (h ^ l.column()) * 16777619u;
+  }
 };
 
 // Called just before op k (see SimBackend::arm_hook); true cuts the power there.
@@ -66,8 +83,9 @@ class SimBackend {
     return v;
   }
   template <SimScalar T>
-  void store(T* p, T v) {
-    access<true>(p, sizeof(T), [&] { std::memcpy(p, &v, sizeof(T)); });
+  void store(T* p, T v, StorePc pc = StorePc(std::source_location::current())) {
+    access<true>(
+        p, sizeof(T), [&] { std::memcpy(p, &v, sizeof(T)); }, pc.value);
   }
   // A non-temporal store (x86 MOVNT*), modelled by SimParams::nt_stores' write-combining
   // buffers; callers use it only when nt_stores() (else stores + flushes, the old model).
@@ -195,21 +213,21 @@ class SimBackend {
   // A store's bytes reach memory after the crash check and before the model sees the access:
   // periodic cleaning at the end of this very op must write the new value back.
   template <bool IsStore, class Write>
-  void access(const void* p, std::size_t size, Write&& write) {
+  void access(const void* p, std::size_t size, Write&& write, std::uint32_t pc = 0) {
     const bool model = count_op();
     write();
     if (!model) [[unlikely]]
       return;
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     const LineAddr first(a / kCacheLineBytes);
-    touch<IsStore>(first);
+    touch<IsStore>(first, pc);
     if ((a % kCacheLineBytes) + size > kCacheLineBytes) [[unlikely]]  // straddles two lines
-      touch<IsStore>(LineAddr(first.value() + 1));
+      touch<IsStore>(LineAddr(first.value() + 1), pc);
   }
   template <bool IsStore>
-  void touch(LineAddr line) {
+  void touch(LineAddr line, std::uint32_t pc) {
     if constexpr (IsStore)
-      machine_.store(core_, line);
+      machine_.store(core_, line, pc);
     else
       machine_.load(core_, line);
   }

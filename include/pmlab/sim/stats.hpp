@@ -76,6 +76,23 @@ struct VolatilityStats {
   }
 };
 
+// PreFlush (thesis Ch. 5) counters, summed over cores; present only when it is on. Its NVM
+// writes also count under nvm_writes_by_cause.flush (they are hardware-issued flushes).
+struct PreflushStats {
+  std::uint64_t issued = 0;               // PreFlushes started by a predicted last store
+  std::uint64_t nvm_writes = 0;           // of those, lines that were dirty (one NVM write each)
+  std::uint64_t correct = 0;              // real flushes ACKed early (FlushedTags hits)
+  std::uint64_t mispredicted_store = 0;   // own store to a PreFlushed line (entry dropped)
+  std::uint64_t nacked = 0;               // another core's store to a PreFlushed line (§5.3.7)
+  std::uint64_t tag_evictions = 0;        // FlushedTags entries pushed out (FIFO) unused
+  std::uint64_t uncovered_flushes = 0;    // real flushes without a FlushedTags hit
+  std::uint64_t signatures_inserted = 0;  // new signatures (a flush of a sampled line)
+  // Early ACKs whose line's durable bytes differed from its live bytes: 0 unless a negative
+  // control (PreflushParams::own_store_check / nack off) broke transparency.
+  std::uint64_t transparency_violations = 0;
+  std::uint64_t storage_bytes_per_core = 0;
+};
+
 struct SimStats {
   Cycles cycles{0};                 // max over cores of the per-core clocks
   std::vector<Cycles> core_cycles;  // per simulated core
@@ -95,6 +112,7 @@ struct SimStats {
   NvmStats nvm;
   CoherenceStats coherence;
   VolatilityStats volatility;
+  std::optional<PreflushStats> preflush;  // set when SimParams::preflush.enabled
 
   [[nodiscard]] std::uint64_t accesses() const { return loads + stores; }
   [[nodiscard]] const LevelStats& l1() const { return levels.front(); }

@@ -1,0 +1,115 @@
+// PreFlush predictor tables and rules (thesis Ch. 5, Fig. 5.5); the Hierarchy supplies timing.
+#include "preflush.hpp"
+
+#include <algorithm>
+
+namespace pmlab::sim {
+
+Preflusher::Preflusher(const PreflushParams& p, std::uint64_t l1_sets, std::uint64_t l1_ways)
+    : p_(p),
+      ways_(l1_ways),
+      sigs_(p.signatures),
+      tags_(p.flushed_tags),
+      last_(static_cast<std::size_t>(l1_sets * l1_ways)) {
+  stats_.storage_bytes_per_core = p.storage_bytes(l1_sets, l1_ways);
+}
+
+Preflusher::Signature* Preflusher::find_sig(std::uint32_t pc) {
+  for (Signature& s : sigs_)
+    if (s.valid && s.pc == pc) return &s;
+  return nullptr;
+}
+
+Preflusher::Tag* Preflusher::find_tag(std::uint64_t line) {
+  for (Tag& t : tags_)
+    if (t.valid && t.line == line) return &t;
+  return nullptr;
+}
+
+// A signature that has meanwhile been replaced is simply not updated (thesis: "if still present").
+void Preflusher::confirm(std::uint32_t pc, bool up) {
+  Signature* s = find_sig(pc);
+  if (s == nullptr) return;
+  if (up && s->conf < 3) ++s->conf;
+  if (!up && s->conf > 0) --s->conf;
+}
+
+Preflusher::Prediction Preflusher::on_store(std::uint64_t line, std::size_t slot,
+                                            std::uint32_t pc) {
+  Prediction r;
+  if (Tag* t = find_tag(line); t != nullptr) {
+    if (p_.own_store_check) {  // (1)
+      ++stats_.mispredicted_store;
+      confirm(t->pc, false);
+      t->valid = false;
+    }
+  } else if (Signature* s = find_sig(pc); s != nullptr && p_.line_change) {
+    // pmlab's loop extension: the PC has moved on, so its previous line saw its last store.
+    if (s->conf >= 2 && s->has_prev && s->prev_line != line && find_tag(s->prev_line) == nullptr) {
+      s->used = ++now_;
+      r = {true, s->clwb, s->prev_line};
+    }
+  } else if (s != nullptr && s->conf >= 2) {  // (2)
+    s->used = ++now_;
+    r = {true, s->clwb, line};
+  }
+  if (p_.line_change)
+    if (Signature* s = find_sig(pc); s != nullptr) {
+      s->prev_line = line;
+      s->has_prev = true;
+    }
+  if (sampled(slot)) last_[slot] = {line, pc, true};  // (3)
+  return r;
+}
+
+void Preflusher::preflushed(std::uint64_t line, std::uint32_t pc, std::uint64_t done) {
+  ++stats_.issued;
+  Tag& t = tags_[tag_head_];
+  if (t.valid) ++stats_.tag_evictions;
+  t = {line, pc, done, true};
+  tag_head_ = (tag_head_ + 1) % tags_.size();
+}
+
+std::optional<std::uint64_t> Preflusher::on_flush(std::uint64_t line, std::size_t slot, bool clwb) {
+  if (sampled(slot) && !(last_[slot].valid && last_[slot].line == line)) slot = kNoSlot;
+  if (Tag* t = find_tag(line); t != nullptr) {  // (4)
+    ++stats_.correct;
+    confirm(t->pc, true);
+    t->valid = false;
+    if (sampled(slot)) last_[slot].valid = false;
+    return t->done;
+  }
+  ++stats_.uncovered_flushes;
+  if (!sampled(slot)) return std::nullopt;
+  const std::uint32_t pc = last_[slot].pc;
+  if (Signature* s = find_sig(pc); s != nullptr) {  // (5)
+    if (s->conf < 3) ++s->conf;
+    s->clwb = clwb;
+    s->used = ++now_;
+  } else {  // (6): replace an invalid entry, else the least recently used
+    Signature* v = &*std::min_element(sigs_.begin(), sigs_.end(), [](const auto& a, const auto& b) {
+      return a.valid != b.valid ? !a.valid : a.used < b.used;
+    });
+    *v = {pc, 2, clwb, true, ++now_, 0, false};
+    ++stats_.signatures_inserted;
+  }
+  last_[slot].valid = false;  // (7)
+  return std::nullopt;
+}
+
+void Preflusher::nack(std::uint64_t line) {
+  Tag* t = find_tag(line);
+  if (t == nullptr || !p_.nack) return;
+  ++stats_.nacked;
+  confirm(t->pc, false);
+  t->valid = false;
+}
+
+void Preflusher::clear() {
+  std::fill(sigs_.begin(), sigs_.end(), Signature{});
+  std::fill(tags_.begin(), tags_.end(), Tag{});
+  std::fill(last_.begin(), last_.end(), Last{});
+  tag_head_ = 0;
+}
+
+}  // namespace pmlab::sim

@@ -1,0 +1,87 @@
+// PreFlush (thesis Ch. 5): one core's flush predictor — LastStore, Signatures, FlushedTags.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "pmlab/sim/params.hpp"
+#include "pmlab/sim/stats.hpp"
+
+namespace pmlab::sim {
+
+// The predictor's tables and rules (Fig. 5.5, optimised design), free of timing and caches:
+// the Hierarchy asks it on every store and flush, carries out the PreFlushes it predicts, and
+// reports other cores' stores to PreFlushed lines (the directory's NACK, §5.3.7). L1 slots are
+// numbered set * ways + way, as Cache numbers them.
+class Preflusher {
+ public:
+  static constexpr std::size_t kNoSlot = ~std::size_t{0};
+
+  Preflusher(const PreflushParams& p, std::uint64_t l1_sets, std::uint64_t l1_ways);
+
+  struct Prediction {
+    bool preflush = false;   // start a PreFlush of the line now
+    bool clwb = true;        // of this kind (the signature's type bit); else clflushopt
+    std::uint64_t line = 0;  // the line to PreFlush (another one with line_change)
+  };
+  // A store by `pc` to `line`, now in L1 slot `slot`. (1) An own store to a PreFlushed line is a
+  // misprediction: the entry goes, its signature loses confidence. (2) Otherwise a signature at
+  // confidence >= 2 predicts this was the line's last store. (3) Sampled sets remember the PC.
+  Prediction on_store(std::uint64_t line, std::size_t slot, std::uint32_t pc);
+  // (2) continued: the predicted PreFlush was carried out and completes at `done`.
+  void preflushed(std::uint64_t line, std::uint32_t pc, std::uint64_t done);
+  // A real flush of `line` (L1 slot `slot` or kNoSlot). (4) PreFlushed: returns the PreFlush's
+  // completion time (ACK early), the signature gains confidence. Else trains: the sampled
+  // line's last store PC gains confidence (5) or becomes a new signature at weak-high (6), and
+  // its LastStore entry goes (7).
+  std::optional<std::uint64_t> on_flush(std::uint64_t line, std::size_t slot, bool clwb);
+  // Another core's store reached the directory for `line`: drop its entry (NACK).
+  void nack(std::uint64_t line);
+  void clear();  // power failure: no predictor state survives
+
+  [[nodiscard]] const PreflushStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = PreflushStats{}; }
+
+ private:
+  struct Signature {
+    std::uint32_t pc = 0;
+    std::uint8_t conf = 0;  // 0 low, 1 weak-low, 2 weak-high, 3 high
+    bool clwb = true;
+    bool valid = false;
+    std::uint64_t used = 0;       // LRU stamp
+    std::uint64_t prev_line = 0;  // line_change: the last line this PC stored to
+    bool has_prev = false;
+  };
+  struct Tag {
+    std::uint64_t line = 0;
+    std::uint32_t pc = 0;  // the signature that predicted it
+    std::uint64_t done = 0;
+    bool valid = false;
+  };
+  // The hardware entry belongs to an L1 slot and is invalidated when the slot's line leaves;
+  // keeping the line here has the same effect without an eviction hook.
+  struct Last {
+    std::uint64_t line = 0;
+    std::uint32_t pc = 0;
+    bool valid = false;
+  };
+  [[nodiscard]] bool sampled(std::size_t slot) const {
+    return slot != kNoSlot && (slot / ways_) % p_.sample_every == 0;
+  }
+  Signature* find_sig(std::uint32_t pc);
+  Tag* find_tag(std::uint64_t line);
+  void confirm(std::uint32_t pc, bool up);
+
+  PreflushParams p_;
+  std::uint64_t ways_;
+  std::vector<Signature> sigs_;
+  std::vector<Tag> tags_;
+  std::size_t tag_head_ = 0;  // FIFO replacement
+  std::vector<Last> last_;    // per L1 slot (only sampled sets used)
+  std::uint64_t now_ = 0;
+  PreflushStats stats_;
+};
+
+}  // namespace pmlab::sim
