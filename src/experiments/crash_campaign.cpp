@@ -624,8 +624,11 @@ std::vector<mem::Mutation> applicable_mutations(const std::string& scheme) {
   if (scheme == "lp") return {Mutation::kNoValidate};
   if (scheme.starts_with("ep") || scheme.starts_with("hr"))
     return {Mutation::kNoFlush, Mutation::kNoFence};
-  if (scheme.starts_with("wal") || scheme == "cp")
+  // cp and seed 002's copy variants (cp-clflush, cp-par-clflush, cp-nt) share the checkpoint
+  // commit; in-place versioning commits with its own word, which commit-early does not move.
+  if (scheme.starts_with("wal") || scheme.starts_with("cp"))
     return {Mutation::kNoFlush, Mutation::kNoFence, Mutation::kCommitEarly};
+  if (scheme.starts_with("ipv")) return {Mutation::kNoFlush, Mutation::kNoFence};
   return {};
 }
 

@@ -10,6 +10,7 @@
 #include "pmlab/kernels/tmm_eager.hpp"
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/scheme/copy_mode.hpp"
 
 namespace pmlab::kernels::tmm {
@@ -44,6 +45,10 @@ void run_cp_variant(B& be, const Operands& op, const CpVariant& v, std::size_t f
     const std::uint64_t w = be.load(&v.st.header->done);
     const std::size_t slot = w == 0 ? 0 : 1 - static_cast<std::size_t>(w & 1u);
     double* area = v.st.area + slot * 3 * m;
+    if (mem::mutated(be, mem::Mutation::kCommitEarly)) {  // negative control: publish first
+      be.store(&v.st.header->done, (static_cast<std::uint64_t>(done) << 1) | slot);
+      be.persist(&v.st.header->done, sizeof(std::uint64_t));
+    }
     cp_variant_copy(
         be, v.mode,
         {{{area, op.a.data(), m}, {area + m, op.b.data(), m}, {area + 2 * m, op.c.data(), m}}});

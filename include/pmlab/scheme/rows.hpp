@@ -202,8 +202,15 @@ constexpr auto hr_scheme(std::string_view name) {
 // working array per step.
 template <auto ShapeOf>
 constexpr auto in_place_schemes() {
-  return std::tuple{restart_base_scheme(), lp_scheme<ShapeOf>(), ep_scheme<ShapeOf>(),
-                    wal_scheme<ShapeOf>(), cp_scheme<ShapeOf>(), hr_scheme<ShapeOf, 8>("hr-x8")};
+  return std::tuple{restart_base_scheme(),
+                    lp_scheme<ShapeOf>(),
+                    ep_scheme<ShapeOf>(),
+                    wal_scheme<ShapeOf>(),
+                    cp_scheme<ShapeOf>(),
+                    cp_clflush_scheme<ShapeOf>(),
+                    cp_par_clflush_scheme<ShapeOf>(),
+                    cp_nt_scheme<ShapeOf>(),
+                    hr_scheme<ShapeOf, 8>("hr-x8")};
 }
 
 }  // namespace pmlab::run
