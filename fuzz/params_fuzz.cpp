@@ -79,7 +79,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   p.n = as_u64(a) % 4 == 0 ? as_u64(a) : as_u64(a) % 70000;
   p.bs = as_u64(b) % 4 == 0 ? as_u64(b) : as_u64(b) % 300;
   p.threads = static_cast<std::uint32_t>(as_u64(c) % 2000);
-  p.extra = as_u64(e) % 3 == 0 ? as_u64(c) : as_u64(e) % 40;
+  // Each of the kernel's own declared parameters, at an arbitrary or a small value.
+  for (const auto& spec : k.params)
+    p.set_kernel_param(spec.name, as_u64(e) % 3 == 0 ? as_u64(c) : as_u64(e) % 40);
   expect_documented_errors([&] {
     k.validate(p);
     const auto arrays = k.arrays(p);
