@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
     const auto r = pmlab::run::run_on_pool<stencil::Stencil>(argv[1], p, {}, &v);
     std::printf("stencil --scheme %s n=%llu bs=%llu steps=%llu threads=%u pool=%s\n",
                 p.scheme.c_str(), static_cast<unsigned long long>(p.n),
-                static_cast<unsigned long long>(p.bs), static_cast<unsigned long long>(stencil::steps_of(p)),
-                p.threads, argv[1]);
+                static_cast<unsigned long long>(p.bs),
+                static_cast<unsigned long long>(stencil::steps_of(p)), p.threads, argv[1]);
     if (r.resumed)
       std::printf(
           "  resumed an interrupted run: %s; %llu bands validated, %llu recomputed; "

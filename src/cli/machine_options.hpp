@@ -26,7 +26,7 @@ struct MachineArgs {
   std::optional<std::string> row_buffer, row_bytes;
   std::optional<std::uint32_t> ranks, banks, rq_entries, min_writes_per_drain;
   std::optional<double> wq_high, wq_low;
-  std::optional<std::uint32_t> wc_buffers;    // set: non-temporal stores modelled (0 = off)
+  std::optional<std::uint32_t> wc_buffers;  // set: non-temporal stores modelled (0 = off)
   // Core timing (SimParams::core) and thread interleaving (SimParams::interleave_quantum).
   std::optional<std::string> core_model;
   std::optional<std::uint32_t> issue_width, rob_entries, mshrs, insts_per_access;

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "pmlab/kernels/checks.hpp"
-#include "pmlab/run/resumable.hpp"
-#include "pmlab/scheme/rows.hpp"
-#include "pmlab/run/sim_kernel.hpp"
 #include "pmlab/kernels/fft_rivals.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+#include "pmlab/scheme/rows.hpp"
 
 namespace pmlab::run {
 namespace {

@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../support/test_seed.hpp"
 #include "../support/process.hpp"
+#include "../support/test_seed.hpp"
 #include "pmlab/run/catalog.hpp"
 
 namespace pmlab::testing {
@@ -181,8 +181,7 @@ TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, KillResume, ::testing::ValuesIn(all_cases()),
                          [](const auto& param_info) {
-                           std::string s =
-                               param_info.param.kernel + "_" + param_info.param.scheme;
+                           std::string s = param_info.param.kernel + "_" + param_info.param.scheme;
                            for (auto& ch : s)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return s;

@@ -84,8 +84,8 @@ std::vector<Case> cases() {
 
 class CrashCampaign : public ::testing::TestWithParam<Case> {};
 
-// Property: a fixed seed (PMLAB_TEST_SEED to explore), random sizes (non-multiples of bs, tiny, prime), random
-// thread counts and checksum kinds; every trial must end bit-exact.
+// Property: a fixed seed (PMLAB_TEST_SEED to explore), random sizes (non-multiples of bs, tiny,
+// prime), random thread counts and checksum kinds; every trial must end bit-exact.
 TEST_P(CrashCampaign, EveryTrialRecoversBitExactly) {
   const auto& [kernel, scheme] = GetParam();
   if (const std::string why = sim_refusal(kernel, scheme); !why.empty()) {

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <random>
 
-#include "../support/test_seed.hpp"
 #include "../support/eviction_model_backend.hpp"
 #include "../support/test_scale.hpp"
+#include "../support/test_seed.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/conv2d.hpp"
 #include "pmlab/scheme/index_record.hpp"

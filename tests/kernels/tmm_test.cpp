@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "../support/test_seed.hpp"
 #include "../support/eviction_model_backend.hpp"
+#include "../support/test_seed.hpp"
 #include "../support/tmm_fixture.hpp"
 #include "pmlab/kernels/tmm.hpp"
 

@@ -20,8 +20,8 @@
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/sim/sim_backend.hpp"
 #include "test_scale.hpp"
-#include "tmm_fixture.hpp"
 #include "test_seed.hpp"
+#include "tmm_fixture.hpp"
 
 namespace pmlab::testing {
 

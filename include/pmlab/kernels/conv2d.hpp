@@ -20,8 +20,9 @@ namespace pmlab::kernels::conv2d {
 
 inline constexpr std::size_t kDefaultWidth = 5;
 
-// Width for the run parameter `width`: 0 (absent) means the default, 5, narrowed to the largest odd width <= n on
-// tiny inputs; anything else is taken as given (the driver rejects even or too wide kernels).
+// Width for the run parameter `width`: 0 (absent) means the default, 5, narrowed to the largest odd
+// width <= n on tiny inputs; anything else is taken as given (the driver rejects even or too wide
+// kernels).
 [[nodiscard]] inline std::size_t width_for(std::uint64_t extra, std::size_t n) {
   if (extra != 0) return extra;
   return std::min(kDefaultWidth, n % 2 == 1 ? n : n - 1);

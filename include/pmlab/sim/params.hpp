@@ -126,7 +126,7 @@ struct SimParams {
   // checkpoint copy is modelled as stores + a flush per line, as before.
   bool nt_stores = false;
   std::uint32_t wc_buffers = 10;  // ~ Intel's line fill buffers
-  CoreParams core;  // kMemory unless asked (CLI --core-model)
+  CoreParams core;                // kMemory unless asked (CLI --core-model)
   // Thread interleaving in a parallel loop (SimBackend::parallel_for): 0 = one whole iteration
   // per thread per turn; Q > 0 = each thread runs Q loads/stores/flushes/fences per turn, so
   // the threads' iterations progress together. Deterministic either way.
