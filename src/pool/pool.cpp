@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string_view>
 #include <system_error>
@@ -206,11 +207,17 @@ class RegisteredTemporary {
   std::size_t slot_;
 };
 
-// Creates and locks a fresh temporary for PATH; returns its descriptor and sets `tmp`.
-int create_locked_temporary(const std::string& path, std::string& tmp) {
+// Creates and locks a fresh temporary for PATH; returns its descriptor and sets `tmp`. The name
+// is registered for removal on a signal *before* the file exists, so no instant leaves an
+// unregistered temporary behind (a name holds this PID and 64 random bits: registering one that
+// turns out to exist already cannot name another process's file).
+int create_locked_temporary(const std::string& path, std::string& tmp,
+                            std::optional<RegisteredTemporary>& registered) {
   constexpr int kAttempts = 16;
   for (int attempt = 1;; ++attempt) {
     tmp = temporary_name(path);
+    registered.reset();
+    registered.emplace(tmp);
     int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
       if (errno == EEXIST && attempt < kAttempts) continue;
@@ -487,8 +494,8 @@ std::optional<Pool> Pool::try_create(const std::string& path, const RunParams& p
   if (exists(path)) return std::nullopt;
   remove_abandoned_temporaries(path);
   std::string tmp;
-  const int fd = create_locked_temporary(path, tmp);
-  const RegisteredTemporary removed_if_interrupted(tmp);
+  std::optional<RegisteredTemporary> removed_if_interrupted;
+  const int fd = create_locked_temporary(path, tmp, removed_if_interrupted);
   Pool pool;
   pool.path_ = path;
   pool.fd_ = fd;
