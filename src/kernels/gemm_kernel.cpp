@@ -84,13 +84,6 @@ constexpr auto kSchemes = std::tuple{
            }},
 };
 
-void fill_inputs(double* a, double* b, std::uint64_t n, std::uint64_t seed) {
-  for (std::uint64_t i = 0; i < n * n; ++i) {
-    a[i] = kernels::input_value(seed, 0, i);
-    b[i] = kernels::input_value(seed, 1, i);
-  }
-}
-
 struct Gemm {
   using Operands = gm::Operands;
   static constexpr std::string_view kName = "gemm";
@@ -128,7 +121,7 @@ struct Gemm {
   // C is zero-filled by the pool (its initial value).
   static void init(pool::Pool& pool) {
     const auto& p = pool.params();
-    fill_inputs(pool.array<double>("a"), pool.array<double>("b"), p.n, p.seed);
+    kernels::fill_product_inputs(pool.array<double>("a"), pool.array<double>("b"), p.n, p.seed);
   }
   static Operands operands(const pool::Pool& pool) {
     const auto& p = pool.params();
@@ -146,7 +139,7 @@ struct Gemm {
     const auto& p = pool.params();
     const std::size_t n = p.n;
     std::vector<double> a(n * n), b(n * n), c(n * n, 0.0);
-    fill_inputs(a.data(), b.data(), n, p.seed);
+    kernels::fill_product_inputs(a.data(), b.data(), n, p.seed);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j) {
         double acc = 0.0;

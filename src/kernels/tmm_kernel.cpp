@@ -298,13 +298,6 @@ constexpr auto kSchemes = std::tuple{
     pmemobj_scheme(),
 };
 
-void fill_inputs(double* a, double* b, std::uint64_t n, std::uint64_t seed) {
-  for (std::uint64_t i = 0; i < n * n; ++i) {
-    a[i] = kernels::input_value(seed, 0, i);
-    b[i] = kernels::input_value(seed, 1, i);
-  }
-}
-
 struct Tmm {
   using Operands = tm::Operands;
   static constexpr std::string_view kName = "tmm";
@@ -320,7 +313,7 @@ struct Tmm {
   // C and the checksum table are zero-filled by the pool (C's initial value; "unwritten" tags).
   static void init(pool::Pool& pool) {
     const auto& p = pool.params();
-    fill_inputs(pool.array<double>("a"), pool.array<double>("b"), p.n, p.seed);
+    kernels::fill_product_inputs(pool.array<double>("a"), pool.array<double>("b"), p.n, p.seed);
   }
   static Operands operands(const pool::Pool& pool) {
     const std::size_t n = pool.params().n;
@@ -335,7 +328,7 @@ struct Tmm {
     const auto& p = pool.params();
     const std::size_t n = p.n;
     std::vector<double> a(n * n), b(n * n), c(n * n, 0.0);
-    fill_inputs(a.data(), b.data(), n, p.seed);
+    kernels::fill_product_inputs(a.data(), b.data(), n, p.seed);
     mem::PlainBackend be({}, 1);
     tm::run_base(be, Operands{{a.data(), n, n}, {b.data(), n, n}, {c.data(), n, n}, n, p.bs});
     return compare_bits(pool.array<const double>("c"), c,

@@ -20,4 +20,12 @@ namespace pmlab::kernels {
   return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;
 }
 
+// The two n x n operands of a matrix product (tmm, gemm): A from stream 0, B from stream 1.
+inline void fill_product_inputs(double* a, double* b, std::uint64_t n, std::uint64_t seed) {
+  for (std::uint64_t i = 0; i < n * n; ++i) {
+    a[i] = input_value(seed, 0, i);
+    b[i] = input_value(seed, 1, i);
+  }
+}
+
 }  // namespace pmlab::kernels
