@@ -151,6 +151,12 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
           "Negative control: no-own-store (skip the own-store misprediction check) or no-nack "
           "(skip the directory's NACK); transparency then fails")
       ->check(CLI::IsMember({"no-own-store", "no-nack"}));
+  add_opt(m, "--barrier", a.barrier,
+          "Persist barriers of the epoch-persistency workloads (seed 004: hash, queue, rbtree, "
+          "sdg, sps): sw (default: the code writes the epoch's lines back and fences), none (no "
+          "ordering: a negative control), lb (lazy barrier, BPFS), lb-idt (+ inter-thread "
+          "dependence tracking), lb-pf (+ proactive flush), lb++ (both)")
+      ->check(CLI::IsMember({"none", "sw", "lb", "lb-idt", "lb-pf", "lb++"}));
 }
 
 sim::SimParams build_machine(const MachineArgs& a) {
@@ -194,6 +200,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
     p.preflush.own_store_check = *a.preflush_mutant != "no-own-store";
     p.preflush.nack = *a.preflush_mutant != "no-nack";
   }
+  if (a.barrier) p.persistency.barrier = sim::barrier_from_string(*a.barrier);
   p.validate();
   if (a.config == "cachegrind" && (a.d1 || a.ll)) {
     // Rebuild from the geometries, then re-apply the overrides on top.
@@ -270,6 +277,7 @@ std::string machine_flags(const MachineArgs& a) {
   add("--preflush-sample", a.preflush_sample);
   add("--preflush-loop", a.preflush_loop);
   add("--preflush-mutant", a.preflush_mutant);
+  add("--barrier", a.barrier);
   return s;
 }
 

@@ -35,6 +35,8 @@ struct MachineArgs {
   std::optional<std::uint64_t> flush_mc_hop;
   std::optional<std::string> preflush, preflush_mutant, preflush_loop;
   std::optional<std::uint32_t> preflush_signatures, preflush_flushed_tags, preflush_sample;
+  // Seed 004: what a persist barrier does (SimParams::persistency).
+  std::optional<std::string> barrier;
 };
 
 // Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the

@@ -108,6 +108,35 @@ Cycles SimParams::nvm_write_cycles() const {
   return Cycles(ns_to_cycles(nvm.write_ns, freq_ghz));
 }
 
+std::string_view to_string(Barrier b) {
+  switch (b) {
+    case Barrier::kNone: return "none";
+    case Barrier::kSoftware: return "sw";
+    case Barrier::kLb: return "lb";
+    case Barrier::kLbIdt: return "lb-idt";
+    case Barrier::kLbPf: return "lb-pf";
+    case Barrier::kLbPlusPlus: return "lb++";
+  }
+  return "?";
+}
+
+Barrier barrier_from_string(std::string_view s) {
+  for (Barrier b : {Barrier::kNone, Barrier::kSoftware, Barrier::kLb, Barrier::kLbIdt,
+                    Barrier::kLbPf, Barrier::kLbPlusPlus})
+    if (to_string(b) == s) return b;
+  bad(fmt::format("unknown persist barrier '{}' (none, sw, lb, lb-idt, lb-pf, lb++)", s));
+}
+
+void PersistencyParams::validate() const {
+  if (max_inflight < 1 || max_inflight > 64)
+    bad(fmt::format("persistency.max_inflight must be in [1, 64] (got {})", max_inflight));
+  if (idt_regs < 1 || idt_regs > 64)
+    bad(fmt::format("persistency.idt_regs must be in [1, 64] (got {})", idt_regs));
+  if (epoch_ack.value() > 1'000'000)
+    bad(fmt::format("persistency.epoch_ack must be at most 1000000 cycles (got {})",
+                    epoch_ack.value()));
+}
+
 void SimParams::validate() const {
   if (cores < 1 || cores > kMaxCores)
     bad(fmt::format("cores must be between 1 and {} (got {})", kMaxCores, cores));
@@ -123,6 +152,10 @@ void SimParams::validate() const {
   nvm.validate();
   core.validate();
   preflush.validate();
+  persistency.validate();
+  if (persistency.hardware() && periodic_flush_cycles.value() != 0)
+    bad("periodic cache cleaning cannot be combined with a hardware persist barrier (lb*): the "
+        "barrier alone decides when a line persists");
   if (flush_mc_hop > 1'000'000)
     bad(fmt::format("flush_mc_hop must be at most 1000000 cycles (got {})", flush_mc_hop));
   if (!inclusive_llc && cores != 1)
@@ -196,6 +229,14 @@ nlohmann::json to_json(const SimParams& p) {
                      {"nack", p.preflush.nack},
                      {"loop", p.preflush.line_change ? "line-change" : "off"},
                      {"storage_bytes_per_core", p.preflush.storage_bytes(p.l1.sets(), p.l1.ways)}};
+  if (p.persistency.barrier != Barrier::kSoftware) {
+    j["persistency"] = {{"barrier", std::string(to_string(p.persistency.barrier))}};
+    if (p.persistency.hardware())
+      j["persistency"].update({{"max_inflight", p.persistency.max_inflight},
+                               {"idt_regs", p.persistency.idt_regs},
+                               {"invalidating_epoch_flush", p.persistency.invalidating_epoch_flush},
+                               {"epoch_ack", p.persistency.epoch_ack.value()}});
+  }
   return j;
 }
 

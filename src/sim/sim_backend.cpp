@@ -35,7 +35,9 @@ SimBackend::SimBackend(SimParams params, FlushMode flush, int threads)
       flush_(flush),
       threads_(checked_threads(threads, machine_.params())),
       cores_(machine_.cores()),
-      quantum_(machine_.params().interleave_quantum) {}
+      quantum_(machine_.params().interleave_quantum) {
+  hardware_barrier_ = machine_.params().persistency.hardware();
+}
 
 SimBackend SimBackend::from_preset(std::string_view name, FlushMode flush, int threads) {
   return SimBackend(preset(name), flush, threads);

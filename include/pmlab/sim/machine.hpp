@@ -153,6 +153,9 @@ class Machine {
   void flush(int core, LineAddr line, FlushMode mode);
   // sfence: waits for this core's outstanding flushes to be accepted by the controller.
   void fence(int core);
+  // Seed 004: a persist barrier of `core` under a hardware barrier mode (LB, LB+IDT, LB+PF,
+  // LB++; SimParams::persistency): the core's current epoch ends.
+  void epoch_barrier(int core);
   // Non-temporal store of bytes [off, off + size) of `line` (src/sim/nt_store.hpp).
   void store_nt(int core, LineAddr line, unsigned off, unsigned size);
 

@@ -99,6 +99,41 @@ struct PreflushParams {
   void validate() const;
 };
 
+// Seed 004 (Joshi et al., MICRO'15): what a persist barrier (SimBackend::persist_barrier) does.
+//  kNone:      nothing; the barrier orders no persist (the negative control of the BEP benches).
+//  kSoftware:  epoch persistency in software, as x86 runs it: the code writes back the epoch's
+//              lines with its flush instruction and fences (src/bep/, mem::EpochTracked); the
+//              hardware does nothing. The default, and what `pmlab run` does natively.
+//  kLb:        the lazy barrier of BPFS (Condit et al.): per-line (core, epoch) tags, epochs
+//              flushed in order on a conflict or a replacement (buffered epoch persistency).
+//  kLbIdt:     LB + inter-thread dependence tracking instead of online flushes.
+//  kLbPf:      LB + proactive flushing of completed epochs.
+//  kLbPlusPlus: LB + IDT + PF (LB++). Epoch splitting avoids the deadlock of Fig. 5 in every LB mode.
+enum class Barrier : std::uint8_t { kNone, kSoftware, kLb, kLbIdt, kLbPf, kLbPlusPlus };
+[[nodiscard]] std::string_view to_string(Barrier b);
+[[nodiscard]] Barrier barrier_from_string(std::string_view s);  // throws pmlab::Error
+
+// Epoch persistency in the cache hierarchy (seed 004; docs/simulator.md "Persist barriers").
+// Only the hardware modes (kLb...) change the machine; the others leave every figure as it was.
+struct PersistencyParams {
+  Barrier barrier = Barrier::kSoftware;
+  std::uint32_t max_inflight = 8;  // unpersisted epochs per core (seed §4.3: 8, a 3-bit EpochID)
+  std::uint32_t idt_regs = 4;      // (dependence, inform) register pairs per in-flight epoch
+  // Epoch flushes invalidate the line (clflush-like) instead of keeping it clean (clwb-like,
+  // the seed's choice); §7 compares the two.
+  bool invalidating_epoch_flush = false;
+  Cycles epoch_ack{60};  // BankAck + PersistCMP handshake after an epoch's last write
+
+  [[nodiscard]] bool hardware() const { return barrier >= Barrier::kLb; }
+  [[nodiscard]] bool idt() const {
+    return barrier == Barrier::kLbIdt || barrier == Barrier::kLbPlusPlus;
+  }
+  [[nodiscard]] bool pf() const {
+    return barrier == Barrier::kLbPf || barrier == Barrier::kLbPlusPlus;
+  }
+  void validate() const;
+};
+
 struct SimParams {
   std::string name = "custom";
   int cores = 1;    // simulated cores, each with private L1 (and L2 when l2 is set)
@@ -137,6 +172,7 @@ struct SimParams {
   // cycles each way between the directory and the controller.
   std::uint64_t flush_mc_hop = 0;
   PreflushParams preflush;
+  PersistencyParams persistency;  // seed 004's persist barriers (software EP unless asked)
 
   [[nodiscard]] Cycles nvm_read_cycles() const;
   [[nodiscard]] Cycles nvm_write_cycles() const;

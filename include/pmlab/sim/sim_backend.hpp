@@ -117,6 +117,14 @@ class SimBackend {
     machine_.fence(core_);
   }
   void persist(const void* p, std::size_t len);
+  // Seed 004: ends the running thread's epoch. Under a hardware barrier (SimParams::persistency,
+  // lb*) it is an op (a crash point) handled by the machine's epoch engine; under kSoftware and
+  // kNone it does nothing here (software EP writes its lines back itself: mem::EpochTracked).
+  void persist_barrier() {
+    if (!hardware_barrier_ || !count_op()) return;
+    machine_.epoch_barrier(core_);
+  }
+  [[nodiscard]] Barrier barrier() const { return machine_.params().persistency.barrier; }
   void region_begin(mem::RegionId) { ++region_begins_; }
   void region_end(mem::RegionId r) {
     commits_.push_back({r, thread_, ops_, machine_.clock(core_)});
@@ -247,6 +255,7 @@ class SimBackend {
   bool record_fences_ = false;
   bool modelling_ = true;
   bool track_unfenced_ = false;
+  bool hardware_barrier_ = false;  // SimParams::persistency.hardware()
   mem::Mutation mutation_ = mem::Mutation::kNone;
   std::uint64_t ops_ = 0;
   std::uint64_t crash_at_ = kDisarmed;
