@@ -75,6 +75,8 @@ run::SimRunSpec make_spec(const CrashArgs& a) {
   spec.machine = build_machine(a.machine);
   spec.flush = flush_mode(a.flush);
   run::validate(spec);
+  // Scratch arrays on /dev/shm and memory for every forked trial: refused before anything runs.
+  run::require_scratch_room(spec, 1 + static_cast<std::uint64_t>(std::max(a.jobs, 0)));
   apply_periodic_flush(a.machine, spec);  // a percentage: of the fault-free run's cycles
   return spec;
 }
@@ -110,6 +112,7 @@ std::vector<run::ImageModel> image_models(const std::vector<std::string>& names)
 int do_crash(const CrashArgs& a) {
   const auto spec = make_spec(a);
   const auto mutation = run::mutation_from_string(a.mutate);
+  run::require_applicable(spec, mutation);  // before anything runs: a usage error
   const auto images = image_models(a.images);
   if (a.replay) {
     auto t = run::replay_trial(
@@ -266,14 +269,23 @@ void add_crash_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"cache", "any-dirty"}))
       ->delimiter(',');
+  std::vector<std::string> mutations{"none"};
+  for (const mem::Mutation m : mem::kAllMutations) mutations.emplace_back(mem::to_string(m));
   cmd->add_option("--mutate", a->mutate,
                   "Test aid (negative control): run a deliberately broken protocol, which the "
-                  "campaign should detect (exit 1). no-flush / no-fence: the simulator drops "
-                  "every flush / fence; no-validate: LP recovery trusts every written checksum "
-                  "slot; commit-early: the undo log's flag is cleared and a checkpoint published "
-                  "before the data they commit are durable (WAL, checkpoint)")
+                  "campaign should detect (exit 1). Only the mutations the scheme's row declares "
+                  "are accepted (others: exit 2, naming them). no-flush / no-fence: the "
+                  "simulator drops every flush / fence; no-validate: LP recovery trusts every "
+                  "written checksum slot; commit-early: the undo log's flag is cleared and a "
+                  "checkpoint published before the data they commit are durable (WAL, "
+                  "checkpoint); cp-no-flush / cp-no-sfence: the copy of cp-clflush, "
+                  "cp-par-clflush and cp-nt is never flushed / never fenced before the publish; "
+                  "ipv-commit-before-flush / ipv-barrier-after-write / ipv-skip-flush (ipv, "
+                  "ipv-sync): the commit word is persisted before the working version is "
+                  "flushed / the barrier and commit come after the next iteration's first panel "
+                  "/ the working version's last panel is never flushed")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "no-flush", "no-fence", "no-validate", "commit-early"}));
+      ->check(CLI::IsMember(mutations));
   cmd->add_flag("!--no-controls", a->controls,
                 "Skip the negative controls (by default the same campaign is rerun on every "
                 "mutant the scheme must detect, and the detection count printed)");

@@ -153,7 +153,8 @@ int do_sim(const SimArgs& a) {
   spec.flush = sim::flush_mode_from_string(a.flush);
   spec.drain = a.drain;
   spec.verify = a.verify;
-  run::validate(spec);  // before a --periodic-flush P% calibration run
+  run::validate(spec);              // before a --periodic-flush P% calibration run
+  run::require_scratch_room(spec);  // the arrays on /dev/shm, and memory: refused up front
   const PeriodicFlushArg periodic = apply_periodic_flush(a.machine, spec);
   const sim::SimParams& machine = spec.machine;
 
@@ -163,6 +164,7 @@ int do_sim(const SimArgs& a) {
     ref->run.scheme = *a.vs;
     ref->verify = false;
     run::validate(*ref);  // refuses a bad reference scheme before the long run
+    run::require_scratch_room(*ref);
   }
   const bool progress = !a.no_progress && isatty(STDERR_FILENO) != 0;
   const run::SimRunResult r = simulate_one(spec, progress);

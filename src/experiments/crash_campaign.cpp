@@ -11,13 +11,16 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <unordered_set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fork_pool.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/kernels/inputs.hpp"
+#include "pmlab/run/user_kernel.hpp"
 #include "pmlab/sim/crash_image.hpp"
 
 namespace pmlab::run {
@@ -452,10 +455,10 @@ mem::Mutation mutation_from_string(const std::string& s) {
   if (s == "none") return mem::Mutation::kNone;
   for (const mem::Mutation m : mem::kAllMutations)
     if (s == mem::to_string(m)) return m;
+  std::vector<std::string_view> names{"none"};
+  for (const mem::Mutation m : mem::kAllMutations) names.push_back(mem::to_string(m));
   throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("unknown mutation '{}' (expected no-flush, no-fence, no-validate or "
-                          "commit-early)",
-                          s));
+              fmt::format("unknown mutation '{}' (expected one of {})", s, fmt::join(names, ", ")));
 }
 
 // The original trial measured the recovery before each crash it armed, so the replay does too
@@ -619,22 +622,31 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
   return j;
 }
 
-std::vector<mem::Mutation> applicable_mutations(const std::string& scheme) {
-  using mem::Mutation;
-  if (scheme == "lp") return {Mutation::kNoValidate};
-  if (scheme.starts_with("ep") || scheme.starts_with("hr"))
-    return {Mutation::kNoFlush, Mutation::kNoFence};
-  // cp and seed 002's copy variants (cp-clflush, cp-par-clflush, cp-nt) share the checkpoint
-  // commit; in-place versioning commits with its own word, which commit-early does not move.
-  if (scheme.starts_with("wal") || scheme.starts_with("cp"))
-    return {Mutation::kNoFlush, Mutation::kNoFence, Mutation::kCommitEarly};
-  if (scheme.starts_with("ipv")) return {Mutation::kNoFlush, Mutation::kNoFence};
-  return {};
+std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
+  const SimKernel& sk = spec.user ? spec.user->sim : find_sim_kernel(spec.run.kernel);
+  if (!sk.mutants) return {};  // a kernel built without the declarations has none
+  return sk.mutants(spec.run.scheme).list();
+}
+
+void require_applicable(const SimRunSpec& spec, mem::Mutation m) {
+  if (m == mem::Mutation::kNone) return;
+  const auto ok = applicable_mutations(spec);
+  if (std::find(ok.begin(), ok.end(), m) != ok.end()) return;
+  std::vector<std::string_view> names;
+  for (const mem::Mutation x : ok) names.push_back(mem::to_string(x));
+  throw Error(ErrorCode::kInvalidArgument,
+              ok.empty() ? fmt::format("--mutate {}: no mutation applies to {} --scheme {} (its "
+                                       "row declares no negative control)",
+                                       mem::to_string(m), spec.run.kernel, spec.run.scheme)
+                         : fmt::format("--mutate {} does not apply to {} --scheme {} (applicable: "
+                                       "{})",
+                                       mem::to_string(m), spec.run.kernel, spec.run.scheme,
+                                       fmt::join(names, ", ")));
 }
 
 std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
   std::vector<ControlResult> out;
-  for (const mem::Mutation m : applicable_mutations(opt.spec.run.scheme)) {
+  for (const mem::Mutation m : applicable_mutations(opt.spec)) {
     CampaignOptions c = opt;
     c.mutation = m;
     c.progress = nullptr;

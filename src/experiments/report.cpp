@@ -292,28 +292,62 @@ std::string sim_section(const json& res) {
   return md;
 }
 
+// "cache 50/50, any-dirty 50/50": the campaign's crash-image models, passes per model.
+std::string image_models_cell(const json& c) {
+  std::string out;
+  for (const auto& m : c.value("image_models", json::array()))
+    out += fmt::format("{}{} {}/{}", out.empty() ? "" : ", ", m["model"].get<std::string>(),
+                       m["passed"].get<std::uint64_t>(), m["trials"].get<std::uint64_t>());
+  return out.empty() ? "–" : out;
+}
+
+// "detects 3/3 (100 trials each)", naming any mutant the campaign missed: measured in this run.
+std::string controls_cell(const json& c) {
+  if (!c.contains("controls")) return "–";
+  const json& k = c["controls"];
+  const auto mutants = k["mutants"].get<std::uint64_t>();
+  if (mutants == 0) return "none declared";
+  std::string missed;
+  std::uint64_t lo = UINT64_MAX, hi = 0;
+  for (const auto& r : k["runs"]) {
+    lo = std::min(lo, r["trials"].get<std::uint64_t>());
+    hi = std::max(hi, r["trials"].get<std::uint64_t>());
+    if (!r["detected"].get<bool>())
+      missed += fmt::format("{}{}", missed.empty() ? "" : ", ", r["mutation"].get<std::string>());
+  }
+  return fmt::format("detects {}/{} ({} trials each){}", k["detected"].get<std::uint64_t>(),
+                     mutants, lo == hi ? fmt::format("{}", lo) : fmt::format("{}–{}", lo, hi),
+                     missed.empty() ? "" : "; missed: " + missed);
+}
+
 std::string crash_section(const json& res) {
   std::string md =
       "## Crash campaigns (simulator power failures)\n\n"
       "Each trial cuts the power at a random op (plus first/last op and just before, "
       "inside and after region commits), restores memory from the NVM image, runs "
       "recovery (cut again in ~30% of trials) and the rest of the run, and compares "
-      "bit for bit. Tiny caches (L1 1 KiB, LLC 4 KiB) so CI-sized runs evict.\n\n"
-      "| kernel | scheme | n | trials | passed | recovery ops median / p90 / max | "
-      "crashes in recovery | unnecessary recomputations (R3) | trials/s |\n"
-      "|---|---|---|---|---|---|---|---|---|\n";
+      "bit for bit. Tiny caches (L1 1 KiB, LLC 4 KiB) so CI-sized runs evict. Trials alternate "
+      "between the crash-image models listed per campaign: `cache` (what the simulated caches "
+      "wrote back) and `any-dirty` (each unfenced flush may be lost and each dirty line may have "
+      "reached NVM, independently). Negative controls: the same campaign rerun on each mutant "
+      "the scheme's row declares (`pmlab crash --mutate`); a mutant is detected when at least "
+      "one of its trials fails, as counted in this run.\n\n"
+      "| kernel | scheme | n | trials | passed | passed per image model | negative controls | "
+      "recovery ops median / p90 / max | crashes in recovery | unnecessary recomputations (R3) | "
+      "trials/s |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : res) {
     if (c.contains("skipped") || c.contains("error")) {
-      md += fmt::format("| {} | | | | {} | | | | |\n", c.value("label", "?"),
+      md += fmt::format("| {} | | | | {} | | | | | | |\n", c.value("label", "?"),
                         c.contains("error") ? "error: " + c["error"].get<std::string>()
                                             : c["skipped"].get<std::string>());
       continue;
     }
     md += fmt::format(
-        "| {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {:.0f} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {:.0f} |\n",
         c["kernel"].get<std::string>(), c["scheme"].get<std::string>(), c["n"].get<std::uint64_t>(),
-        c["trials"].get<std::uint64_t>(), c["passed"].get<std::uint64_t>(),
-        c["recovery_ops"]["median"].get<std::uint64_t>(),
+        c["trials"].get<std::uint64_t>(), c["passed"].get<std::uint64_t>(), image_models_cell(c),
+        controls_cell(c), c["recovery_ops"]["median"].get<std::uint64_t>(),
         c["recovery_ops"]["p90"].get<std::uint64_t>(),
         c["recovery_ops"]["max"].get<std::uint64_t>(),
         c["crashes_during_recovery"].get<std::uint64_t>(),
@@ -493,7 +527,7 @@ std::string render_headline(const json& results) {
   std::string md =
       "| kernel | LP native time vs base [95% CI] | LP sim writes (lp-isca18) | EagerRecompute sim "
       "writes | WAL sim "
-      "writes | crash trials passed |\n"
+      "writes | crash trials passed; negative controls detected |\n"
       "|---|---|---|---|---|---|\n";
   std::map<std::string, std::string> lp_native, lp_writes, ep_writes, wal_writes, crash;
   for (const auto& k : results.value("native", json::array()))
@@ -511,13 +545,26 @@ std::string render_headline(const json& results) {
       if (const auto* r = find_row(k["rows"], wal))
         wal_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
   }
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> tally;
+  // Passed / trials, and the negative controls detected / run, summed over the kernel's
+  // campaigns of this run.
+  struct Tally {
+    std::uint64_t passed = 0, trials = 0, detected = 0, mutants = 0;
+  };
+  std::map<std::string, Tally> tally;
   for (const auto& c : results.value("crash", json::array()))
     if (c.contains("trials")) {
-      tally[c["kernel"]].first += c["passed"].get<std::uint64_t>();
-      tally[c["kernel"]].second += c["trials"].get<std::uint64_t>();
+      Tally& t = tally[c["kernel"]];
+      t.passed += c["passed"].get<std::uint64_t>();
+      t.trials += c["trials"].get<std::uint64_t>();
+      if (c.contains("controls")) {
+        t.detected += c["controls"]["detected"].get<std::uint64_t>();
+        t.mutants += c["controls"]["mutants"].get<std::uint64_t>();
+      }
     }
-  for (auto& [k, t] : tally) crash[k] = fmt::format("{} / {}", t.first, t.second);
+  for (auto& [k, t] : tally)
+    crash[k] = t.mutants == 0 ? fmt::format("{} / {}", t.passed, t.trials)
+                              : fmt::format("{} / {}; detects {}/{} mutants", t.passed, t.trials,
+                                            t.detected, t.mutants);
   std::map<std::string, int> kernels;
   for (auto* m : {&lp_native, &lp_writes, &crash})
     for (auto& [k, v] : *m) kernels[k] = 1;

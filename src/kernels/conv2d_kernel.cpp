@@ -55,7 +55,8 @@ constexpr auto kSchemes = std::tuple{
                cv::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), r.recovery);
              });
              return c.op.blocks();
-           }},
+           },
+           .mutants = kLpMutants},
     Scheme{.name = "ep",
            .arrays =
                [](const pool::RunParams& p) {
@@ -69,7 +70,8 @@ constexpr auto kSchemes = std::tuple{
              r.recovery_action = "ep-recovery";
              cv::recover_ep(be, c.op, c.index_records(c.op.blocks()), r.recovery);
              return c.op.blocks();
-           }},
+           },
+           .mutants = kEagerMutants},
     wal_scheme<shape_of>(),
     cp_scheme<shape_of>(),
     cp_clflush_scheme<shape_of>(),

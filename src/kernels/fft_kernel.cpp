@@ -52,7 +52,8 @@ constexpr auto kSchemes = std::tuple{
           return static_cast<std::size_t>(lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
             return ff::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), r.recovery);
           }));
-        }},
+        },
+        .mutants = kLpMutants},
     Scheme{.name = "ep",
            .arrays =
                [](const pool::RunParams& p) {
@@ -66,7 +67,8 @@ constexpr auto kSchemes = std::tuple{
              r.recovery_action = "ep-recovery";
              return static_cast<std::size_t>(
                  ff::recover_ep(be, c.op, c.index_records(c.op.table_slots()), r.recovery));
-           }},
+           },
+           .mutants = kEagerMutants},
     wal_scheme<shape_of>(),
     cp_scheme<shape_of>(),
     cp_clflush_scheme<shape_of>(),

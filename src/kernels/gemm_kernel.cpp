@@ -49,7 +49,8 @@ constexpr auto ep_scheme(std::string_view name) {
                 .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
                   r.recovery_action = "ep-recovery";
                   return gm::recover_ep<G>(be, c.op, c.index_records(c.op.panels()), r.recovery);
-                }};
+                },
+                .mutants = kEagerMutants};
 }
 
 // The outer iteration is a kc step for GEPP1/GEPP2 and "all done" (0 or 1) for the others.
@@ -81,7 +82,8 @@ constexpr auto kSchemes = std::tuple{
                return gm::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
                                                             r.recovery);
              });
-           }},
+           },
+           .mutants = kLpMutants},
 };
 
 struct Gemm {

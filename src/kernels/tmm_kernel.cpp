@@ -83,7 +83,8 @@ constexpr auto ep_scheme(std::string_view name) {
                 .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
                   r.recovery_action = "recompute dirty regions from zero";
                   return recover_eager<G>(be, c.op, eager_of(c), r.recovery);
-                }};
+                },
+                .mutants = kEagerMutants};
 }
 
 // Hybrid Recompute (thesis §3.2.1): EagerRecompute plus 1/Parts of C copied per kk iteration.
@@ -112,7 +113,8 @@ constexpr auto hr_scheme(std::string_view name) {
                   r.recovery_action = "restore latest partial copy + recompute";
                   const auto copier = copier_of<Parts>(c);
                   return recover_eager<G>(be, c.op, eager_of(c, &copier), r.recovery);
-                }};
+                },
+                .mutants = kEagerMutants};
 }
 
 // Undo-logging transactions (thesis Fig. 2.6): one per panel (ii) or per tile (jj).
@@ -143,7 +145,8 @@ constexpr auto wal_scheme(std::string_view name) {
                 .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
                   r.recovery_action = "undo-log rollback";
                   return tm::recover_wal(be, c.op, wal_of(c), G == Grain::kJj, r.recovery);
-                }};
+                },
+                .mutants = kCommitMutants};
 }
 
 // Checkpoint of A, B and C by copy, double-buffered, after every kk tile.
@@ -164,7 +167,8 @@ constexpr auto cp_scheme() {
                 .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
                   r.recovery_action = "restore checkpoint";
                   return tm::recover_cp(be, c.op, cp_of(c), r.recovery);
-                }};
+                },
+                .mutants = kCommitMutants};
 }
 
 // Seed 002's checkpoint-by-copy designs on tmm: cp's arrays, the copy made by Mode, a checkpoint
@@ -182,7 +186,8 @@ constexpr auto cp_variant_scheme(std::string_view name) {
         r.recovery_action = "restore checkpoint";
         return tm::recover_cp_variant(be, c.op, {cp_of(c), Mode, scheme::checkpoint_interval()},
                                       r.recovery);
-      }};
+      },
+      .mutants = kCopyVariantMutants};
 }
 
 // In-place versioning (seed 002 §4.1): C and ipv_c1 alternate as working and consistent
@@ -211,7 +216,8 @@ constexpr auto ipv_scheme(std::string_view name) {
                                                              d % 2, d)
                                                        : std::string("ipv: complete");
                   return d;
-                }};
+                },
+                .mutants = kIpvMutants};
 }
 
 // libpmemobj flushes on its own; it is told to treat the file as pmem (cache-line flushes)

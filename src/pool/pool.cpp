@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <string_view>
@@ -380,20 +381,52 @@ std::uint64_t pool_file_bytes(const std::vector<ArraySpec>& arrays) {
   return layout(arrays, nullptr);
 }
 
+std::optional<std::uint64_t> free_bytes_in(const std::string& dir) {
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0) return std::nullopt;
+  return static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+}
+
+std::optional<std::uint64_t> available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return std::nullopt;
+}
+
 void require_room_for_pool(const std::string& path, std::uint64_t bytes) {
   namespace fs = std::filesystem;
   const fs::path p(path);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  struct statvfs vfs {};
   // A directory that cannot be examined is left to creation, which names the real error.
-  if (::statvfs(dir.c_str(), &vfs) != 0) return;
-  const std::uint64_t room = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-  if (bytes > room)
+  const auto room = free_bytes_in(dir.string());
+  if (room && bytes > *room)
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the pool '{}' would need {} ({} bytes) but the file system holding "
                             "'{}' has {} free: choose a smaller --n (or a larger --bs, which "
                             "shrinks per-tile tables), or a --pool path on a larger file system",
-                            path, gib(bytes), bytes, dir.string(), gib(room)));
+                            path, gib(bytes), bytes, dir.string(), gib(*room)));
+}
+
+void require_room_for_scratch(const std::string& dir, std::uint64_t file_bytes,
+                              std::uint64_t memory_bytes) {
+  constexpr const char* kRemedy =
+      "choose a smaller --n (or a larger --bs, which shrinks per-tile "
+      "tables)";
+  if (const auto room = free_bytes_in(dir); room && file_bytes > *room)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the simulator's scratch arrays would need {} ({} bytes) in '{}', "
+                            "which has {} free: {}",
+                            gib(file_bytes), file_bytes, dir, gib(*room), kRemedy));
+  if (const auto mem = available_memory_bytes(); mem && memory_bytes > *mem)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the simulation would need {} ({} bytes) of memory (its arrays and "
+                            "the simulator's copy of their durable image) but {} is available "
+                            "(MemAvailable): {}",
+                            gib(memory_bytes), memory_bytes, gib(*mem), kRemedy));
 }
 
 const char* to_string(RunState s) {

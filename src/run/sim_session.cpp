@@ -153,6 +153,17 @@ void validate(const SimRunSpec& spec) {
   spec.machine.validate();
 }
 
+void require_scratch_room(const SimRunSpec& spec, std::uint64_t concurrent_runs) {
+  const KernelDriver& kd = spec.user ? spec.user->driver : find_kernel(spec.run.kernel);
+  if (!kd.arrays) return;
+  const std::uint64_t bytes = pool::pool_file_bytes(kd.arrays(spec.run));
+  const std::string dir = scratch_dirs().front();
+  // On /dev/shm (tmpfs) the arrays themselves take memory; every concurrent run also holds the
+  // simulator's durable image (a copy of every array) and dirties its pages copy-on-write.
+  const std::uint64_t in_memory = dir == "/dev/shm" ? bytes : 0;
+  pool::require_room_for_scratch(dir, bytes, in_memory + concurrent_runs * bytes);
+}
+
 SimSession::SimSession(const SimRunSpec& spec) : s_(std::make_unique<State>(spec)) {}
 SimSession::~SimSession() = default;
 SimSession::SimSession(SimSession&&) noexcept = default;

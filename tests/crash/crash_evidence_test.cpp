@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -183,7 +184,7 @@ TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
   opt.trials = 100;
   const auto clean = run_campaign(opt);
   EXPECT_EQ(clean.passed, clean.trials) << "the unmutated campaign must pass";
-  const auto mutants = applicable_mutations(c.scheme);
+  const auto mutants = applicable_mutations(opt.spec);
   if (c.scheme != "base") {
     EXPECT_FALSE(mutants.empty());
   }
@@ -255,11 +256,14 @@ INSTANTIATE_TEST_SUITE_P(AllSimulable, RecoveryPhases, ::testing::ValuesIn(cases
 namespace pmlab::testing {
 namespace {
 
-ProcessResult crash(std::vector<std::string> args) {
-  args.insert(args.begin(), {PMLAB_BINARY, "crash"});
+ProcessResult run_verb(const std::string& verb, std::vector<std::string> args) {
+  args.insert(args.begin(), {PMLAB_BINARY, verb});
   const auto scratch =
       std::filesystem::temp_directory_path() / ("pmlab-evidence-" + std::to_string(getpid()));
   return run_process(args, scratch.string());
+}
+ProcessResult crash(std::vector<std::string> args) {
+  return run_verb("crash", std::move(args));
 }
 
 TEST(CrashEvidenceCli, MutantCampaignFailsAndControlsAreReported) {
@@ -286,6 +290,45 @@ TEST(CrashEvidenceCli, MutantCampaignFailsAndControlsAreReported) {
 TEST(CrashEvidenceCli, BadMutationOrImageIsAUsageError) {
   EXPECT_EQ(crash({"tmm", "--mutate", "no-such"}).exit_code, 2);
   EXPECT_EQ(crash({"tmm", "--images", "lru"}).exit_code, 2);
+}
+
+// The scheme's row decides which --mutate values apply: another is refused before anything
+// runs, naming the applicable ones; a scheme that declares none names that.
+TEST(CrashEvidenceCli, InapplicableMutationIsAUsageErrorNamingTheApplicableOnes) {
+  const auto lp = crash({"tmm", "--scheme", "lp", "--n", "16", "--mutate", "no-flush"});
+  EXPECT_EQ(lp.exit_code, 2) << lp.out << lp.err;
+  EXPECT_NE(lp.err.find("applicable: no-validate"), std::string::npos) << lp.err;
+  const auto cp = crash({"gauss", "--scheme", "cp", "--n", "16", "--mutate", "ipv-skip-flush"});
+  EXPECT_EQ(cp.exit_code, 2) << cp.err;
+  EXPECT_NE(cp.err.find("applicable: no-flush, no-fence, commit-early"), std::string::npos)
+      << cp.err;
+  const auto base = crash({"tmm", "--scheme", "base", "--n", "16", "--mutate", "no-fence"});
+  EXPECT_EQ(base.exit_code, 2) << base.err;
+  EXPECT_NE(base.err.find("no mutation applies"), std::string::npos) << base.err;
+}
+
+// tmm at n = 65536 needs 96 GiB of scratch arrays: refused before anything is allocated, with
+// the usage exit code, by both verbs whose scratch pools live on /dev/shm.
+TEST(CrashEvidenceCli, ScratchArraysThatCannotFitAreRefusedUpFront) {
+  for (const std::string verb : {"sim", "crash"}) {
+    const auto r = run_verb(verb, {"tmm", "--scheme", "lp", "--n", "65536", "--bs", "64"});
+    EXPECT_EQ(r.exit_code, 2) << verb << r.out << r.err;
+    EXPECT_TRUE(r.err.find("free") != std::string::npos ||
+                r.err.find("MemAvailable") != std::string::npos)
+        << verb << ": " << r.err;
+    EXPECT_NE(r.err.find("smaller --n"), std::string::npos) << verb << ": " << r.err;
+  }
+}
+
+// The former environment-variable mutants are --mutate values, and their campaigns fail.
+TEST(CrashEvidenceCli, CopyAndVersioningMutantsAreMutateValues) {
+  for (const auto& [scheme, mutant] : std::vector<std::pair<std::string, std::string>>{
+           {"cp-clflush", "cp-no-flush"}, {"ipv-sync", "ipv-skip-flush"}}) {
+    const auto r = crash({"tmm", "--scheme", scheme, "--n", "32", "--trials", "60", "--seed", "11",
+                          "--mutate", mutant});
+    EXPECT_EQ(r.exit_code, 1) << scheme << " " << mutant << r.out << r.err;
+    EXPECT_NE(r.out.find("mutant " + mutant), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace

@@ -18,12 +18,6 @@ namespace {
 constexpr scheme::CopyMode kModes[] = {scheme::CopyMode::kNt, scheme::CopyMode::kStoresClflush,
                                        scheme::CopyMode::kStoresParClflush};
 
-// Restores the mutant switch whatever the test does.
-struct MutantGuard {
-  explicit MutantGuard(scheme::CopyMutant m) { scheme::set_copy_mutant(m); }
-  ~MutantGuard() { scheme::set_copy_mutant(scheme::CopyMutant::kNone); }
-};
-
 // Odd offsets and lengths, neighbouring jobs sharing cache lines (rows of a trailing matrix).
 std::vector<scheme::CopyJob> jobs_of(double* dst, const double* src, std::size_t n) {
   std::vector<scheme::CopyJob> jobs;
@@ -75,7 +69,8 @@ TEST(SchemeCopyMode, IntervalIsPositive) {
 // Crash before every store, flush and fence of a run checkpointing after every step with
 // `mode`, under three NVM images; restore, finish, compare bit for bit. Returns the number of
 // (crash point, image) pairs that ended wrong.
-std::size_t wrong_recoveries(scheme::CopyMode mode, int threads) {
+std::size_t wrong_recoveries(scheme::CopyMode mode, int threads,
+                             mem::Mutation mutation = mem::Mutation::kNone) {
   constexpr std::size_t kN = 40, kSteps = 6;
   auto x = zeroed<double>(kN);
   auto area = zeroed<double>(2 * kN);
@@ -103,6 +98,7 @@ std::size_t wrong_recoveries(scheme::CopyMode mode, int threads) {
   std::uint64_t total = 0;
   {
     CrashBackend counter(1, threads);
+    counter.set_mutation(mutation);
     run(counter, 0);
     total = counter.ops();
   }
@@ -111,6 +107,7 @@ std::size_t wrong_recoveries(scheme::CopyMode mode, int threads) {
     for (int image = 0; image < 3; ++image) {
       reset();
       CrashBackend be(at * 3 + static_cast<std::uint64_t>(image), threads, /*shuffle=*/true);
+      be.set_mutation(mutation);
       be.arm(at);
       try {
         run(be, 0);
@@ -138,11 +135,10 @@ TEST(SchemeCopyMode, ACheckpointInEveryModeSurvivesACrashAtEveryOp) {
 // Negative controls: the same crash test catches a copy published without its fence and one
 // published without being flushed, in every mode.
 TEST(SchemeCopyMode, TheCrashTestCatchesAMissingFenceAndAMissingFlush) {
-  for (const auto mutant : {scheme::CopyMutant::kNoFence, scheme::CopyMutant::kNoFlush}) {
-    const MutantGuard guard(mutant);
+  for (const auto mutant : {mem::Mutation::kCpNoSfence, mem::Mutation::kCpNoFlush}) {
     for (const auto mode : kModes)
-      EXPECT_GT(wrong_recoveries(mode, 1), 0u)
-          << scheme::to_string(mode) << " mutant " << static_cast<int>(mutant);
+      EXPECT_GT(wrong_recoveries(mode, 1, mutant), 0u)
+          << scheme::to_string(mode) << " mutant " << mem::to_string(mutant);
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "pmlab/core/strong_types.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
 
 namespace pmlab::scheme_test {
 
@@ -40,6 +41,10 @@ class CrashBackend {
   void disarm() { crash_at_ = 0; }
   [[nodiscard]] std::uint64_t ops() const { return ops_; }
   [[nodiscard]] std::uint64_t fences() const { return fences_; }
+  // A negative control the scheme code consults through mem::mutated() (the simulator's
+  // backend carries one the same way).
+  void set_mutation(mem::Mutation m) { mutation_ = m; }
+  [[nodiscard]] mem::Mutation mutation() const { return mutation_; }
 
   template <class T>
   [[nodiscard]] T load(const T* p) const {
@@ -131,6 +136,7 @@ class CrashBackend {
   std::unordered_map<std::uintptr_t, History> history_;
   std::vector<std::pair<std::uintptr_t, std::size_t>> pending_;
   std::uint64_t ops_ = 0, fences_ = 0, crash_at_ = 0;
+  mem::Mutation mutation_ = mem::Mutation::kNone;
 };
 
 static_assert(mem::Backend<CrashBackend>);

@@ -65,11 +65,13 @@ struct Outcome {
 
 // A crash before every store, flush and fence, under three images; recovery, a second crash at
 // a pseudo-random point of the resumed run (or of the second recovery), recovery and finish.
-Outcome crash_everywhere(std::size_t n, std::size_t bs, tm::IpvFlush how, int threads) {
+Outcome crash_everywhere(std::size_t n, std::size_t bs, tm::IpvFlush how, int threads,
+                         mem::Mutation mutation = mem::Mutation::kNone) {
   IpvFixture f(n, bs);
   std::uint64_t total = 0;
   {
     CrashBackend counter(1, threads);
+    counter.set_mutation(mutation);
     tm::run_ipv(counter, f.op(), f.st(), how);
     total = counter.ops();
     EXPECT_TRUE(f.result_ok());
@@ -79,6 +81,7 @@ Outcome crash_everywhere(std::size_t n, std::size_t bs, tm::IpvFlush how, int th
     for (int image = 0; image < 3; ++image) {
       f.reset();
       CrashBackend be(at * 3 + static_cast<std::uint64_t>(image), threads, /*shuffle=*/true);
+      be.set_mutation(mutation);
       be.arm(at);
       try {
         tm::run_ipv(be, f.op(), f.st(), how);
@@ -121,12 +124,10 @@ TEST(SchemeIpv, TmmRecoversBitExactlyFromEveryCrashPointLosingAtMostOneTile) {
 
 // Negative controls: each mutant of the protocol makes some trial end wrong.
 TEST(SchemeIpv, TheCrashTestCatchesEveryProtocolMutant) {
-  for (const auto m : {scheme::IpvMutant::kCommitBeforeFlush,
-                       scheme::IpvMutant::kBarrierAfterFirstWrite, scheme::IpvMutant::kSkipFlush}) {
-    scheme::set_ipv_mutant(m);
-    const Outcome o = crash_everywhere(6, 2, tm::IpvFlush::kSync, 1);
-    scheme::set_ipv_mutant(scheme::IpvMutant::kNone);
-    EXPECT_GT(o.wrong, 0u) << "mutant " << static_cast<int>(m);
+  for (const auto m : {mem::Mutation::kIpvCommitBeforeFlush, mem::Mutation::kIpvBarrierAfterWrite,
+                       mem::Mutation::kIpvSkipFlush}) {
+    const Outcome o = crash_everywhere(6, 2, tm::IpvFlush::kSync, 1, m);
+    EXPECT_GT(o.wrong, 0u) << "mutant " << mem::to_string(m);
   }
 }
 

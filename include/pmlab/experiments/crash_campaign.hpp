@@ -144,12 +144,13 @@ struct ImageTally {
 [[nodiscard]] nlohmann::json to_json(const CampaignResult& r, bool per_trial);
 
 // --- Negative controls ---------------------------------------------------------------------
-// The mutations that break `scheme`'s protocol, i.e. that its campaign must detect:
-//   lp            no-validate (its normal run has no flush or fence to drop)
-//   ep*, hr*      no-flush, no-fence (the index record is one word: no commit to move)
-//   wal*, cp      no-flush, no-fence, commit-early
-//   base          none: no persistence protocol (its recovery starts over)
-[[nodiscard]] std::vector<mem::Mutation> applicable_mutations(const std::string& scheme);
+// The mutations that break the spec's scheme, i.e. that its campaign must detect: what the
+// scheme's row declares (Scheme::mutants; the named sets are in scheme/rows.hpp). Empty for a
+// row that declares none (base, a scheme without a persistence protocol).
+[[nodiscard]] std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec);
+// Throws kInvalidArgument (a usage error) naming the applicable mutations unless `m` is none or
+// one of them.
+void require_applicable(const SimRunSpec& spec, mem::Mutation m);
 
 struct ControlResult {
   mem::Mutation mutation = mem::Mutation::kNone;

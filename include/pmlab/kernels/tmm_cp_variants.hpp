@@ -26,7 +26,7 @@ struct CpVariant {
 
 template <mem::Backend B>
 void cp_variant_copy(B& be, scheme::CopyMode mode, std::array<scheme::CopyJob, 3> jobs) {
-  if (mode == scheme::CopyMode::kNt && scheme::copy_mutant() == scheme::CopyMutant::kNone) {
+  if (mode == scheme::CopyMode::kNt && !scheme::copy_mutated(be)) {
     // Exactly cp's copy (each matrix split over the threads).
     scheme::copy_durable_parallel(be, {jobs[0], jobs[1], jobs[2]});
     return;

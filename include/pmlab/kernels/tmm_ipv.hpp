@@ -8,6 +8,7 @@
 #include "pmlab/kernels/tmm.hpp"
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/scheme/async_flush.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/scheme/versions.hpp"
@@ -67,11 +68,14 @@ void run_ipv(B& be, const Operands& op, const IpvState& st, IpvFlush how,
              std::size_t first_kt = 0) {
   const std::size_t nt = op.tiles(), m = op.c.rows() * op.c.ld();
   double* const v[2] = {op.c.data(), st.v1};
-  const auto mutant = scheme::ipv_mutant();
+  // Negative controls (`pmlab crash --mutate ipv-...`); constant false natively.
+  const bool skip_flush = mem::mutated(be, mem::Mutation::kIpvSkipFlush);
+  const bool barrier_late = mem::mutated(be, mem::Mutation::kIpvBarrierAfterWrite);
+  const bool commit_early = mem::mutated(be, mem::Mutation::kIpvCommitBeforeFlush);
   scheme::AsyncFlusher<B> flusher(be);  // flush_init: starts the helper natively
   const auto flush_working = [&](double* out) {
     std::size_t bytes = m * sizeof(double);
-    if (mutant == scheme::IpvMutant::kSkipFlush && nt > 1)
+    if (skip_flush && nt > 1)
       bytes = (op.tiles() - 1) * op.bs * op.c.ld() * sizeof(double);  // last panel left out
     if (how == IpvFlush::kAsync)
       flusher.flush_async({out, bytes});
@@ -82,15 +86,15 @@ void run_ipv(B& be, const Operands& op, const IpvState& st, IpvFlush how,
     const double* in = v[kt % 2];
     double* out = v[(kt + 1) % 2];
     std::size_t first_panel = 0;
-    if (mutant == scheme::IpvMutant::kBarrierAfterFirstWrite) {
+    if (barrier_late) {
       panel_step_versioned(be, op, in, out, kt, 0);  // overwrites the committed version
       first_panel = 1;
     }
     flusher.flush_barrier();
-    if (mutant != scheme::IpvMutant::kCommitBeforeFlush) detail::ipv_commit(be, st, kt);
+    if (!commit_early) detail::ipv_commit(be, st, kt);
     be.parallel_for(first_panel, nt,
                     [&](std::size_t it) { panel_step_versioned(be, op, in, out, kt, it); });
-    if (mutant == scheme::IpvMutant::kCommitBeforeFlush) detail::ipv_commit(be, st, kt + 1);
+    if (commit_early) detail::ipv_commit(be, st, kt + 1);
     flush_working(out);  // flush_async: version (kt + 1) % 2 is no longer updated in kt
   }
   flusher.flush_barrier();

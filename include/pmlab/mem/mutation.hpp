@@ -2,14 +2,17 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
+#include <vector>
 
 namespace pmlab::mem {
 
 // A test aid: a crash campaign run with a mutation must fail, or it could not have seen that
-// bug. Only the simulator's backend carries one (SimBackend::set_mutation); the building blocks
-// ask through mutated(), which is constant false for every other backend, so native code pays
-// nothing.
+// bug. Only the simulator's backend (SimBackend::set_mutation) and the scheme tests' crash
+// backend carry one; the building blocks ask through mutated(), which is constant false for
+// every other backend, so native code pays nothing. Which mutations break which scheme is
+// declared by the scheme's row (Scheme::mutants, include/pmlab/scheme/scheme.hpp).
 enum class Mutation : std::uint8_t {
   kNone,
   kNoFlush,      // the backend drops every flush (persist() keeps only its fence)
@@ -17,6 +20,13 @@ enum class Mutation : std::uint8_t {
   kNoValidate,   // LP recovery trusts every written checksum slot without recomputing it
   kCommitEarly,  // commit records (undo-log flag clear, checkpoint publish) are made durable
                  // before the data they commit
+  // Seed 002's checkpoint-by-copy rows (cp-clflush, cp-par-clflush, cp-nt):
+  kCpNoFlush,   // the copy's stores are never flushed (the fence alone is no persist)
+  kCpNoSfence,  // the copy is never fenced before the checkpoint is published
+  // Seed 002's in-place versioning (ipv, ipv-sync):
+  kIpvCommitBeforeFlush,  // done = kt + 1 persisted before the working version is flushed
+  kIpvBarrierAfterWrite,  // barrier + commit after the first panel of the next iteration
+  kIpvSkipFlush,          // the working version's last panel is never flushed
 };
 
 [[nodiscard]] constexpr std::string_view to_string(Mutation m) {
@@ -31,12 +41,61 @@ enum class Mutation : std::uint8_t {
       return "no-validate";
     case Mutation::kCommitEarly:
       return "commit-early";
+    case Mutation::kCpNoFlush:
+      return "cp-no-flush";
+    case Mutation::kCpNoSfence:
+      return "cp-no-sfence";
+    case Mutation::kIpvCommitBeforeFlush:
+      return "ipv-commit-before-flush";
+    case Mutation::kIpvBarrierAfterWrite:
+      return "ipv-barrier-after-write";
+    case Mutation::kIpvSkipFlush:
+      return "ipv-skip-flush";
   }
   return "?";
 }
 
-inline constexpr Mutation kAllMutations[] = {Mutation::kNoFlush, Mutation::kNoFence,
-                                             Mutation::kNoValidate, Mutation::kCommitEarly};
+inline constexpr Mutation kAllMutations[] = {Mutation::kNoFlush,
+                                             Mutation::kNoFence,
+                                             Mutation::kNoValidate,
+                                             Mutation::kCommitEarly,
+                                             Mutation::kCpNoFlush,
+                                             Mutation::kCpNoSfence,
+                                             Mutation::kIpvCommitBeforeFlush,
+                                             Mutation::kIpvBarrierAfterWrite,
+                                             Mutation::kIpvSkipFlush};
+
+// The mutations a scheme row declares it must be broken by: a constexpr set, so that scheme
+// tables (constexpr tuples) can carry one per row. Empty = no negative control applies.
+class MutationSet {
+ public:
+  constexpr MutationSet() = default;
+  constexpr MutationSet(std::initializer_list<Mutation> ms) {
+    for (const Mutation m : ms) bits_ |= bit(m);
+  }
+  [[nodiscard]] constexpr bool contains(Mutation m) const { return (bits_ & bit(m)) != 0; }
+  [[nodiscard]] constexpr bool empty() const { return bits_ == 0; }
+  [[nodiscard]] constexpr MutationSet operator|(MutationSet o) const {
+    MutationSet s;
+    s.bits_ = bits_ | o.bits_;
+    return s;
+  }
+  // In kAllMutations order.
+  [[nodiscard]] std::vector<Mutation> list() const {
+    std::vector<Mutation> out;
+    for (const Mutation m : kAllMutations)
+      if (contains(m)) out.push_back(m);
+    return out;
+  }
+  friend constexpr bool operator==(MutationSet, MutationSet) = default;
+
+ private:
+  // kNone is never a member: it is the absence of a mutation.
+  static constexpr std::uint32_t bit(Mutation m) {
+    return m == Mutation::kNone ? 0u : 1u << static_cast<unsigned>(m);
+  }
+  std::uint32_t bits_ = 0;
+};
 
 // True if backend `b` carries mutation `m`.
 template <class B>

@@ -52,6 +52,15 @@ inline constexpr std::uint64_t kMaxPoolBytes = 1ull << 46;
 // file of `bytes` cannot fit in the space free on the file system that would hold PATH, so
 // that an impossible size is refused before anything is created instead of failing with ENOSPC.
 void require_room_for_pool(const std::string& path, std::uint64_t bytes);
+// The same for scratch arrays (the simulator's, on /dev/shm): `file_bytes` must fit in the free
+// space of `dir`, and `memory_bytes` in MemAvailable (/proc/meminfo). Checks that cannot be
+// made (no statvfs, no /proc) are skipped: creation then names the real error.
+void require_room_for_scratch(const std::string& dir, std::uint64_t file_bytes,
+                              std::uint64_t memory_bytes);
+// Free bytes for an unprivileged user on the file system holding `dir` (statvfs), and
+// MemAvailable; nullopt when they cannot be read.
+[[nodiscard]] std::optional<std::uint64_t> free_bytes_in(const std::string& dir);
+[[nodiscard]] std::optional<std::uint64_t> available_memory_bytes();
 
 // An open, locked, mapped pool. Move-only; unmaps and unlocks on destruction.
 class Pool {

@@ -64,6 +64,7 @@ template <ResumableKernel K>
     return resume;
   };
   k.base_refs = [](const pool::RunParams& p) -> std::uint64_t { return K::base_refs(p); };
+  k.mutants = [](std::string_view scheme) { return scheme_mutants(K::schemes, scheme); };
   return k;
 }
 

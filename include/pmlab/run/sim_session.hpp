@@ -12,6 +12,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/pool/pool.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/sim/params.hpp"
@@ -66,7 +67,14 @@ struct SimKernel {
   std::function<std::size_t(sim::SimBackend&, pool::Pool&, RunReport&)> recover;
   // Loads + stores of the base kernel (progress estimate only).
   std::function<std::uint64_t(const pool::RunParams&)> base_refs;
+  // The negative controls a scheme's row declares (Scheme::mutants); throws for an unknown one.
+  std::function<mem::MutationSet(std::string_view scheme)> mutants;
 };
+
+// Refuses (kInvalidArgument, a usage error) a run whose scratch arrays cannot fit in the free
+// space of /dev/shm or whose arrays + durable image cannot fit in MemAvailable, before anything
+// is allocated. `concurrent_runs`: simulations alive at once (a crash campaign's forked trials).
+void require_scratch_room(const SimRunSpec& spec, std::uint64_t concurrent_runs = 1);
 
 [[nodiscard]] const std::vector<SimKernel>& sim_kernels();
 [[nodiscard]] const SimKernel& find_sim_kernel(const std::string& name);  // throws kInvalidArgument

@@ -12,6 +12,7 @@
 
 #include "pmlab/core/strong_types.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/persist/flush.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
@@ -26,15 +27,12 @@ enum class CopyMode {
   kStoresParClflush,  // design 2a "checkpoint_par_clflush": memcpy, flush loop over threads
 };
 
-// Test-only protocol mutants of the copy variants, from PMLAB_CP_MUTANT (read once per
-// process): they exist so that the crash campaigns can be shown to catch these bugs.
-enum class CopyMutant {
-  kNone,
-  kNoFence,  // "no-sfence": the copy is never fenced before the checkpoint is published
-  kNoFlush,  // "no-flush": stores of the copy are never flushed (the fence alone is no persist)
-};
-[[nodiscard]] CopyMutant copy_mutant();  // src/scheme/copy_mode.cpp
-void set_copy_mutant(CopyMutant m);      // tests: overrides the environment
+// Negative controls of the copy (`pmlab crash --mutate cp-no-flush|cp-no-sfence`, see
+// mem::Mutation): carried by the simulator's backend, constant false natively.
+template <mem::Backend B>
+[[nodiscard]] constexpr bool copy_mutated(const B& b) {
+  return mem::mutated(b, mem::Mutation::kCpNoFlush) || mem::mutated(b, mem::Mutation::kCpNoSfence);
+}
 
 // The checkpoint interval (outer iterations between checkpoints) of the cp-clflush,
 // cp-par-clflush and cp-nt rows: 1 by default, as in the paper ("at every iteration"). It is a
@@ -79,7 +77,7 @@ void write_back(B& b, std::uintptr_t first, std::uintptr_t end) {
 
 template <mem::Backend B>
 void fence_copy(B& b) {
-  if (copy_mutant() == CopyMutant::kNoFence) return;
+  if (mem::mutated(b, mem::Mutation::kCpNoSfence)) return;
   finish_copies(b);
 }
 
@@ -89,12 +87,12 @@ void fence_copy(B& b) {
 // kNt is exactly copy_jobs_durable's path. Jobs must not overlap each other's targets.
 template <mem::Backend B>
 void copy_jobs_durable_mode(B& b, std::span<const CopyJob> jobs, CopyMode mode) {
-  const CopyMutant mutant = copy_mutant();
+  const bool no_flush = mem::mutated(b, mem::Mutation::kCpNoFlush);
   if (mode == CopyMode::kNt) {
-    if (mutant == CopyMutant::kNone) return copy_jobs_durable(b, jobs);
+    if (!copy_mutated(b)) return copy_jobs_durable(b, jobs);
     // Mutants of the NT copy: every store still issued, but unflushed (simulator) or unfenced.
     for (const auto& j : jobs) {
-      if (mutant == CopyMutant::kNoFlush && !kIsNativeBackend<B>)
+      if (no_flush && !kIsNativeBackend<B>)
         detail::copy_stores(b, j.dst, j.src, j.count);
       else
         copy_unfenced(b, j.dst, j.src, j.count);
@@ -106,7 +104,7 @@ void copy_jobs_durable_mode(B& b, std::span<const CopyJob> jobs, CopyMode mode) 
   // only design 2a spreads the flush loop (one block per OpenMP iteration, here contiguous
   // line ranges per thread, which is the same set of flushes with less scheduling).
   for (const auto& j : jobs) detail::copy_stores(b, j.dst, j.src, j.count);
-  if (mutant == CopyMutant::kNoFlush) return detail::fence_copy(b);
+  if (no_flush) return detail::fence_copy(b);
   const auto line = [](const void* p) {
     return reinterpret_cast<std::uintptr_t>(p) & ~(std::uintptr_t{kCacheLineBytes} - 1);
   };

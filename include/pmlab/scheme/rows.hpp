@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/scheme/band_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
 #include "pmlab/scheme/copy_mode.hpp"
@@ -23,6 +24,25 @@
 #include "pmlab/scheme/wal_units.hpp"
 
 namespace pmlab::run {
+
+// The negative controls each family of rows declares (Scheme::mutants): the mutations that
+// break its protocol, i.e. that its crash campaign must detect. A row without a set has none.
+// LP: its normal run has no flush or fence to drop; its recovery's validation is the protocol.
+inline constexpr mem::MutationSet kLpMutants{mem::Mutation::kNoValidate};
+// EagerRecompute and Hybrid: the index record is one word, so there is no commit to move.
+inline constexpr mem::MutationSet kEagerMutants{mem::Mutation::kNoFlush, mem::Mutation::kNoFence};
+// Undo log and checkpoint: a commit record that must follow its data.
+inline constexpr mem::MutationSet kCommitMutants =
+    kEagerMutants | mem::MutationSet{mem::Mutation::kCommitEarly};
+// Seed 002's checkpoint-by-copy rows: cp's protocol, plus the copy's own flush and fence.
+inline constexpr mem::MutationSet kCopyVariantMutants =
+    kCommitMutants | mem::MutationSet{mem::Mutation::kCpNoFlush, mem::Mutation::kCpNoSfence};
+// In-place versioning: its commit word is its own (commit-early does not move it), and the
+// protocol's steps each have a mutant (seed 002 spec A, acceptance).
+inline constexpr mem::MutationSet kIpvMutants =
+    kEagerMutants |
+    mem::MutationSet{mem::Mutation::kIpvCommitBeforeFlush, mem::Mutation::kIpvBarrierAfterWrite,
+                     mem::Mutation::kIpvSkipFlush};
 
 // Declared so that ordinary lookup finds a template named run_lp / recover_lp and `run_lp<K>(...)`
 // below parses as a template call for every compiler (clang needs it); the kernels' own
@@ -104,7 +124,8 @@ constexpr auto lp_scheme() {
                     return recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
                                                              r.recovery);
                   });
-                }};
+                },
+                .mutants = kLpMutants};
 }
 
 // EagerRecompute with ep_records(op) index records (one per region's output unit).
@@ -121,7 +142,8 @@ constexpr auto ep_scheme() {
       .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
         r.recovery_action = "ep-recovery";
         return recover_ep(be, c.op, c.index_records(ep_records(c.op)), r.recovery);
-      }};
+      },
+      .mutants = kEagerMutants};
 }
 
 // Undo-logging transactions, one per EagerRecompute region (thesis Fig. 2.6).
@@ -135,7 +157,8 @@ constexpr auto wal_scheme() {
       .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
         r.recovery_action = "wal-recovery";  // undo-log rollback, then resume
         return recover_wal(be, c.op, wal_units_of(c), r.recovery);
-      }};
+      },
+      .mutants = kCommitMutants};
 }
 
 // Checkpoints of the working array by copy, every cp_default_every(op) outer steps.
@@ -149,7 +172,8 @@ constexpr auto cp_scheme() {
       .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
         r.recovery_action = "cp-recovery";  // restore the last checkpoint
         return recover_cp(be, c.op, checkpoint_of(c), r.recovery);
-      }};
+      },
+      .mutants = kCommitMutants};
 }
 
 // Seed 002's checkpoint-by-copy designs (cp-clflush, cp-par-clflush, cp-nt): cp's protocol and
@@ -165,7 +189,8 @@ constexpr auto cp_variant_scheme(std::string_view name) {
       .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
         r.recovery_action = "cp-recovery";  // restore the last checkpoint
         return recover_cp(be, c.op, checkpoint_variant_of<Mode>(c), r.recovery);
-      }};
+      },
+      .mutants = kCopyVariantMutants};
 }
 
 // The three rows of seed 002 §3, one line each in a kernel's table.
@@ -194,7 +219,8 @@ constexpr auto hr_scheme(std::string_view name) {
       .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
         r.recovery_action = "hr-recovery";
         return recover_hr(be, c.op, hybrid_of<Parts>(c), r.recovery);
-      }};
+      },
+      .mutants = kEagerMutants};
 }
 
 // The table of an in-place kernel with the whole rival set (gauss, lu, cholesky): LP, its

@@ -22,6 +22,8 @@
 //      `c.pool.array<T>("wal_log")` gives the arrays (the pool zero-fills them; read zero as
 //      "nothing done yet"). A scheme that cannot run on sim::SimBackend sets
 //      `.sim_refusal = "why"`; `pmlab sim`/`pmlab crash` then refuse it with that reason.
+//      `.mutants = kCommitMutants` (scheme/rows.hpp) declares the negative controls that must
+//      break it (the crash campaigns run each; none when absent).
 //   `pmlab run/bench/sim/crash`, --help, the kill -9 tests and the crash campaigns pick it up.
 //
 // Contract: run(be, c, first) executes outer iterations [first, end) (first = 0: the whole
@@ -43,6 +45,7 @@
 #include "pmlab/core/error.hpp"
 #include "pmlab/lp/checksum_table.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/pool/pool.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/scheme/index_record.hpp"
@@ -94,6 +97,10 @@ struct Scheme {
   // (be, ctx) -> void, before recovery and run, outside every timing: set-up that base
   // gets for free with its pool (e.g. pmemobj creating a pool file of its own).
   Prepare prepare = {};
+  // The negative controls that must break this scheme: `pmlab crash` reruns its campaign under
+  // each and counts the ones detected, and refuses any other --mutate. Empty: none applies
+  // (e.g. base, which keeps no persistent progress). Named sets: scheme/rows.hpp.
+  mem::MutationSet mutants = {};
 };
 
 // A scheme that backend B can execute in context Ctx.
@@ -138,6 +145,17 @@ void require_scheme(const Table& table, std::string_view kernel, std::string_vie
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("unknown scheme '{}' for {} (known: {})", name, kernel,
                             fmt::join(scheme_names(table), ", ")));
+}
+
+// The mutants row `name` declares (kInvalidArgument for an unknown name).
+template <class Table>
+[[nodiscard]] mem::MutationSet scheme_mutants(const Table& table, std::string_view name) {
+  mem::MutationSet out;
+  const bool found = std::apply(
+      [&](const auto&... s) { return ((s.name == name && (out = s.mutants, true)) || ...); },
+      table);
+  if (!found) throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}'", name));
+  return out;
 }
 
 // Calls fn(scheme) for the table row named `name` (checked beforehand by require_scheme).

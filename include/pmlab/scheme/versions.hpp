@@ -1,5 +1,5 @@
-// In-place versioning (seed 002 §4.1): the commit record of two versions of a target array, and
-// the test-only protocol mutants the crash campaigns must catch.
+// In-place versioning (seed 002 §4.1): the commit record of two versions of a target array (its
+// negative controls are mem::Mutation's kIpv* values).
 #pragma once
 
 #include <cstdint>
@@ -16,15 +16,5 @@ struct alignas(64) IpvHeader {
   std::uint64_t reserved[6];
 };
 static_assert(sizeof(IpvHeader) == 64);
-
-// From PMLAB_IPV_MUTANT (read once per process; tests may override).
-enum class IpvMutant {
-  kNone,
-  kCommitBeforeFlush,       // "commit-before-flush": done = it + 1 persisted before the flush
-  kBarrierAfterFirstWrite,  // "barrier-after-write": barrier + commit after the first panel
-  kSkipFlush,               // "skip-flush": the working version's last panel is never flushed
-};
-[[nodiscard]] IpvMutant ipv_mutant();  // src/scheme/versions.cpp
-void set_ipv_mutant(IpvMutant m);
 
 }  // namespace pmlab::scheme
