@@ -193,6 +193,12 @@ TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
     mo.mutation = m;
     // A commit moved before its data is exposed only by crashes inside that window: more trials.
     if (m == mem::Mutation::kCommitEarly) mo.trials = 400;
+    // A copy left unfenced is fenced by the publish's own persist a few ops later: only a crash
+    // in between, with an image that drops unfenced flushes (any-dirty), can show it.
+    if (m == mem::Mutation::kCpNoSfence) {
+      mo.trials = 400;
+      mo.images = {ImageModel::kAnyDirty};
+    }
     const auto r = run_campaign(mo);
     EXPECT_LT(r.passed, r.trials) << c.kernel << " " << c.scheme << " --mutate "
                                   << mem::to_string(m) << " seed " << opt.seed
