@@ -644,13 +644,22 @@ void require_applicable(const SimRunSpec& spec, mem::Mutation m) {
                                        fmt::join(names, ", ")));
 }
 
+CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m) {
+  CampaignOptions c = opt;
+  c.mutation = m;
+  c.progress = nullptr;
+  if (m == mem::Mutation::kCommitEarly || m == mem::Mutation::kCpNoSfence)
+    c.trials = opt.trials * kNarrowWindowTrialFactor;
+  const bool any_dirty =
+      std::find(opt.images.begin(), opt.images.end(), ImageModel::kAnyDirty) != opt.images.end();
+  if (m == mem::Mutation::kCpNoSfence && any_dirty) c.images = {ImageModel::kAnyDirty};
+  return c;
+}
+
 std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
   std::vector<ControlResult> out;
   for (const mem::Mutation m : applicable_mutations(opt.spec)) {
-    CampaignOptions c = opt;
-    c.mutation = m;
-    c.progress = nullptr;
-    const CampaignResult r = run_campaign(c);
+    const CampaignResult r = run_campaign(control_options(opt, m));
     out.push_back({m, r.trials, r.trials - r.passed, tally_by_image(r), r.seconds});
   }
   return out;

@@ -159,7 +159,14 @@ struct ControlResult {
   double seconds = 0;
   [[nodiscard]] bool detected() const { return failed > 0; }
 };
-// The campaign `opt` (its mutation ignored) once per applicable mutation.
+// The campaign a negative control runs: `opt` under mutation `m`. Two mutants are visible only
+// to a crash inside a window of a few ops, so they get kNarrowWindowTrialFactor times the trials:
+// commit-early (a commit moved before its data) and cp-no-sfence (a copy left unfenced is fenced
+// by the publish's own persist a few ops later); cp-no-sfence also runs only the any-dirty model
+// when the campaign has it (the cache image keeps every flush, fenced or not).
+inline constexpr std::uint64_t kNarrowWindowTrialFactor = 4;
+[[nodiscard]] CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m);
+// The campaign `opt` (its mutation ignored) once per applicable mutation (control_options).
 [[nodiscard]] std::vector<ControlResult> run_controls(const CampaignOptions& opt);
 [[nodiscard]] std::uint64_t mutants_detected(const std::vector<ControlResult>& c);
 // {"mutants": M, "detected": N, "runs": [{mutation, trials, failed, by_image}]}
