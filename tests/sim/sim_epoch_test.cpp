@@ -9,6 +9,8 @@
 
 #include "pmlab/core/error.hpp"
 #include "pmlab/sim/machine.hpp"
+#include "pmlab/sim/presets.hpp"
+#include "pmlab/sim/sim_backend.hpp"
 #include "sim_test_util.hpp"
 
 namespace pmlab::sim {
@@ -373,6 +375,45 @@ TEST(SimEpoch, DrainWritesEveryEpochAndPowerFailForgetsThem) {
     r.m.write_back_all(WriteCause::kDrain);
     EXPECT_EQ(r.durable(3), 5);
   }
+}
+
+// SimBackend under a hardware barrier: the model sees a store before its bytes land, so the
+// flush an intra conflict forces captures the previous value; a barrier is an op.
+TEST(SimEpoch, BackendRunsTheModelBeforeTheStoreBytes) {
+  SimBackend be(with_barrier(ParamsBuilder(), Barrier::kLb), FlushMode::kNone);
+  alignas(64) std::array<std::uint64_t, 16> v{};
+  be.register_persistent(v.data(), sizeof v);
+  be.store(&v[0], std::uint64_t{1});
+  be.persist_barrier();
+  be.persist_barrier();
+  be.store(&v[0], std::uint64_t{2});
+  EXPECT_EQ(be.image().durable(&v[0]), 1u);
+  EXPECT_EQ(v[0], 2u);
+  EXPECT_EQ(be.ops(), 4u);
+  SimBackend sw(ParamsBuilder().build(), FlushMode::kNone);
+  sw.persist_barrier();  // software EP: nothing here, and not an op
+  EXPECT_EQ(sw.ops(), 0u);
+}
+
+TEST(SimEpoch, Micro15IsTable1) {
+  const SimParams p = preset("micro15");
+  EXPECT_EQ(p.cores, 32);
+  EXPECT_EQ(p.threads, 32);
+  EXPECT_EQ(p.l1.size_bytes, 32u * 1024);
+  EXPECT_EQ(p.l1.ways, 4u);
+  EXPECT_EQ(p.l1.hit_latency.value(), 3u);
+  EXPECT_FALSE(p.l2.has_value());
+  EXPECT_EQ(p.llc.size_bytes, 32u * 1024 * 1024);
+  EXPECT_EQ(p.llc.ways, 16u);
+  EXPECT_EQ(p.llc.hit_latency.value(), 30u);
+  EXPECT_EQ(p.nvm_read_cycles().value(), 240u);
+  EXPECT_EQ(p.nvm_write_cycles().value(), 360u);
+  EXPECT_EQ(p.persistency.max_inflight, 8u);
+  SimParams lb = p;
+  lb.persistency.barrier = Barrier::kLbPlusPlus;
+  EXPECT_NO_THROW(Machine{lb});
+  lb.periodic_flush_cycles = Cycles{1000};
+  EXPECT_THROW(lb.validate(), Error);
 }
 
 // Test 9: the same-line filter stays exact under barriers (its dirty bits are cleared at every
