@@ -335,13 +335,17 @@ TEST(SimEpoch, ProactiveFlushWaitsForItsSource) {
   r.load(1, 0);      // dependence E0(core 0) -> core 1's E0; core 0 is split
   r.store(1, 1, 2);
   r.barrier(1);  // core 1's E0 completes, but its source is not durable: PF waits
+  r.store(1, 2, 3);
+  r.barrier(1);  // core 1's E1 has no source, but its predecessor E0 waits: so does E1
   EXPECT_EQ(r.durable(1), 0);
+  EXPECT_EQ(r.durable(2), 0);
   EXPECT_EQ(r.durable(0), 0);
   r.barrier(0);  // core 0's PF writes A; its inform register wakes core 1's PF
   EXPECT_EQ(r.durable(0), 1);
   EXPECT_EQ(r.durable(1), 2);
+  EXPECT_EQ(r.durable(2), 3);
   EXPECT_EQ(r.ep().stall_total(), 0u);
-  EXPECT_EQ(r.m.stats().nvm.writes_for(WriteCause::kEpochProactive), 2u);
+  EXPECT_EQ(r.m.stats().nvm.writes_for(WriteCause::kEpochProactive), 3u);
 }
 
 TEST(SimEpoch, PerBankMutantWritesAYoungerLineFirst) {
