@@ -54,7 +54,8 @@ class EpochEngine {
   struct Epoch {
     std::uint64_t seq = 0;
     bool completed = false;
-    bool flushing = false;  // a flush of it is in progress (guards the mutants' cycles)
+    std::uint64_t completed_at = 0;  // the core's clock at its barrier (PF may start then)
+    bool flushing = false;           // a flush of it is in progress (guards the mutants' cycles)
     bool has_cause = false;
     EpochCause cause = EpochCause::kNatural;
     std::uint32_t pending = 0;         // lines tagged with it now
@@ -91,7 +92,9 @@ class EpochEngine {
   void try_retire(int c);
   bool add_dep(int s, std::uint64_t seq, int c);
   void split(int s, std::uint64_t t);
-  void pump_pf(int c);
+  // PF: flushes c's queued completed epochs whose flush would have started by time `now`.
+  void pump_pf(int c, std::uint64_t now);
+  void pump_pf(int c) { pump_pf(c, clock(c)); }
   void settle();  // deferred work of the informs (retire, PF) once the outermost call is done
   void set_tag(std::size_t slot, int c, std::uint64_t seq);
 

@@ -239,6 +239,7 @@ nlohmann::json to_json(const SimParams& p) {
                                {"idt_regs", p.persistency.idt_regs},
                                {"invalidating_epoch_flush", p.persistency.invalidating_epoch_flush},
                                {"epoch_ack", p.persistency.epoch_ack.value()}});
+    if (p.persistency.pf_instant) j["persistency"]["pf_instant"] = true;
   }
   return j;
 }

@@ -330,7 +330,10 @@ TEST(SimEpoch, ProactiveFlushIsOfflineAndNonInvalidating) {
 }
 
 TEST(SimEpoch, ProactiveFlushWaitsForItsSource) {
-  Rig r(with_barrier(ParamsBuilder().cores(2), Barrier::kLbPlusPlus));
+  // The order of PF's flushes, not their timing: each flush starts at once when allowed.
+  SimParams p = with_barrier(ParamsBuilder().cores(2), Barrier::kLbPlusPlus);
+  p.persistency.pf_instant = true;
+  Rig r(p);
   r.store(0, 0, 1);  // core 0's E0
   r.load(1, 0);      // dependence E0(core 0) -> core 1's E0; core 0 is split
   r.store(1, 1, 2);
@@ -346,6 +349,29 @@ TEST(SimEpoch, ProactiveFlushWaitsForItsSource) {
   EXPECT_EQ(r.durable(2), 3);
   EXPECT_EQ(r.ep().stall_total(), 0u);
   EXPECT_EQ(r.m.stats().nvm.writes_for(WriteCause::kEpochProactive), 3u);
+}
+
+// The arbiter flushes one epoch at a time: an epoch completed while the previous one is still
+// being flushed waits in the PF queue, and a store to one of its lines is an intra conflict
+// that waits for it online; with pf_instant (flush at the barrier) nothing conflicts.
+TEST(SimEpoch, ProactiveFlushWaitsForTheArbiter) {
+  for (bool instant : {false, true}) {
+    SimParams p = with_barrier(ParamsBuilder(), Barrier::kLbPf);
+    p.persistency.pf_instant = instant;
+    Rig r(p);
+    r.load(0, 1);  // cached, so that E1's store below takes a few cycles, not an NVM read
+    r.store(0, 0, 1);
+    r.barrier(0);  // E0 completes: its flush starts now and lasts an NVM write + the handshake
+    r.store(0, 1, 2);
+    r.barrier(0);  // E1 completes at once: the arbiter is still busy with E0
+    EXPECT_EQ(r.durable(0), 1);
+    EXPECT_EQ(r.durable(1), instant ? 2 : 0) << "instant " << instant;
+    r.store(0, 1, 3);  // E1's line again, from E2
+    EXPECT_EQ(r.durable(1), 2);
+    EXPECT_EQ(r.flushed(EpochCause::kIntra), instant ? 0u : 1u);
+    EXPECT_EQ(r.stalled(EpochCause::kIntra) > 0, !instant);
+    EXPECT_EQ(r.flushed(EpochCause::kProactive), instant ? 2u : 1u);
+  }
 }
 
 TEST(SimEpoch, PerBankMutantWritesAYoungerLineFirst) {

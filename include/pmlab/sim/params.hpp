@@ -124,6 +124,10 @@ struct PersistencyParams {
   // the seed's choice); §7 compares the two.
   bool invalidating_epoch_flush = false;
   Cycles epoch_ack{60};  // BankAck + PersistCMP handshake after an epoch's last write
+  // PF timing: false (default) = a completed epoch's proactive flush starts when the core's
+  // arbiter is free (the previous epoch's flush has completed, one epoch at a time, seed §4.1);
+  // true = at once at the barrier, however busy the arbiter (an upper bound on PF's benefit).
+  bool pf_instant = false;
   // Negative controls of the epoch engine (tests only; the persist-order oracle must catch each):
   // every switch breaks one rule of docs/simulator.md "Persist barriers" on purpose.
   struct Debug {
