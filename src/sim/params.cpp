@@ -237,6 +237,10 @@ nlohmann::json to_json(const SimParams& p) {
                                {"invalidating_epoch_flush", p.persistency.invalidating_epoch_flush},
                                {"epoch_ack", p.persistency.epoch_ack.value()}});
   }
+  if (p.persistency.check_order) {  // only when on: the golden JSON stays as it was
+    j["persistency"]["barrier"] = std::string(to_string(p.persistency.barrier));
+    j["persistency"]["check_order"] = true;
+  }
   return j;
 }
 

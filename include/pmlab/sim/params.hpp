@@ -123,6 +123,9 @@ struct PersistencyParams {
   // the seed's choice); §7 compares the two.
   bool invalidating_epoch_flush = false;
   Cycles epoch_ack{60};  // BankAck + PersistCMP handshake after an epoch's last write
+  // Run the persist-order oracle (SimBackend::check_order): every NVM write of a persistent
+  // line is checked against program epoch order, in every barrier mode. Costs time, not figures.
+  bool check_order = false;
 
   [[nodiscard]] bool hardware() const { return barrier >= Barrier::kLb; }
   [[nodiscard]] bool idt() const {
