@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "pmlab/core/error.hpp"
 #include "persist_oracle.hpp"
+#include "pmlab/core/error.hpp"
 
 namespace pmlab::sim {
 

@@ -14,9 +14,9 @@
 
 #include <fmt/format.h>
 
+#include "persist_oracle.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/sim/presets.hpp"
-#include "persist_oracle.hpp"
 
 namespace pmlab::sim {
 
@@ -65,7 +65,9 @@ void SimBackend::note_access(const void* p, std::size_t size, bool is_store) {
   }
 }
 
-void SimBackend::note_barrier() { oracle_->on_barrier(thread_); }
+void SimBackend::note_barrier() {
+  oracle_->on_barrier(thread_);
+}
 
 SimBackend SimBackend::from_preset(std::string_view name, FlushMode flush, int threads) {
   return SimBackend(preset(name), flush, threads);
