@@ -1,13 +1,19 @@
 // The persist-order oracle (seed 004 §3.5): hand-built orders, SimBackend hooks, random traces.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "../../src/sim/persist_oracle.hpp"
+#include "../support/process.hpp"
 #include "../support/test_seed.hpp"
 #include "pmlab/sim/sim_backend.hpp"
 #include "sim_test_util.hpp"
@@ -272,6 +278,32 @@ TEST(SimOracleBackend, VolatileLinesAreIgnoredAndACrashResetsTheOracle) {
   be.apply_crash_image();
   EXPECT_EQ(be.oracle()->pending_lines(), 0u);
   EXPECT_EQ(be.oracle()->epoch(0), 0u);
+}
+
+// --check-order end to end. tmm calls no persist barrier (one epoch per thread); at n = 192
+// its LP threads share a line, which the oracle reports as an unmet inter-thread order.
+TEST(SimOracleCli, CheckOrderIsInTheJsonAndAViolationExitsOne) {
+  const std::string scratch =
+      (std::filesystem::temp_directory_path() / ("pmlab-oraclecli-" + std::to_string(getpid())))
+          .string();
+  const std::vector<std::string> base{PMLAB_BINARY,    "sim",      "tmm",
+                                      "--no-progress", "--scheme", "lp"};
+  auto args = base;
+  args.insert(args.end(), {"--n", "64", "--threads", "1", "--check-order", "--json"});
+  const auto ok = pmlab::testing::run_process(args, scratch);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const auto j = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(j["machine"]["persistency"]["check_order"], true);
+  EXPECT_EQ(j["machine"]["persistency"]["barrier"], "sw");
+  args = base;
+  args.insert(args.end(), {"--n", "192", "--threads", "4", "--cores", "4", "--check-order"});
+  const auto bad = pmlab::testing::run_process(args, scratch);
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("pmlab: error: persist order violated: line 0x"), std::string::npos)
+      << bad.err;
+  args.pop_back();  // the same run without the oracle passes
+  const auto off = pmlab::testing::run_process(args, scratch);
+  EXPECT_EQ(off.exit_code, 0) << off.err;
 }
 
 // --- random traces -------------------------------------------------------------------------
