@@ -23,10 +23,10 @@ void PersistOracle::on_access(int thread, LineAddr line, std::uint64_t op, bool 
   Thread& me = state(thread);
   auto it = lines_.find(line.value());
   if (it != lines_.end()) {
-    bool mine = false;
-    for (const Entry& e : it->second) {
+    Entry* mine = nullptr;
+    for (Entry& e : it->second) {
       if (e.thread == thread) {
-        mine |= e.epoch == me.epoch;
+        if (e.epoch == me.epoch) mine = &e;
         continue;  // program order already orders a thread's own stores
       }
       // Another thread's store not yet durable: t now depends on it (RAW or WAW).
@@ -35,11 +35,15 @@ void PersistOracle::on_access(int thread, LineAddr line, std::uint64_t op, bool 
       me.in.push_back({e.thread, line.value(), e.epoch, e.first_op, me.epoch, op, is_store});
       ++edges_added_;
     }
-    if (!is_store || mine) return;
-    it->second.push_back({thread, me.epoch, op});
+    if (!is_store) return;
+    if (mine != nullptr) {
+      mine->last_op = op;
+      return;
+    }
+    it->second.push_back({thread, me.epoch, op, op});
   } else {
     if (!is_store) return;
-    lines_.emplace(line.value(), std::vector<Entry>{{thread, me.epoch, op}});
+    lines_.emplace(line.value(), std::vector<Entry>{{thread, me.epoch, op, op}});
   }
   ++me.pending[me.epoch];
 }
@@ -101,28 +105,37 @@ void PersistOracle::on_capture(LineAddr line) {
       violate(e, line.value(),
               fmt::format("thread {} still has an older epoch pending: {}", e.thread,
                           describe_oldest(e.thread)));
-    // (2) Inter-thread edges into this epoch or an older one. Satisfied edges stay satisfied
+    // (2) Inter-thread edges made before one of these stores. Satisfied edges stay satisfied
     // (a persisted instance never comes back, new stores of the source are in epochs >= the
-    // source's), so they are dropped.
+    // source's), so they are dropped; an unsatisfied one that does not apply yet (made later
+    // in epoch e than this line's stores) stays.
     Thread& t = threads_[static_cast<std::size_t>(e.thread)];
-    std::size_t i = 0;
+    std::size_t kept = 0, i = 0;
     for (; i < t.in.size() && t.in[i].dst_epoch <= e.epoch; ++i) {
       const Edge& d = t.in[i];
-      if (instance_pending(d))
+      const bool unmet_source = instance_pending(d), unmet_past = older_pending(d.src, d.src_epoch);
+      if (!unmet_source && !unmet_past) {
+        t.in_keys.erase(EdgeKey{d.line, d.src_op, d.dst_epoch, d.src});
+        continue;
+      }
+      if (d.dst_epoch == e.epoch && d.op > e.last_op) {
+        t.in[kept++] = d;  // the access came after every store of e on this line
+        continue;
+      }
+      if (unmet_source)
         violate(e, line.value(),
                 fmt::format("its predecessor, thread {}'s store to line {:#x} (op {}, epoch {}), "
                             "is not persisted; thread {} {} that line at op {} in epoch {}",
                             d.src, d.line, d.src_op, d.src_epoch, e.thread,
                             d.by_store ? "overwrote" : "read", d.op, d.dst_epoch));
-      if (older_pending(d.src, d.src_epoch))
-        violate(e, line.value(),
-                fmt::format("its predecessor thread {} (epoch {}, whose store to line {:#x} op {} "
-                            "thread {} {} at op {}) still has an older epoch pending: {}",
-                            d.src, d.src_epoch, d.line, d.src_op, e.thread,
-                            d.by_store ? "overwrote" : "read", d.op, describe_oldest(d.src)));
-      t.in_keys.erase(EdgeKey{d.line, d.src_op, d.dst_epoch, d.src});
+      violate(e, line.value(),
+              fmt::format("its predecessor thread {} (epoch {}, whose store to line {:#x} op {} "
+                          "thread {} {} at op {}) still has an older epoch pending: {}",
+                          d.src, d.src_epoch, d.line, d.src_op, e.thread,
+                          d.by_store ? "overwrote" : "read", d.op, describe_oldest(d.src)));
     }
-    t.in.erase(t.in.begin(), t.in.begin() + static_cast<std::ptrdiff_t>(i));
+    t.in.erase(t.in.begin() + static_cast<std::ptrdiff_t>(kept),
+               t.in.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
 

@@ -25,13 +25,19 @@ namespace pmlab::sim {
 // not epochs here, decision D7). A store by t in epoch e on line L is *pending* until a capture
 // of L (a capture copies the line's live bytes, so it persists every store made to L so far).
 // An access (load or store) by t at op k to a line holding another thread i's pending store
-// adds an edge: that store of i, and everything i had persisted-ordered before it, must reach
-// NVM before any store of t from its current epoch on.
+// adds an edge: that store of i, and everything i had ordered before it, must reach NVM before
+// every store of t made after the access (the rest of t's current epoch and every later one).
+// Stores t made earlier in the same epoch are not ordered by it: they happened before the
+// source could be seen, so an image holding them without the source is one a crash could
+// leave (the spec's §3.5 orders the whole dependent epoch; that is the hardware's conservative
+// choice, not a requirement, and rejected correct write-backs of earlier lines of the epoch).
 //
 // Invariant at every capture of L, for each pending store (t, e) the capture persists:
 //  (1) t has no pending store in an epoch < e (on another line), and
-//  (2) every edge into t with dependent epoch <= e has its source persisted: i's store on the
-//      edge's line is no longer pending and i has nothing pending in epochs older than it.
+//  (2) every edge into t made before a store of (t, e) on this line (an edge of an older epoch,
+//      or of epoch e at an op before the line's latest store) has its source persisted: i's
+//      store on the edge's line is no longer pending and i has nothing pending in epochs older
+//      than it.
 // Crash images are exactly the prefixes of the capture sequence, so checking at every capture
 // checks every image a crash could leave. Transitivity follows by induction: a source was
 // itself checked when it was captured. A failure throws OrderViolation.
@@ -56,6 +62,7 @@ class PersistOracle {
     int thread = 0;
     std::uint64_t epoch = 0;
     std::uint64_t first_op = 0;  // identifies this pending instance (a capture ends it)
+    std::uint64_t last_op = 0;   // its latest store
   };
   struct Edge {  // source store instance -> every store of the dependent from dst_epoch on
     int src = 0;

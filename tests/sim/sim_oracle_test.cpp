@@ -15,6 +15,7 @@
 #include "../../src/sim/persist_oracle.hpp"
 #include "../support/process.hpp"
 #include "../support/test_seed.hpp"
+#include "pmlab/core/error.hpp"
 #include "pmlab/sim/sim_backend.hpp"
 #include "sim_test_util.hpp"
 
@@ -100,6 +101,18 @@ TEST(SimOracle, RawDependentPersistedBeforeItsSourceThrows) {
   o.on_store(1, kB, 3);
   o.on_capture(kB);
   EXPECT_EQ(o.edges_added(), 0u);
+}
+
+// A store made earlier in the epoch than the read did not see the source: it may persist first.
+// The same line stored again after the read may not.
+TEST(SimOracle, StoresBeforeTheAccessInTheSameEpochAreNotOrderedByIt) {
+  PersistOracle o;
+  o.on_store(1, kB, 1);
+  o.on_store(0, kA, 2);
+  o.on_load(1, kA, 3);
+  o.on_capture(kB);
+  o.on_store(1, kB, 4);
+  EXPECT_TRUE(violation([&] { o.on_capture(kB); }));
 }
 
 TEST(SimOracle, DependenceOnAnEpochCoversTheSourcesOlderEpochs) {
@@ -350,19 +363,25 @@ SimParams trace_machine(Barrier b, std::uint64_t quantum) {
   return p;
 }
 
+struct Campaign {
+  std::size_t violations = 0;
+  std::size_t errors = 0;      // other failures (a mechanism's own refusal or watchdog)
+  std::uint64_t captures = 0;  // NVM writes of persistent lines the oracle judged
+  std::string first, first_error;
+};
+
 // Runs the trace; software barriers write the epoch's lines back (clwb each) and fence first,
-// as mem::EpochTracked does natively. Returns the first violation; adds the captures checked
-// to `captures`.
-std::optional<std::string> run_trace(const Trace& trace, Barrier b, std::uint64_t quantum,
-                                     std::uint64_t& captures) {
-  SimBackend be(trace_machine(b, quantum), FlushMode::kClwb, kThreads);
+// as mem::EpochTracked does natively; hardware barriers are the machine's alone.
+void run_trace(const Trace& trace, const SimParams& params, Campaign& c, std::size_t index) {
+  const Barrier b = params.persistency.barrier;
+  SimBackend be(params, b == Barrier::kSoftware ? FlushMode::kClwb : FlushMode::kNone, kThreads);
   LineBuffer buf(kLines);
   be.register_persistent(buf.line_ptr(0), buf.bytes);
   auto* w = buf.as<std::uint64_t>();
   const std::size_t per = trace[0].size();
   std::vector<std::vector<std::size_t>> epoch_lines(kThreads);
   std::uint64_t value = 0;
-  const auto v = violation([&] {
+  try {
     be.parallel_for(0, kThreads * per, [&](std::size_t i) {
       const auto t = static_cast<std::size_t>(be.current_thread());
       for (const TraceOp& op : trace[t][i % per]) {
@@ -386,43 +405,113 @@ std::optional<std::string> run_trace(const Trace& trace, Barrier b, std::uint64_
         }
       }
     });
-  });
-  captures += be.oracle()->captures_checked();
-  return v;
+    // The end of the run: every cached line reaches NVM (the epoch engine drains in
+    // happens-before order), so the last epochs are judged too.
+    be.machine().write_back_all(WriteCause::kDrain);
+  } catch (const OrderViolation& e) {
+    if (c.violations++ == 0) c.first = "trace " + std::to_string(index) + ": " + e.what();
+  } catch (const pmlab::Error& e) {
+    if (c.errors++ == 0) c.first_error = "trace " + std::to_string(index) + ": " + e.what();
+  }
+  c.captures += be.oracle()->captures_checked();
 }
 
-struct Campaign {
-  std::size_t violations = 0;
-  std::uint64_t captures = 0;  // NVM writes of persistent lines the oracle judged
-  std::string first;
-};
-
-Campaign run_campaign(Barrier b, std::uint64_t quantum, std::uint64_t seed) {
+// kTraces traces from `seed`; configure(params, i) adjusts trace i's machine.
+template <class Configure>
+Campaign run_campaign(Barrier b, std::uint64_t seed, Configure&& configure) {
   std::mt19937_64 rng(seed);
   Campaign c;
   for (std::size_t i = 0; i < kTraces; ++i) {
     const Trace t = random_trace(rng);
-    if (auto v = run_trace(t, b, quantum, c.captures)) {
-      if (c.violations++ == 0) c.first = "trace " + std::to_string(i) + ": " + *v;
-    }
+    SimParams p = trace_machine(b, 0);
+    configure(p, i);
+    run_trace(t, p, c, i);
   }
   return c;
+}
+Campaign run_campaign(Barrier b, std::uint64_t seed) {
+  return run_campaign(b, seed, [](SimParams&, std::size_t) {});
 }
 
 TEST(SimOracleProperty, SoftwareEpochsNeverViolateAndNoBarrierDoes) {
   const std::uint64_t seed = pmlab::test::test_seed();
   SCOPED_TRACE(pmlab::test::seed_trace(seed));
-  const Campaign sw = run_campaign(Barrier::kSoftware, 0, seed);
+  const Campaign sw = run_campaign(Barrier::kSoftware, seed);
   EXPECT_EQ(sw.violations, 0u) << sw.first;
+  EXPECT_EQ(sw.errors, 0u) << sw.first_error;
   EXPECT_GT(sw.captures, kTraces * 10) << "the traces must write lines back";
   // The negative control: the same traces with barriers that order nothing.
-  const Campaign none = run_campaign(Barrier::kNone, 0, seed);
+  const Campaign none = run_campaign(Barrier::kNone, seed);
   EXPECT_GE(none.violations, 1u);
   std::printf(
       "[ oracle ] %zu traces: sw %zu violations in %llu checked writes, none %zu (first: "
       "%s)\n",
       kTraces, sw.violations, static_cast<unsigned long long>(sw.captures), none.violations,
       none.first.c_str());
+}
+
+// The hardware barriers on the same traces, interleaved per transaction (quantum 0) or every
+// 1-3 ops, with 8, 2 or 1 epochs in flight per core (capacity flushes).
+void vary(SimParams& p, std::size_t i) {
+  p.interleave_quantum = i % 4;
+  p.persistency.max_inflight = i % 3 == 0 ? 8u : (i % 3 == 1 ? 2u : 1u);
+}
+
+constexpr Barrier kHardware[] = {Barrier::kLb, Barrier::kLbIdt, Barrier::kLbPf,
+                                 Barrier::kLbPlusPlus};
+
+// Disabled: on epochs@825ae5b it finds intra-thread epoch-order violations of the engine
+// itself (lb: 3 of 2000 traces, first trace 675; lb-idt: 5, first trace 97; lb-pf and lb++:
+// 0). Enable with --gtest_also_run_disabled_tests once the engine is fixed.
+TEST(SimOracleProperty, DISABLED_HardwareBarriersNeverViolate) {
+  const std::uint64_t seed = pmlab::test::test_seed();
+  SCOPED_TRACE(pmlab::test::seed_trace(seed));
+  for (const Barrier b : kHardware) {
+    const Campaign c = run_campaign(b, seed, vary);
+    EXPECT_EQ(c.violations, 0u) << to_string(b) << ": " << c.first;
+    EXPECT_EQ(c.errors, 0u) << to_string(b) << ": " << c.first_error;
+    EXPECT_GT(c.captures, kTraces * 10) << to_string(b);
+    std::printf("[ oracle ] %zu traces, %s: %zu violations in %llu checked writes\n", kTraces,
+                std::string(to_string(b)).c_str(), c.violations,
+                static_cast<unsigned long long>(c.captures));
+  }
+}
+
+// Each negative-control switch of the epoch engine, under the modes where its rule applies:
+// the oracle must catch it at least once within the same traces.
+struct Mutant {
+  const char* name;
+  void (*set)(PersistencyParams::Debug&);
+  std::vector<Barrier> modes;
+};
+
+TEST(SimOracleProperty, EveryMechanismMutantIsCaught) {
+  const std::uint64_t seed = pmlab::test::test_seed();
+  SCOPED_TRACE(pmlab::test::seed_trace(seed));
+  const std::vector<Mutant> mutants{
+      {"no-intra-flush", [](auto& d) { d.no_intra_flush = true; }, {Barrier::kLb}},
+      {"no-replacement-order", [](auto& d) { d.no_replacement_order = true; }, {Barrier::kLb}},
+      {"ignore-deps", [](auto& d) { d.ignore_deps = true; }, {Barrier::kLbIdt}},
+      {"no-split", [](auto& d) { d.no_split = true; }, {Barrier::kLbIdt, Barrier::kLbPlusPlus}},
+      {"dep-only-waw", [](auto& d) { d.dep_only_waw = true; }, {Barrier::kLbIdt}},
+      {"per-bank-no-arbiter", [](auto& d) { d.per_bank_no_arbiter = true; }, {Barrier::kLb}},
+  };
+  for (const Mutant& m : mutants) {
+    std::size_t caught = 0;
+    for (const Barrier b : m.modes) {
+      const Campaign c = run_campaign(b, seed, [&](SimParams& p, std::size_t i) {
+        vary(p, i);
+        m.set(p.persistency.debug);
+      });
+      caught += c.violations;
+      std::printf(
+          "[ oracle ] mutant %s under %s: %zu of %zu traces violate, %zu other errors "
+          "(first: %s)\n",
+          m.name, std::string(to_string(b)).c_str(), c.violations, kTraces, c.errors,
+          c.violations > 0 ? c.first.c_str() : c.first_error.c_str());
+    }
+    EXPECT_GE(caught, 1u) << m.name << " was not caught";
+  }
 }
 
 }  // namespace
