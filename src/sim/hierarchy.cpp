@@ -607,6 +607,8 @@ void Hierarchy::write_back_all(WriteCause cause) {
     bool dirty = (llc_.state(s) & kDirty) != 0;
     for_each_core(llc_.sharers(s), [&](int c) { dirty |= strip_private(c, line, Strip::kClean); });
     if (!dirty) continue;
+    // Only a mutant's dependence cycle can leave a tagged line here; it leaves its epoch now.
+    if (epochs_) epochs_->untag(s);
     llc_.drop_state(s, kDirty);
     nvm_write(line, cause, t, 0, take_since(s, line));
   }

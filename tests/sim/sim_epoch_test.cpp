@@ -9,6 +9,8 @@
 
 #include "pmlab/core/error.hpp"
 #include "pmlab/sim/machine.hpp"
+#include "pmlab/sim/presets.hpp"
+#include "pmlab/sim/sim_backend.hpp"
 #include "sim_test_util.hpp"
 
 namespace pmlab::sim {
@@ -37,6 +39,7 @@ class Rig {
   [[nodiscard]] std::uint8_t durable(int i) const {
     return std::to_integer<std::uint8_t>(m.image().durable(&byte(i)));
   }
+  [[nodiscard]] std::uint8_t live(int i) const { return std::to_integer<std::uint8_t>(byte(i)); }
   [[nodiscard]] EpochStats ep() const { return *m.stats().epochs; }
   [[nodiscard]] std::uint64_t writes() const { return m.stats().nvm.writes; }
   [[nodiscard]] std::uint64_t flushed(EpochCause c) const {
@@ -332,13 +335,17 @@ TEST(SimEpoch, ProactiveFlushWaitsForItsSource) {
   r.load(1, 0);      // dependence E0(core 0) -> core 1's E0; core 0 is split
   r.store(1, 1, 2);
   r.barrier(1);  // core 1's E0 completes, but its source is not durable: PF waits
+  r.store(1, 2, 3);
+  r.barrier(1);  // core 1's E1 has no source, but its predecessor E0 waits: so does E1
   EXPECT_EQ(r.durable(1), 0);
+  EXPECT_EQ(r.durable(2), 0);
   EXPECT_EQ(r.durable(0), 0);
   r.barrier(0);  // core 0's PF writes A; its inform register wakes core 1's PF
   EXPECT_EQ(r.durable(0), 1);
   EXPECT_EQ(r.durable(1), 2);
+  EXPECT_EQ(r.durable(2), 3);
   EXPECT_EQ(r.ep().stall_total(), 0u);
-  EXPECT_EQ(r.m.stats().nvm.writes_for(WriteCause::kEpochProactive), 2u);
+  EXPECT_EQ(r.m.stats().nvm.writes_for(WriteCause::kEpochProactive), 3u);
 }
 
 TEST(SimEpoch, PerBankMutantWritesAYoungerLineFirst) {
@@ -373,6 +380,45 @@ TEST(SimEpoch, DrainWritesEveryEpochAndPowerFailForgetsThem) {
     r.m.write_back_all(WriteCause::kDrain);
     EXPECT_EQ(r.durable(3), 5);
   }
+}
+
+// SimBackend under a hardware barrier: the model sees a store before its bytes land, so the
+// flush an intra conflict forces captures the previous value; a barrier is an op.
+TEST(SimEpoch, BackendRunsTheModelBeforeTheStoreBytes) {
+  SimBackend be(with_barrier(ParamsBuilder(), Barrier::kLb), FlushMode::kNone);
+  alignas(64) std::array<std::uint64_t, 16> v{};
+  be.register_persistent(v.data(), sizeof v);
+  be.store(&v[0], std::uint64_t{1});
+  be.persist_barrier();
+  be.persist_barrier();
+  be.store(&v[0], std::uint64_t{2});
+  EXPECT_EQ(be.image().durable(&v[0]), 1u);
+  EXPECT_EQ(v[0], 2u);
+  EXPECT_EQ(be.ops(), 4u);
+  SimBackend sw(ParamsBuilder().build(), FlushMode::kNone);
+  sw.persist_barrier();  // software EP: nothing here, and not an op
+  EXPECT_EQ(sw.ops(), 0u);
+}
+
+TEST(SimEpoch, Micro15IsTable1) {
+  const SimParams p = preset("micro15");
+  EXPECT_EQ(p.cores, 32);
+  EXPECT_EQ(p.threads, 32);
+  EXPECT_EQ(p.l1.size_bytes, 32u * 1024);
+  EXPECT_EQ(p.l1.ways, 4u);
+  EXPECT_EQ(p.l1.hit_latency.value(), 3u);
+  EXPECT_FALSE(p.l2.has_value());
+  EXPECT_EQ(p.llc.size_bytes, 32u * 1024 * 1024);
+  EXPECT_EQ(p.llc.ways, 16u);
+  EXPECT_EQ(p.llc.hit_latency.value(), 30u);
+  EXPECT_EQ(p.nvm_read_cycles().value(), 240u);
+  EXPECT_EQ(p.nvm_write_cycles().value(), 360u);
+  EXPECT_EQ(p.persistency.max_inflight, 8u);
+  SimParams lb = p;
+  lb.persistency.barrier = Barrier::kLbPlusPlus;
+  EXPECT_NO_THROW(Machine{lb});
+  lb.periodic_flush_cycles = Cycles{1000};
+  EXPECT_THROW(lb.validate(), Error);
 }
 
 // Test 9: the same-line filter stays exact under barriers (its dirty bits are cleared at every
@@ -428,6 +474,35 @@ TEST(SimEpoch, FilterIsExactWithRandomBarriers) {
       }
     }
   }
+}
+
+// Every mode and mutant on tiny caches (evictions, conflicts, splits, overflows): nothing hangs
+// or loses a line, and the drain leaves the image equal to memory.
+TEST(SimEpoch, RandomTracesDrainToTheLiveBytes) {
+  for (Barrier b : kHardware)
+    for (int mutant = 0; mutant < 7; ++mutant)
+      for (std::uint64_t seed : {1, 2, 3}) {
+        SimParams p = with_barrier(ParamsBuilder().cores(4).l1(1, 2).llc(2, 2), b, 1 + seed);
+        p.persistency.idt_regs = 2;
+        p.persistency.invalidating_epoch_flush = seed == 2;
+        PersistencyParams::Debug& d = p.persistency.debug;
+        d.no_intra_flush = mutant == 1;
+        d.no_replacement_order = mutant == 2;
+        d.ignore_deps = mutant == 3;
+        d.no_split = mutant == 4;
+        d.dep_only_waw = mutant == 5;
+        d.per_bank_no_arbiter = mutant == 6;
+        Rig r(p);
+        run_trace(r, seed, 4);
+        r.m.write_back_all(WriteCause::kDrain);
+        for (int i = 0; i < kLines; ++i)
+          ASSERT_EQ(r.durable(i), r.live(i))
+              << to_string(b) << " mutant " << mutant << " line " << i;
+        const EpochStats e = r.ep();
+        // Drained: only the ongoing epochs (one per core, plus the drain's own) are left.
+        EXPECT_GE(e.epochs, e.barriers + e.splits) << to_string(b) << " mutant " << mutant;
+        EXPECT_LE(e.epochs, e.barriers + e.splits + 4);
+      }
 }
 
 }  // namespace
