@@ -157,6 +157,9 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
           "ordering: a negative control), lb (lazy barrier, BPFS), lb-idt (+ inter-thread "
           "dependence tracking), lb-pf (+ proactive flush), lb++ (both)")
       ->check(CLI::IsMember({"none", "sw", "lb", "lb-idt", "lb-pf", "lb++"}));
+  m.add_flag("--check-order", a.check_order,
+             "Check every NVM write of a persistent line against program epoch order (the "
+             "persist-order oracle, docs/simulator.md); a violation fails the run with exit 1");
 }
 
 sim::SimParams build_machine(const MachineArgs& a) {
@@ -201,6 +204,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
     p.preflush.nack = *a.preflush_mutant != "no-nack";
   }
   if (a.barrier) p.persistency.barrier = sim::barrier_from_string(*a.barrier);
+  p.persistency.check_order = a.check_order;
   p.validate();
   if (a.config == "cachegrind" && (a.d1 || a.ll)) {
     // Rebuild from the geometries, then re-apply the overrides on top.
@@ -278,6 +282,7 @@ std::string machine_flags(const MachineArgs& a) {
   add("--preflush-loop", a.preflush_loop);
   add("--preflush-mutant", a.preflush_mutant);
   add("--barrier", a.barrier);
+  if (a.check_order) s += " --check-order";
   return s;
 }
 

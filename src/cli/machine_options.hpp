@@ -37,6 +37,7 @@ struct MachineArgs {
   std::optional<std::uint32_t> preflush_signatures, preflush_flushed_tags, preflush_sample;
   // Seed 004: what a persist barrier does (SimParams::persistency).
   std::optional<std::string> barrier;
+  bool check_order = false;  // the persist-order oracle (SimParams::persistency.check_order)
 };
 
 // Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the

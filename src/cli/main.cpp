@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/scheme/copy_mode.hpp"
+#include "pmlab/sim/crash_image.hpp"
 #include "strict_numbers.hpp"
 
 int main(int argc, char** argv) {
@@ -39,6 +40,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
+  } catch (const pmlab::sim::OrderViolation& e) {
+    // --check-order: the simulated machine broke epoch order, a verification failure.
+    fmt::print(stderr, "pmlab: error: {}\n", e.what());
+    return kExitVerifyFailed;
   } catch (const pmlab::Error& e) {
     fmt::print(stderr, "pmlab: error: {}\n", e.what());
     switch (e.code()) {

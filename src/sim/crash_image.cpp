@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "persist_oracle.hpp"
 #include "pmlab/core/error.hpp"
 
 namespace pmlab::sim {
@@ -32,12 +33,27 @@ void CrashImage::capture_line(LineAddr line) {
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
                              [](std::uintptr_t a, const Range& r) { return a < r.base; });
   if (it != ranges_.begin()) --it;
+  bool any = false;
   for (; it != ranges_.end() && it->base < hi; ++it) {
     const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
     if (from >= to) continue;
+    any = true;
     std::memcpy(it->shadow.data() + (from - it->base), reinterpret_cast<const void*>(from),
                 to - from);
   }
+  // After the copy: the image already holds the bytes whose order the oracle judges.
+  if (oracle_ != nullptr && any) [[unlikely]]
+    oracle_->on_capture(line);
+}
+
+bool CrashImage::covers_line(LineAddr line) const {
+  const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
+                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
+  if (it != ranges_.begin()) --it;
+  for (; it != ranges_.end() && it->base < hi; ++it)
+    if (std::max(lo, it->base) < std::min(hi, it->base + it->len)) return true;
+  return false;
 }
 
 bool CrashImage::line_durable(LineAddr line) const {

@@ -241,6 +241,10 @@ nlohmann::json to_json(const SimParams& p) {
                                {"epoch_ack", p.persistency.epoch_ack.value()}});
     if (p.persistency.pf_instant) j["persistency"]["pf_instant"] = true;
   }
+  if (p.persistency.check_order) {  // only when on: the golden JSON stays as it was
+    j["persistency"]["barrier"] = std::string(to_string(p.persistency.barrier));
+    j["persistency"]["check_order"] = true;
+  }
   return j;
 }
 

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "persist_oracle.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/sim/presets.hpp"
 
@@ -37,6 +38,35 @@ SimBackend::SimBackend(SimParams params, FlushMode flush, int threads)
       cores_(machine_.cores()),
       quantum_(machine_.params().interleave_quantum) {
   hardware_barrier_ = machine_.params().persistency.hardware();
+  if (machine_.params().persistency.check_order) check_order(true);
+}
+
+SimBackend::~SimBackend() = default;
+// The oracle is on the heap, so the image's pointer to it survives a move.
+SimBackend::SimBackend(SimBackend&&) noexcept = default;
+SimBackend& SimBackend::operator=(SimBackend&&) noexcept = default;
+
+void SimBackend::check_order(bool on) {
+  if (on && !oracle_) oracle_ = std::make_unique<PersistOracle>();
+  if (!on) oracle_.reset();
+  machine_.image().set_oracle(oracle_.get());
+}
+
+void SimBackend::note_access(const void* p, std::size_t size, bool is_store) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uint64_t first = a / kCacheLineBytes, last = (a + size - 1) / kCacheLineBytes;
+  const CrashImage& img = machine_.image();
+  for (std::uint64_t l = first; l <= last; ++l) {
+    if (!img.covers_line(LineAddr(l))) continue;  // volatile memory has no persist order (D1)
+    if (is_store)
+      oracle_->on_store(thread_, LineAddr(l), ops_);
+    else
+      oracle_->on_load(thread_, LineAddr(l), ops_);
+  }
+}
+
+void SimBackend::note_barrier() {
+  oracle_->on_barrier(thread_);
 }
 
 SimBackend SimBackend::from_preset(std::string_view name, FlushMode flush, int threads) {
@@ -230,6 +260,7 @@ void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, B
 }
 
 void SimBackend::apply_crash_image() {
+  if (oracle_) oracle_->reset();  // the image is all memory holds now: nothing is pending
   machine_.image().restore_to_live();
   machine_.image().forget_unfenced();
   machine_.power_fail();

@@ -7,6 +7,7 @@
 #include <exception>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -29,6 +30,15 @@ class PowerFailure : public std::exception {
   std::string what_;
 };
 
+// Thrown by the persist-order oracle (SimBackend::check_order) when a line reaches NVM out of
+// epoch order: a verification failure of the machine (exit 1), not a usage or pool error.
+class OrderViolation : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class PersistOracle;  // src/sim/persist_oracle.hpp
+
 // Shadow copies of registered ranges. Registration copies the live bytes (the range counts as
 // persisted at setup); capture_line copies one line's live bytes when it is written to NVM;
 // restore_to_live copies the shadow back, which is what memory holds after a power failure.
@@ -41,8 +51,13 @@ class CrashImage {
     unfenced_.clear();
   }
 
-  // Copies the live bytes of `line` that lie inside registered ranges into the shadow.
+  // Copies the live bytes of `line` that lie inside registered ranges into the shadow, and
+  // tells the persist-order oracle when one is attached (it may throw OrderViolation).
   void capture_line(LineAddr line);
+  // Attaches (or with nullptr detaches) the oracle every capture of a registered line reports to.
+  void set_oracle(PersistOracle* o) { oracle_ = o; }
+  // Whether any byte of `line` lies in a registered range (only those lines have a persist order).
+  [[nodiscard]] bool covers_line(LineAddr line) const;
   // Whether the registered bytes of `line` hold their live values (true outside every range).
   [[nodiscard]] bool line_durable(LineAddr line) const;
   // Copies every shadow back into live memory.
@@ -100,6 +115,7 @@ class CrashImage {
     std::uint64_t cores = 0;           // bit c: core c flushed it since its last fence
   };
   std::vector<Range> ranges_;  // sorted by base, disjoint
+  PersistOracle* oracle_ = nullptr;
   std::unordered_map<std::uint64_t, Unfenced> unfenced_;
 };
 

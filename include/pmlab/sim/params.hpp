@@ -128,6 +128,9 @@ struct PersistencyParams {
   // arbiter is free (the previous epoch's flush has completed, one epoch at a time, seed §4.1);
   // true = at once at the barrier, however busy the arbiter (an upper bound on PF's benefit).
   bool pf_instant = false;
+  // Run the persist-order oracle (SimBackend::check_order): every NVM write of a persistent
+  // line is checked against program epoch order, in every barrier mode. Costs time, not figures.
+  bool check_order = false;
   // Negative controls of the epoch engine (tests only; the persist-order oracle must catch each):
   // every switch breaks one rule of docs/simulator.md "Persist barriers" on purpose.
   struct Debug {

@@ -24,6 +24,8 @@
 
 namespace pmlab::sim {
 
+class PersistOracle;  // src/sim/persist_oracle.hpp
+
 // Values a kernel may load/store through the simulator (double, uint64_t, ...).
 template <class T>
 concept SimScalar = std::is_trivially_copyable_v<T> && sizeof(T) <= kCacheLineBytes;
@@ -72,6 +74,9 @@ class SimBackend {
  public:
   // threads == 0 takes params.threads.
   explicit SimBackend(SimParams params, FlushMode flush = FlushMode::kClwb, int threads = 0);
+  ~SimBackend();
+  SimBackend(SimBackend&&) noexcept;
+  SimBackend& operator=(SimBackend&&) noexcept;
   [[nodiscard]] static SimBackend from_preset(std::string_view name,
                                               FlushMode flush = FlushMode::kClwb, int threads = 0);
 
@@ -120,10 +125,25 @@ class SimBackend {
   // Seed 004: ends the running thread's epoch. Under a hardware barrier (SimParams::persistency,
   // lb*) it is an op (a crash point) handled by the machine's epoch engine; under kSoftware and
   // kNone it does nothing here (software EP writes its lines back itself: mem::EpochTracked).
+  // With check_order on, the oracle sees the barrier in every mode (it defines program epochs).
   void persist_barrier() {
-    if (!hardware_barrier_ || !count_op()) return;
-    machine_.epoch_barrier(core_);
+    if (hardware_barrier_) {
+      if (!count_op()) return;
+      if (oracle_) [[unlikely]]
+        note_barrier();
+      machine_.epoch_barrier(core_);
+    } else if (oracle_ && modelling_) [[unlikely]] {
+      note_barrier();
+    }
   }
+  // The persist-order oracle (src/sim/persist_oracle.hpp, seed 004 §3.5): on, every store and
+  // load to a registered persistent line and every persist barrier is reported to it, and every
+  // NVM write of such a line is checked against program epoch order; a violation throws
+  // OrderViolation out of the op that caused the write. Off by default (SimParams::persistency.
+  // check_order turns it on at construction); when off it costs one branch per access.
+  void check_order(bool on);
+  [[nodiscard]] bool checking_order() const { return oracle_ != nullptr; }
+  [[nodiscard]] const PersistOracle* oracle() const { return oracle_.get(); }
   [[nodiscard]] Barrier barrier() const { return machine_.params().persistency.barrier; }
   void region_begin(mem::RegionId) { ++region_begins_; }
   void region_end(mem::RegionId r) {
@@ -229,12 +249,18 @@ class SimBackend {
       if (hardware_barrier_) [[unlikely]] {
         if (model) touch_lines<IsStore>(p, size, pc);
         write();
+        if (model && oracle_) [[unlikely]]  // after the model: its write-backs held old bytes
+          note_access(p, size, IsStore);
         return;
       }
     }
     write();
     if (!model) [[unlikely]]
       return;
+    // Right after the bytes change and before the model runs: a write-back the model makes
+    // during this op carries them, so the oracle must already count the store as pending.
+    if (oracle_) [[unlikely]]
+      note_access(p, size, IsStore);
     touch_lines<IsStore>(p, size, pc);
   }
   template <bool IsStore>
@@ -252,6 +278,8 @@ class SimBackend {
     else
       machine_.load(core_, line);
   }
+  void note_access(const void* p, std::size_t size, bool is_store);  // cold: oracle on
+  void note_barrier();
   void set_thread(int t) {
     thread_ = t;
     core_ = t % cores_;
@@ -281,6 +309,7 @@ class SimBackend {
   std::vector<CommitPoint> commits_;
   std::vector<std::uint64_t> fence_ops_;
   std::function<void()> on_loop_end_;
+  std::unique_ptr<PersistOracle> oracle_;  // null unless check_order(true)
 };
 
 template <class Fn>
