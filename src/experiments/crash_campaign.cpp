@@ -629,6 +629,8 @@ std::vector<mem::Mutation> applicable_mutations(const std::string& scheme) {
   if (scheme.starts_with("wal") || scheme.starts_with("cp"))
     return {Mutation::kNoFlush, Mutation::kNoFence, Mutation::kCommitEarly};
   if (scheme.starts_with("ipv")) return {Mutation::kNoFlush, Mutation::kNoFence};
+  // The BEP benchmarks' software barrier is flushes + a fence (bep/epoch_tracked.hpp).
+  if (scheme == "tx") return {Mutation::kNoFlush, Mutation::kNoFence};
   return {};
 }
 

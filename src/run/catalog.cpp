@@ -19,6 +19,7 @@ KernelDriver make_gauss_driver();
 KernelDriver make_conv2d_driver();
 KernelDriver make_fft_driver();
 KernelDriver make_gemm_driver();
+KernelDriver make_sps_driver();  // seed 004 BEP (docs/bep.md)
 SimKernel make_tmm_sim();
 SimKernel make_cholesky_sim();
 SimKernel make_lu_sim();
@@ -26,6 +27,7 @@ SimKernel make_gauss_sim();
 SimKernel make_conv2d_sim();
 SimKernel make_fft_sim();
 SimKernel make_gemm_sim();
+SimKernel make_sps_sim();
 
 namespace {
 
@@ -39,7 +41,7 @@ constexpr CatalogEntry kCatalog[] = {
     {make_tmm_driver, make_tmm_sim},       {make_cholesky_driver, make_cholesky_sim},
     {make_lu_driver, make_lu_sim},         {make_gauss_driver, make_gauss_sim},
     {make_conv2d_driver, make_conv2d_sim}, {make_fft_driver, make_fft_sim},
-    {make_gemm_driver, make_gemm_sim},
+    {make_gemm_driver, make_gemm_sim},     {make_sps_driver, make_sps_sim},
 };
 
 template <class T>
