@@ -57,10 +57,9 @@ TEST(BepRbtree, RandomOpsKeepEveryInvariantAndMatchASet) {
   std::vector<std::uint8_t> none(kCap, 0);
   arenas.rebuild(none);
   std::set<std::uint64_t> model;
-  OpStream ops(7, 0);
   std::vector<std::uint64_t> keys;
   for (int i = 0; i < 30000; ++i) {
-    apply_op(raw, raw, s.tree, arenas, model, next_op(ops, 900));
+    apply_op(raw, raw, s.tree, arenas, model, op_of(7, 0, static_cast<std::uint64_t>(i), 900));
     if (i % 101 == 0 || i > 29900) {
       ASSERT_EQ(check(raw, s.tree, keys), "") << "after op " << i;
       ASSERT_EQ(keys, std::vector<std::uint64_t>(model.begin(), model.end())) << "op " << i;
@@ -78,12 +77,11 @@ TEST(BepRbtree, DeferredWritesGiveTheSameTreeAndASmallLineSet) {
   a1.rebuild(none);
   a2.rebuild(none);
   std::set<std::uint64_t> m1, m2;
-  OpStream s1(11, 0), s2(11, 0);
   std::size_t max_lines = 0;
   for (int i = 0; i < 20000; ++i) {
-    apply_op(raw, raw, direct.tree, a1, m1, next_op(s1, 1800));
+    apply_op(raw, raw, direct.tree, a1, m1, op_of(11, 0, static_cast<std::uint64_t>(i), 1800));
     Deferred<Direct> d(raw);
-    apply_op(d, raw, deferred.tree, a2, m2, next_op(s2, 1800));
+    apply_op(d, raw, deferred.tree, a2, m2, op_of(11, 0, static_cast<std::uint64_t>(i), 1800));
     std::array<const std::uint64_t*, Deferred<Direct>::kCapacity> lines{};
     const std::size_t n = d.lines(lines);
     max_lines = std::max(max_lines, n);
@@ -172,10 +170,9 @@ TEST(BepReplay, IsTheInitialFillPlusEachThreadsOwnOps) {
   ASSERT_EQ(none.size(), 8u);
   EXPECT_EQ(none.front(), 32u);  // thread 2's range starts at 2 * 16
   // The replay follows the op stream exactly.
-  OpStream s(5, 2);
   std::set<std::uint64_t> model(none.begin(), none.end());
   for (int i = 0; i < 50; ++i) {
-    const Op op = next_op(s, 16);
+    const Op op = op_of(5, 2, static_cast<std::uint64_t>(i), 16);
     if (op.kind == OpKind::kInsert) model.insert(32 + op.key);
     if (op.kind == OpKind::kErase) model.erase(32 + op.key);
     EXPECT_EQ(replay(5, 2, 16, static_cast<std::uint64_t>(i) + 1),

@@ -10,11 +10,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "pmlab/bep/entry.hpp"
+
 namespace pmlab::bep {
 
-// Every data entry of the seed's micro-benchmarks is 512 B (Table 2): 64 words, 8 lines.
-inline constexpr std::size_t kEntryWords = 64;
-inline constexpr std::size_t kLineWords = 8;
 // "No node": indices, never pointers, so a pool may be mapped anywhere and a crash image is
 // position-independent.
 inline constexpr std::uint64_t kNil = ~std::uint64_t{0};
@@ -90,12 +89,12 @@ class Deferred {
   }
 
  private:
-  struct Write {
-    std::uint64_t* p = nullptr;
-    std::uint64_t v = 0;
+  struct Write {  // no initializers: the buffer is not zeroed for every operation
+    std::uint64_t* p;
+    std::uint64_t v;
   };
   B& b_;
-  std::array<Write, kCapacity> w_{};
+  std::array<Write, kCapacity> w_;
   std::size_t n_ = 0;
 };
 
@@ -141,24 +140,6 @@ class Arenas {
   std::vector<std::vector<std::uint64_t>> free_;
 };
 
-// A deterministic per-thread operation stream (splitmix64): op i of thread t depends only on
-// (seed, t, i), never on the structure's state, so the logical content after any prefix of
-// committed operations can be replayed in volatile memory.
-class OpStream {
- public:
-  OpStream(std::uint64_t seed, int thread)
-      : s_(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(thread) + 1) {}
-  std::uint64_t next() {
-    std::uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-
- private:
-  std::uint64_t s_;
-};
-
 enum class OpKind : std::uint8_t { kInsert, kErase, kSearch };
 
 struct Op {
@@ -166,34 +147,29 @@ struct Op {
   std::uint64_t key = 0;  // in the thread's own range [0, range)
 };
 
-// One draw per operation: 1/3 insert, 1/3 delete, 1/3 search (spec §3.6), key uniform.
-inline Op next_op(OpStream& s, std::uint64_t range) {
-  const std::uint64_t r = s.next();
+// Op j of thread t (1/3 insert, 1/3 delete, 1/3 search, key uniform in the thread's range; spec
+// §3.6): a function of (seed, t, j) only, never of the structure's state, so an op replayed
+// after a crash is the same op and the logical content after any prefix can be replayed.
+[[nodiscard]] inline Op op_of(std::uint64_t seed, std::uint64_t thread, std::uint64_t j,
+                              std::uint64_t range) {
+  const std::uint64_t r = op_random(seed, thread, j);
   return {static_cast<OpKind>((r >> 32) % 3), (r & 0xffffffffull) % range};
-}
-
-// The payload word w (w >= first header-free word) of an entry holding `key`: every payload
-// word is a function of the key, so a torn or stale entry is detected by the checkers.
-inline std::uint64_t payload_word(std::uint64_t key, std::size_t w) {
-  std::uint64_t z = key * 0x9E3779B97F4A7C15ull + w;
-  z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
-  return z ^ (z >> 29);
 }
 
 // The keys thread t holds after its first `done` operations: its range starts with every even
 // local key (the initial fill) and each insert/erase sets/clears its key. Thread t's keys are
 // t * range + k, so threads never share a key and the set is independent of the interleaving.
-[[nodiscard]] inline std::vector<std::uint64_t> replay(std::uint64_t seed, int thread,
+[[nodiscard]] inline std::vector<std::uint64_t> replay(std::uint64_t seed, std::uint64_t thread,
                                                        std::uint64_t range, std::uint64_t done) {
+  if (range == 0) return {};
   std::vector<std::uint8_t> present(range, 0);
   for (std::uint64_t k = 0; k < range; k += 2) present[k] = 1;
-  OpStream s(seed, thread);
-  for (std::uint64_t i = 0; i < done; ++i) {
-    const Op op = next_op(s, range);
+  for (std::uint64_t j = 0; j < done; ++j) {
+    const Op op = op_of(seed, static_cast<std::uint64_t>(thread), j, range);
     if (op.kind != OpKind::kSearch) present[op.key] = op.kind == OpKind::kInsert ? 1 : 0;
   }
   std::vector<std::uint64_t> keys;
-  const std::uint64_t base = static_cast<std::uint64_t>(thread) * range;
+  const std::uint64_t base = thread * range;
   for (std::uint64_t k = 0; k < range; ++k)
     if (present[k] != 0) keys.push_back(base + k);
   return keys;

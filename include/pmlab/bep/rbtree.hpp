@@ -2,15 +2,23 @@
 // index, every access through a WordAccess (backend, Deferred or Direct); plus its checker.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <span>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "pmlab/bep/epoch_tracked.hpp"
 #include "pmlab/bep/node_pool.hpp"
+#include "pmlab/bep/progress.hpp"
+#include "pmlab/bep/tx.hpp"
+#include "pmlab/core/error.hpp"
 
 namespace pmlab::bep::rbtree {
 
@@ -314,6 +322,167 @@ template <WordAccess A>
     }
   }
   return {};
+}
+
+// --- The benchmark (spec §3.6): shape, initial fill, the two schemes, recovery, verification ---
+//
+// pmlab's choices (the seed gives only the 512 B entry and the op kinds): `n` nodes split into
+// T per-thread key ranges of R = ceil(n / T) keys (thread t owns keys t·R .. t·R + R - 1) and
+// T arenas of R nodes, so a thread never runs out of nodes and the final key set is the replay
+// of each thread's own ops whatever the interleaving. The tree starts with every even key of
+// every range. One lock (stripe 0) serializes the whole tree, as in the seed's table.
+struct Shape {
+  std::uint64_t n = 0;  // nodes requested
+  std::uint64_t threads = 1;
+  std::uint64_t ops = 0;  // per thread
+  std::uint64_t seed = 0;
+  [[nodiscard]] std::uint64_t range() const { return (n + threads - 1) / threads; }
+  [[nodiscard]] std::uint64_t capacity() const { return range() * threads; }
+  // Words of the heap array: the root's line, then the nodes.
+  [[nodiscard]] std::uint64_t heap_words() const { return kLineWords + capacity() * kEntryWords; }
+};
+
+[[nodiscard]] inline Tree tree_of(std::uint64_t* heap, const Shape& s) {
+  return {heap + kLineWords, s.capacity(), heap};
+}
+
+// The initial tree: key t·R + k (k even) in node t·R + k, inserted in key order.
+template <WordAccess A>
+void build_initial(A& a, const Tree& t, const Shape& s) {
+  a.store(t.root, kNil);
+  Ops<A> ops(a, t);
+  for (std::uint64_t key = 0; key < s.capacity(); ++key)
+    if (key % s.range() % 2 == 0) {
+      write_payload(a, t, key, key);
+      ops.insert(key, key);
+    }
+}
+
+// Writes the initial tree into a fresh heap (every spare word zero).
+inline void init(std::uint64_t* heap, const Shape& s) {
+  std::memset(heap, 0, s.heap_words() * sizeof(std::uint64_t));
+  Direct d;
+  build_initial(d, tree_of(heap, s), s);
+}
+
+// Volatile allocator state at the start of a run (fresh or resumed): the whole tree is checked
+// first, since operations on a corrupt tree (say a parent cycle) need not terminate; then the
+// free nodes are the unreachable ones. Reads memory directly: it is the runtime's own set-up,
+// not the benchmark's persistent work, and is not simulated.
+[[nodiscard]] inline Arenas arenas_of(const Tree& t, const Shape& s) {
+  Direct d;
+  std::vector<std::uint64_t> keys;
+  if (const std::string e = check(d, t, keys); !e.empty())
+    throw Error(ErrorCode::kPoolCorrupt, fmt::format("rbtree: the tree is corrupt: {}", e));
+  std::vector<std::uint8_t> mark(t.capacity, 0);
+  (void)mark_reachable(d, t, mark);  // clean: check walked the same links
+  Arenas arenas(t.capacity, static_cast<int>(s.threads));
+  arenas.rebuild(mark);
+  return arenas;
+}
+
+// Op j of thread th on accessor a (the backend itself, or Deferred for a transaction). Returns
+// the node an erase unlinked (freed by the caller once the op is durable), else kNil.
+template <WordAccess A, WordAccess P>
+std::uint64_t apply_op(A& a, P& payload, const Tree& t, Arenas& arenas, const Shape& s,
+                       std::uint64_t th, std::uint64_t j) {
+  const Op op = op_of(s.seed, th, j, s.range());
+  const std::uint64_t key = th * s.range() + op.key;
+  Ops<A> ops(a, t);
+  const std::uint64_t n = ops.search(key);
+  if (op.kind == OpKind::kInsert && n == kNil) {
+    // The payload goes straight to memory (E1 of a transaction): the node is unreachable until
+    // the links are, so it needs no undo.
+    const std::uint64_t z = arenas.alloc(static_cast<int>(th));
+    write_payload(payload, t, z, key);
+    ops.insert(z, key);
+  } else if (op.kind == OpKind::kErase && n != kNil) {
+    ops.erase(n);
+    return n;
+  }
+  return kNil;
+}
+
+// Epoch persistency: every op (a search too: its E4 counts it) one undo-log transaction whose
+// log holds line 0 of every node the op relinks or recolours, and the root's line.
+template <EpochBackend B>
+void run_tx(B& b, std::uint64_t* heap, TxLog* logs, const Shape& s) {
+  const Tree t = tree_of(heap, s);
+  Arenas arenas = arenas_of(t, s);
+  run_thread_ops(
+      b, s.threads, s.ops, [&](std::size_t th) { return tx_done(b, logs[th]); },
+      [&](std::size_t th, std::size_t j) {
+        b.exclusive(0, [&] {
+          Deferred<B> d(b);
+          const std::uint64_t freed = apply_op(d, b, t, arenas, s, th, j);
+          Tx<B> tx(b, logs[th], reinterpret_cast<std::byte*>(heap));
+          std::array<const std::uint64_t*, kTxMaxLines> lines{};
+          const std::size_t m = d.lines(lines);
+          for (std::size_t i = 0; i < m; ++i) tx.add(lines[i], kLineWords * sizeof(std::uint64_t));
+          tx.begin();
+          d.apply(b);
+          tx.commit();
+          // Reusable only now: the unlink is durable, so no later op's writes can land in a
+          // node the recovered tree still links.
+          if (freed != kNil) arenas.free(static_cast<int>(th), freed);
+        });
+      });
+}
+
+// Rolls back each thread's interrupted transaction; returns how many there were.
+template <EpochBackend B>
+std::uint64_t recover_tx(B& b, std::uint64_t* heap, TxLog* logs, const Shape& s) {
+  std::uint64_t undone = 0;
+  for (std::size_t th = 0; th < s.threads; ++th)
+    undone += tx_recover(b, logs[th], reinterpret_cast<std::byte*>(heap)) ? 1 : 0;
+  return undone;
+}
+
+// No persistency (the throughput baseline): the same ops in place, under the same lock.
+template <EpochBackend B>
+void run_base(B& b, std::uint64_t* heap, const Shape& s) {
+  const Tree t = tree_of(heap, s);
+  Arenas arenas = arenas_of(t, s);
+  b.parallel_for(0, s.threads * s.ops, [&](std::size_t i) {
+    const std::size_t th = i / s.ops, j = i % s.ops;
+    b.exclusive(0, [&] {
+      const std::uint64_t freed = apply_op(b, b, t, arenas, s, th, j);
+      if (freed != kNil) arenas.free(static_cast<int>(th), freed);
+    });
+  });
+}
+
+struct Check {
+  std::uint64_t keys = 0, bad = 0;
+  std::string first;
+};
+
+// The tree's invariants, then its key set against the replay of `done` ops of every thread.
+[[nodiscard]] inline Check check_all(std::uint64_t* heap, const Shape& s, std::uint64_t done) {
+  Check c;
+  std::vector<std::uint64_t> want;
+  for (std::uint64_t th = 0; th < s.threads; ++th) {
+    const auto k = replay(s.seed, th, s.range(), done);
+    want.insert(want.end(), k.begin(), k.end());
+  }
+  c.keys = want.size();
+  Direct d;
+  std::vector<std::uint64_t> got;
+  if (std::string e = check(d, tree_of(heap, s), got); !e.empty()) {
+    c.bad = 1;
+    c.first = std::move(e);
+    return c;
+  }
+  std::vector<std::uint64_t> missing, extra;
+  std::set_difference(want.begin(), want.end(), got.begin(), got.end(),
+                      std::back_inserter(missing));
+  std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
+  c.bad = missing.size() + extra.size();
+  if (!missing.empty())
+    c.first = fmt::format("key {} missing (the replay has it)", missing.front());
+  else if (!extra.empty())
+    c.first = fmt::format("key {} present (the replay has not)", extra.front());
+  return c;
 }
 
 }  // namespace pmlab::bep::rbtree
