@@ -66,6 +66,17 @@ TEST(BepSdgBench, SimulatedRunsVerifyWithoutCrash) {
       test::expect_simulated_run_verifies(test::bench_spec("sdg", scheme, 64, 4, 16, b));
 }
 
+// The barrier mode changes when lines persist, never the program: the same loads and stores
+// (and, the simulator being deterministic, the same final content) under sw and none.
+TEST(BepSdgBench, BarrierModeDoesNotChangeTheProgram) {
+  const auto sw = run::simulate(test::bench_spec("sdg", "tx", 64, 4, 16));
+  const auto none = run::simulate(test::bench_spec("sdg", "tx", 64, 4, 16, sim::Barrier::kNone));
+  EXPECT_EQ(sw.stats.loads, none.stats.loads);
+  EXPECT_EQ(sw.stats.stores, none.stats.stores);
+  EXPECT_GT(sw.stats.fences, 0u);
+  EXPECT_EQ(none.stats.fences, 0u);
+}
+
 TEST(BepSdgBench, CrashCampaignUnderTheSoftwareBarrierAllPass) {
   const auto r = test::campaign(test::bench_spec("sdg", "tx", 48, 4, 12), 200);
   test::expect_all_pass(r);
