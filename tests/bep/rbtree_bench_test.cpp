@@ -65,6 +65,16 @@ TEST(BepRbtreeBench, SimulatedRunsVerifyWithoutCrash) {
       test::expect_simulated_run_verifies(test::bench_spec("rbtree", scheme, 64, 4, 16, b));
 }
 
+// Fine-grained interleaving (fibers switching every few ops): the lock is a simulated atomic
+// section (SimBackend::atomically), so ops of different threads never interleave inside it.
+TEST(BepRbtreeBench, FiberInterleavingKeepsTheLockAtomic) {
+  for (const char* scheme : {"tx", "base"}) {
+    auto spec = test::bench_spec("rbtree", scheme, 64, 4, 16);
+    spec.machine.interleave_quantum = 3;
+    test::expect_simulated_run_verifies(spec);
+  }
+}
+
 // The barrier mode changes when lines persist, never the program: the same loads and stores
 // (and, the simulator being deterministic, the same final content) under sw and none.
 TEST(BepRbtreeBench, BarrierModeDoesNotChangeTheProgram) {

@@ -66,6 +66,16 @@ TEST(BepSdgBench, SimulatedRunsVerifyWithoutCrash) {
       test::expect_simulated_run_verifies(test::bench_spec("sdg", scheme, 64, 4, 16, b));
 }
 
+// Fine-grained interleaving (fibers switching every few ops): the lock is a simulated atomic
+// section (SimBackend::atomically), so ops of different threads never interleave inside it.
+TEST(BepSdgBench, FiberInterleavingKeepsTheLockAtomic) {
+  for (const char* scheme : {"tx", "base"}) {
+    auto spec = test::bench_spec("sdg", scheme, 64, 4, 16);
+    spec.machine.interleave_quantum = 3;
+    test::expect_simulated_run_verifies(spec);
+  }
+}
+
 // The barrier mode changes when lines persist, never the program: the same loads and stores
 // (and, the simulator being deterministic, the same final content) under sw and none.
 TEST(BepSdgBench, BarrierModeDoesNotChangeTheProgram) {

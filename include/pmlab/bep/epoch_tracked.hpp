@@ -142,7 +142,11 @@ class EpochTracked {
   template <class Fn>
   void exclusive(std::size_t stripe, Fn&& fn) {
     if constexpr (SimulatedBackend<B>) {
-      fn();  // one iteration is atomic in simulation order (D9)
+      // Atomic in simulation order (D9), under --interleave-quantum too.
+      if constexpr (requires { b_.atomically(fn); })
+        b_.atomically(fn);
+      else
+        fn();
     } else {
       std::lock_guard lock((*locks_)[stripe % kStripes]);
       fn();
