@@ -106,7 +106,8 @@ std::vector<Row> report_rows(const sim::SimParams& m) {
   std::vector<Row> rows{{"cycles", {"cycles"}},
                         {"NVM reads (lines)", {"nvm_reads"}},
                         {"NVM writes (lines)", {"nvm_writes"}}};
-  for (std::size_t i = 0; i < sim::kWriteCauseCount; ++i) {
+  const bool epochs = m.persistency.hardware();
+  for (std::size_t i = 0; i < (epochs ? sim::kWriteCauseCount : sim::kWriteCauseCountOff); ++i) {
     const std::string c(sim::to_string(static_cast<sim::WriteCause>(i)));
     rows.push_back({"  by " + c, {"nvm_writes_by_cause", c}});
   }
@@ -118,6 +119,15 @@ std::vector<Row> report_rows(const sim::SimParams& m) {
     for (const char* k : {"row_writes_total", "row_writes", "rows_dirty_at_end", "device_writes",
                           "wq_merges", "activations_write", "row_hits_write", "drains"})
       rows.push_back({fmt::format("row buffer: {}", k), {"row_buffer", k}});
+  if (epochs) {  // seed 004's epoch engine (docs/simulator.md "Persist barriers")
+    for (const char* k : {"barriers", "epochs", "splits", "idt_deps", "idt_overflows",
+                          "conflict_pct", "stall_cycles"})
+      rows.push_back({fmt::format("epochs: {}", k), {"epochs", k}});
+    for (std::size_t i = 0; i < sim::kEpochCauseCount; ++i) {
+      const std::string c(sim::to_string(static_cast<sim::EpochCause>(i)));
+      rows.push_back({"  flushed by " + c, {"epochs", "flushed_by", c}});
+    }
+  }
   rows.push_back({"line accesses", {"accesses"}});
   rows.push_back({"flushes", {"flushes"}});
   rows.push_back({"fences", {"fences"}});

@@ -5,6 +5,8 @@
 #include <bit>
 #include <utility>
 
+#include "pmlab/core/error.hpp"
+
 namespace pmlab::sim {
 
 namespace {
@@ -64,7 +66,11 @@ Hierarchy::Hierarchy(const SimParams& p)
   }
   // Machine's inline L1 hit path: LRU L1s with power-of-two set counts (private_ is reserved,
   // so these pointers stay valid).
-  for (int c = 0; c < p.cores; ++c) {
+  // Under a hardware persist barrier every store outside the filter must reach the epoch
+  // engine's conflict check, so the inline L1 hit path stays off (it has no such check).
+  if (p.persistency.hardware())
+    epochs_ = std::make_unique<EpochEngine>(*this, p.persistency, p.cores, llc_.slots());
+  for (int c = 0; c < p.cores && !epochs_; ++c) {
     Cache& l1 = priv(c, 0);
     LruPolicy* lru = l1.lru();
     if (lru == nullptr || !l1.pow2_sets()) continue;
@@ -77,6 +83,8 @@ Hierarchy::Hierarchy(const SimParams& p)
     cs.l1_ways = l1.ways();
   }
 }
+
+Hierarchy::~Hierarchy() = default;
 
 // Removes, downgrades (to clean Shared) or cleans `core`'s private copies of `line`; returns
 // whether any of them was dirty, so the caller can move that dirtiness down or write it.
@@ -106,6 +114,9 @@ bool Hierarchy::strip_private(int core, std::uint64_t line, Strip how) {
 void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot,
                        std::uint32_t pc) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  // Seed 004: the conflict rules run before the access, so a forced flush writes the old bytes.
+  if (epochs_) [[unlikely]]
+    epochs_->before_access(core, line, is_store);
   ++(is_store ? stores_ : loads_);
   Cache& l1 = priv(core, 0);
   std::uint64_t lat = 0;
@@ -150,6 +161,8 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
     if ((st & kExclusive) == 0) lat += upgrade(core, line);
     newly_dirty = (st & kDirty) == 0;  // filtered stores hit dirty lines only, never this
     l1.add_state(s1, kExclusive | kDirty);
+    if (epochs_) [[unlikely]]
+      epochs_->after_store(core, line, llc_.find(line));
   }
   if (interval_) {
     dispatch(core, params_.core.insts_per_access);
@@ -318,6 +331,10 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
 // non-inclusive LLC (1 core) leaves the private copies in place but cleans them, so the
 // newest bytes still leave exactly once and the crash image stays exact.
 void Hierarchy::evict_llc(std::size_t slot, int core) {
+  // A tagged victim is written only after everything its epoch must follow (replacement rule).
+  const bool tagged = epochs_ && epochs_->tagged(slot);
+  if (tagged) [[unlikely]]
+    epochs_->before_victim(slot, core);
   const std::uint64_t v = llc_.tag(slot);
   const std::uint64_t since = take_since(slot, v);
   bool dirty = (llc_.state(slot) & kDirty) != 0;
@@ -328,9 +345,12 @@ void Hierarchy::evict_llc(std::size_t slot, int core) {
   });
   ++llc_.counters().evictions;
   llc_.invalidate(slot);
-  if (!dirty) return;
-  ++llc_.counters().dirty_evictions;
-  write_back_victim(v, core, since);
+  if (dirty) {
+    ++llc_.counters().dirty_evictions;
+    write_back_victim(v, core, since);
+  }
+  if (tagged) [[unlikely]]
+    epochs_->after_victim(core);
 }
 
 // An evicted dirty line goes to the write queue; a full queue stalls the core whose miss
@@ -396,7 +416,8 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   const bool keep = mode == FlushMode::kClwb;
   const std::size_t s = llc_.find(line);
   std::uint64_t since = detail::kNever;
-  if (s != kNoSlot) {  // not in the LLC = not cached anywhere (inclusion)
+  if (s != kNoSlot) {                // not in the LLC = not cached anywhere (inclusion)
+    if (epochs_) epochs_->untag(s);  // an explicit flush takes the line out of its epoch
     since = take_since(s, line);
     dirty = (llc_.state(s) & kDirty) != 0;
     for_each_core(llc_.sharers(s), [&](int c) {
@@ -421,6 +442,36 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   if (interval_) icore_[static_cast<std::size_t>(core)].mshr[mshr] = done;
   if (cs.clock >= cs.deadline) [[unlikely]]
     periodic_tick(core);
+}
+
+void Hierarchy::epoch_barrier(int core) {
+  if (!epochs_)
+    throw Error(ErrorCode::kUnsupported,
+                "a persist barrier reaches the machine only under lb, lb-idt, lb-pf or lb++");
+  cores_[static_cast<std::size_t>(core)].clock += fence_latency_;
+  epochs_->barrier(core);
+}
+
+std::uint64_t Hierarchy::epoch_write_line(std::size_t slot, std::uint64_t t, int core,
+                                          WriteCause cause) {
+  const std::uint64_t line = llc_.tag(slot);
+  const bool inval = params_.persistency.invalidating_epoch_flush;
+  bool dirty = (llc_.state(slot) & kDirty) != 0;
+  for_each_core(llc_.sharers(slot), [&](int c) {
+    dirty |= strip_private(c, line, inval ? Strip::kInvalidate : Strip::kClean);
+  });
+  const std::uint64_t since = take_since(slot, line);
+  if (inval)
+    llc_.invalidate(slot);
+  else
+    llc_.drop_state(slot, kDirty);
+  return dirty ? nvm_write(line, cause, t, core, since) : t;
+}
+
+void Hierarchy::clear_filter_dirty(int core) {
+  const detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  for (std::uint64_t i = 0; i <= cs.filter_mask; ++i)
+    if (cs.filter[i] != detail::kNoEntry) cs.filter[i] &= ~std::uint64_t{1};
 }
 
 // A non-temporal store (x86 MOVNT*): a cached copy anywhere is removed first (written back if
@@ -549,12 +600,15 @@ void Hierarchy::join_clocks() {
 void Hierarchy::write_back_all(WriteCause cause) {
   std::uint64_t t = 0;
   for (const auto& c : cores_) t = std::max(t, c.clock);
+  if (epochs_) epochs_->drain(t);  // persistent lines in epoch order first
   for (std::size_t s = 0; s < llc_.slots(); ++s) {
     const std::uint64_t line = llc_.tag(s);
     if (line == kInvalidTag) continue;
     bool dirty = (llc_.state(s) & kDirty) != 0;
     for_each_core(llc_.sharers(s), [&](int c) { dirty |= strip_private(c, line, Strip::kClean); });
     if (!dirty) continue;
+    // Only a mutant's dependence cycle can leave a tagged line here; it leaves its epoch now.
+    if (epochs_) epochs_->untag(s);
     llc_.drop_state(s, kDirty);
     nvm_write(line, cause, t, 0, take_since(s, line));
   }
@@ -574,6 +628,7 @@ void Hierarchy::write_back_all(WriteCause cause) {
 }
 
 void Hierarchy::power_fail() {
+  if (epochs_) epochs_->power_fail();
   for (auto& c : private_) c.clear();
   llc_.clear();
   std::fill(filter_.begin(), filter_.end(), detail::kNoEntry);
@@ -604,6 +659,7 @@ void Hierarchy::reset_stats() {
   rob_stall_ = mshr_stall_ = 0;
   for (auto& pf : pf_) pf.reset_stats();
   pf_writes_ = pf_violations_ = 0;
+  if (epochs_) epochs_->reset_stats();
   nvm_ = NvmStats{};
   rb_.reset_stats();
   coh_ = CoherenceStats{};
@@ -810,6 +866,10 @@ LineState Hierarchy::probe(int core, std::uint64_t line) const {
     return r;
   }
   r.in_llc = true;
+  if (epochs_ && epochs_->tagged(s)) {
+    r.epoch_core = epochs_->tag_core(s);
+    r.epoch_seq = epochs_->tag_seq(s);
+  }
   r.dirty = (llc_.state(s) & kDirty) != 0;
   r.private_copies = std::popcount(llc_.sharers(s));
   for_each_core(llc_.sharers(s), [&](int c) {
@@ -862,6 +922,7 @@ SimStats Hierarchy::stats() const {
   s.levels.front().hits += s.filtered_accesses;  // the filter serves only L1 hits
   s.cycles = Cycles(max_clock);
   s.volatility = vol_;
+  if (epochs_) s.epochs = epochs_->stats();
   if (!pf_.empty()) {
     PreflushStats p;
     for (const Preflusher& pf : pf_) {

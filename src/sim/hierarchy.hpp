@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "cache.hpp"
+#include "epochs.hpp"
 #include "nt_store.hpp"
 #include "pmlab/sim/crash_image.hpp"
 #include "pmlab/sim/machine.hpp"
@@ -28,6 +30,7 @@ namespace pmlab::sim {
 class Hierarchy {
  public:
   explicit Hierarchy(const SimParams& p);
+  ~Hierarchy();
 
   // `l1_slot`: the line's L1 slot or kNoSlot when the caller has searched, else kUnsearched.
   static constexpr std::size_t kUnsearched = kNoSlot - 1;
@@ -36,6 +39,8 @@ class Hierarchy {
               std::uint32_t pc = 0);
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
+  // Seed 004: a persist barrier under a hardware barrier mode (the epoch engine).
+  void epoch_barrier(int core);
   // Non-temporal store of bytes [off, off + size) of `line` (SimParams::nt_stores).
   void store_nt(int core, std::uint64_t line, unsigned off, unsigned size);
   void fork_clocks(int from, int active_cores);
@@ -56,6 +61,13 @@ class Hierarchy {
   [[nodiscard]] detail::CoreState* core_states() { return cores_.data(); }
 
  private:
+  friend class EpochEngine;
+  // An epoch flush writes back the line in LLC slot `slot` (clean copies stay, or with
+  // invalidating_epoch_flush every copy goes) arriving at `t`; returns its acceptance time.
+  std::uint64_t epoch_write_line(std::size_t slot, std::uint64_t t, int core, WriteCause cause);
+  // A new epoch on `core`: stores to lines it holds dirty must reach the conflict check again.
+  void clear_filter_dirty(int core);
+
   // Interval model, per core: the loads still able to block retirement (a ring in dispatch
   // order: instruction count at dispatch, in-order retirement time) and the MSHRs (completion
   // time of the miss or flush each holds; free once the clock has passed it).
@@ -163,7 +175,8 @@ class Hierarchy {
   CoherenceStats coh_;
   std::vector<Preflusher> pf_;
   std::uint64_t pf_writes_ = 0,
-                pf_violations_ = 0;  // per core when SimParams::preflush.enabled, else empty
+                pf_violations_ = 0;      // per core when SimParams::preflush.enabled, else empty
+  std::unique_ptr<EpochEngine> epochs_;  // only under a hardware persist barrier (lb*)
 };
 
 }  // namespace pmlab::sim

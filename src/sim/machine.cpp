@@ -76,10 +76,7 @@ void Machine::store_nt(int core, LineAddr line, unsigned off, unsigned size) {
 }
 void Machine::epoch_barrier(int core) {
   if (functional_) return;
-  (void)core;
-  // The epoch engine (src/sim/epochs.*) is not built yet: refuse rather than pretend.
-  throw Error(ErrorCode::kUnsupported,
-              "hardware persist barriers (lb, lb-idt, lb-pf, lb++) are not implemented yet");
+  impl_->epoch_barrier(core);
 }
 void Machine::fence(int core) {
   if (functional_) return;

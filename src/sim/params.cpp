@@ -156,6 +156,9 @@ void SimParams::validate() const {
   if (persistency.hardware() && periodic_flush_cycles.value() != 0)
     bad("periodic cache cleaning cannot be combined with a hardware persist barrier (lb*): the "
         "barrier alone decides when a line persists");
+  // The epoch engine keeps its tags in the LLC and models neither PreFlush nor WC buffers.
+  if (persistency.hardware() && (!inclusive_llc || preflush.enabled || nt_stores))
+    bad("a hardware persist barrier (lb*) needs an inclusive LLC and no preflush or nt_stores");
   if (flush_mc_hop > 1'000'000)
     bad(fmt::format("flush_mc_hop must be at most 1000000 cycles (got {})", flush_mc_hop));
   if (!inclusive_llc && cores != 1)

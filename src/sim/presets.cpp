@@ -71,6 +71,33 @@ SimParams thesis_ch4() {
   return p;
 }
 
+SimParams micro15(int cores) {
+  SimParams p;
+  p.name = "micro15";
+  p.cores = cores;
+  p.threads = cores;  // "1 thread per core"
+  p.freq_ghz = 2.0;
+  p.l1 = {"L1", 32 * kKiB, 4, Cycles{3}, Replacement::kLru};
+  p.l2.reset();
+  // 32 tiles x 1 MB, modelled as one monolithic LLC of 1 MB per core (docs/simulator.md
+  // "Persist barriers": the bank protocol matters for order only, not for this timing).
+  p.llc = {"L2", static_cast<std::uint64_t>(cores > 0 ? cores : 1) * kMiB, 16, Cycles{30},
+           Replacement::kLru};
+  p.nvm.read_ns = 120.0;   // 240 cycles at 2 GHz
+  p.nvm.write_ns = 180.0;  // 360 cycles
+  // Not given: 4 MCs at the chip corners. Assumed 32 entries and 8 banks per MC.
+  p.nvm.write_queue_entries = 128;
+  p.nvm.write_units = 32;
+  // "OoO, ROB 192"; the issue width is not given (8 as pact17); MSHRs as lp-isca18.
+  p.core.issue_width = 8;
+  p.core.rob_entries = 192;
+  p.core.mshrs = 16;
+  p.persistency.max_inflight = 8;  // §4.3: 8 in-flight epochs, 4 IDT register pairs
+  p.persistency.idt_regs = 4;
+  p.validate();
+  return p;
+}
+
 SimParams cachegrind_like(CacheGeometry d1, CacheGeometry ll) {
   for (const auto& [what, g] : {std::pair{"D1", d1}, std::pair{"LL", ll}}) {
     if (g.line_bytes != kCacheLineBytes)
@@ -93,13 +120,14 @@ SimParams cachegrind_like(CacheGeometry d1, CacheGeometry ll) {
 }
 
 std::vector<std::string_view> preset_names() {
-  return {"lp-isca18", "pact17", "cachegrind", "thesis-ch4"};
+  return {"lp-isca18", "pact17", "cachegrind", "thesis-ch4", "micro15"};
 }
 
 SimParams preset(std::string_view name) {
   if (name == "lp-isca18") return lp_isca18();
   if (name == "pact17") return pact17();
   if (name == "thesis-ch4") return thesis_ch4();
+  if (name == "micro15") return micro15();
   if (name == "cachegrind") return cachegrind_like({64 * kKiB, 8, 64}, {512 * kKiB, 8, 64});
   throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown simulator preset '{}' (known: {})",
                                                        name, fmt::join(preset_names(), ", ")));

@@ -17,8 +17,49 @@ std::string_view to_string(WriteCause c) {
       return "drain";
     case WriteCause::kNonTemporal:
       return "non_temporal";
+    case WriteCause::kEpochOnline:
+      return "epoch_online";
+    case WriteCause::kEpochProactive:
+      return "epoch_proactive";
   }
   return "?";
+}
+
+std::string_view to_string(EpochCause c) {
+  switch (c) {
+    case EpochCause::kNatural:
+      return "natural";
+    case EpochCause::kIntra:
+      return "intra";
+    case EpochCause::kInterRaw:
+      return "inter_raw";
+    case EpochCause::kInterWaw:
+      return "inter_waw";
+    case EpochCause::kReplacement:
+      return "replacement";
+    case EpochCause::kCapacity:
+      return "capacity";
+    case EpochCause::kProactive:
+      return "proactive";
+    case EpochCause::kDrain:
+      return "drain";
+  }
+  return "?";
+}
+
+std::uint64_t EpochStats::conflicting() const {
+  const auto n = [&](EpochCause c) { return flushed_by[static_cast<std::size_t>(c)]; };
+  return n(EpochCause::kIntra) + n(EpochCause::kInterRaw) + n(EpochCause::kInterWaw) +
+         n(EpochCause::kReplacement);
+}
+double EpochStats::conflict_pct() const {
+  return epochs == 0 ? 0.0
+                     : 100.0 * static_cast<double>(conflicting()) / static_cast<double>(epochs);
+}
+std::uint64_t EpochStats::stall_total() const {
+  std::uint64_t t = 0;
+  for (std::uint64_t x : stall_cycles) t += x;
+  return t;
 }
 
 nlohmann::json to_json(const SimStats& s) {
@@ -40,7 +81,8 @@ nlohmann::json to_json(const SimStats& s) {
   j["nvm_reads"] = s.nvm.reads;
   j["nvm_writes"] = s.nvm.writes;
   auto& by_cause = j["nvm_writes_by_cause"] = nlohmann::json::object();
-  for (std::size_t i = 0; i < kWriteCauseCount; ++i)
+  const std::size_t causes = s.epochs ? kWriteCauseCount : kWriteCauseCountOff;
+  for (std::size_t i = 0; i < causes; ++i)
     by_cause[std::string(to_string(static_cast<WriteCause>(i)))] = s.nvm.writes_by_cause[i];
   j["write_queue_stall_cycles"] = s.nvm.write_queue_stall_cycles;
   if (s.nvm.row_buffer) j["row_buffer"] = to_json(*s.nvm.row_buffer);
@@ -79,6 +121,24 @@ nlohmann::json to_json(const SimStats& s) {
                      // coverage: flushes ACKed early; accuracy: PreFlushes that were used.
                      {"coverage", ratio(p.correct, s.flushes)},
                      {"accuracy", ratio(p.correct, p.issued)}};
+  }
+  if (s.epochs) {
+    const EpochStats& e = *s.epochs;
+    auto& je = j["epochs"] = {{"barriers", e.barriers},
+                              {"epochs", e.epochs},
+                              {"splits", e.splits},
+                              {"idt_deps", e.idt_deps},
+                              {"idt_overflows", e.idt_overflows},
+                              {"conflicting", e.conflicting()},
+                              {"conflict_pct", e.conflict_pct()},
+                              {"stall_cycles", e.stall_total()}};
+    auto& by = je["flushed_by"] = nlohmann::json::object();
+    auto& stall = je["stall_cycles_by_cause"] = nlohmann::json::object();
+    for (std::size_t i = 0; i < kEpochCauseCount; ++i) {
+      const std::string c(to_string(static_cast<EpochCause>(i)));
+      by[c] = e.flushed_by[i];
+      stall[c] = e.stall_cycles[i];
+    }
   }
   return j;
 }

@@ -56,11 +56,22 @@ void write_entry(B& b, Entry& e, std::uint64_t a, std::uint64_t w1, std::uint64_
   v[kEntryWords - 1] = entry_checksum([&](std::size_t k) { return v[k]; });
   for (std::size_t k = 0; k < kEntryWords; ++k) b.store(&e.w[k], v[k]);
 }
+// Plain loads and stores outside any backend: the initial fill of a pool (which the pool makes
+// durable) shares its code with a restart, which writes through the backend.
+struct DirectStores {
+  template <class T>
+  [[nodiscard]] T load(const T* p) const {
+    return *p;
+  }
+  template <class T>
+  void store(T* p, T v) const {
+    *p = v;
+  }
+};
+
 // The same entry written directly (initial fill and references, outside any backend).
 inline void fill_entry(Entry& e, std::uint64_t a, std::uint64_t w1, std::uint64_t id) {
-  struct Direct {
-    void store(std::uint64_t* p, std::uint64_t v) { *p = v; }
-  } d;
+  DirectStores d;
   write_entry(d, e, a, w1, id);
 }
 // True if e is whole: checksum matches and the payload is the one of `id`.

@@ -25,6 +25,9 @@ struct LineState {
   bool in_llc = false;     // in the shared LLC
   bool dirty = false;      // dirty in any cache of any core (one NVM write to clean it)
   int private_copies = 0;  // cores whose private caches hold the line
+  // Seed 004, hardware barriers: the (core, epoch) tag of the line's unpersisted data, or -1.
+  int epoch_core = -1;
+  std::uint64_t epoch_seq = 0;
 };
 
 class Hierarchy;  // src/sim/hierarchy.hpp

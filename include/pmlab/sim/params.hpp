@@ -108,7 +108,8 @@ struct PreflushParams {
 //              flushed in order on a conflict or a replacement (buffered epoch persistency).
 //  kLbIdt:     LB + inter-thread dependence tracking instead of online flushes.
 //  kLbPf:      LB + proactive flushing of completed epochs.
-//  kLbPlusPlus: LB + IDT + PF (LB++). Epoch splitting avoids the deadlock of Fig. 5 in every LB mode.
+//  kLbPlusPlus: LB + IDT + PF (LB++). Epoch splitting avoids the deadlock of Fig. 5 in every LB
+//  mode.
 enum class Barrier : std::uint8_t { kNone, kSoftware, kLb, kLbIdt, kLbPf, kLbPlusPlus };
 [[nodiscard]] std::string_view to_string(Barrier b);
 [[nodiscard]] Barrier barrier_from_string(std::string_view s);  // throws pmlab::Error
@@ -123,6 +124,16 @@ struct PersistencyParams {
   // the seed's choice); §7 compares the two.
   bool invalidating_epoch_flush = false;
   Cycles epoch_ack{60};  // BankAck + PersistCMP handshake after an epoch's last write
+  // Negative controls of the epoch engine (tests only; the persist-order oracle must catch each):
+  // every switch breaks one rule of docs/simulator.md "Persist barriers" on purpose.
+  struct Debug {
+    bool no_intra_flush = false;        // an intra-thread conflict just retags the line
+    bool no_replacement_order = false;  // an LLC victim is written before its older epochs
+    bool ignore_deps = false;           // IDT dependences are recorded but never enforced
+    bool no_split = false;              // a conflict on an ongoing epoch does not split it
+    bool dep_only_waw = false;          // IDT: a WAW conflict only records a dependence
+    bool per_bank_no_arbiter = false;   // Fig. 7a: 2 LLC banks flush their lines independently
+  } debug;
 
   [[nodiscard]] bool hardware() const { return barrier >= Barrier::kLb; }
   [[nodiscard]] bool idt() const {

@@ -24,6 +24,13 @@ namespace pmlab::sim {
 // FR-FCFS, RQ 32 / WQ 64, drain at 85 % down to 50 %, >= 16 writes per drain.
 [[nodiscard]] SimParams thesis_ch4();
 
+// Seed 004 (Joshi et al., MICRO'15) Table 1: 32 cores at 2 GHz, 1 thread each, private L1D
+// 32 KB 4-way 3 cyc, shared LLC 1 MB per core (32 tiles) 16-way 30 cyc, NVRAM 120 ns read /
+// 180 ns write. Assumed (not in the seed): a monolithic LLC, 4 MCs x 32-entry write queues
+// = 128 entries, 8 banks per MC = 32 write units. The persist barrier stays the default (sw)
+// until --barrier picks lb, lb-idt, lb-pf or lb++ (8 in-flight epochs, 4 IDT registers).
+[[nodiscard]] SimParams micro15(int cores = 32);
+
 // Geometry of one cachegrind cache (--D1=size,assoc,line / --LL=...).
 struct CacheGeometry {
   std::uint64_t size_bytes = 0;
@@ -38,8 +45,9 @@ struct CacheGeometry {
 // sizes are rejected with kInvalidArgument.
 [[nodiscard]] SimParams cachegrind_like(CacheGeometry d1, CacheGeometry ll);
 
-// Preset by name ("lp-isca18", "pact17", "cachegrind" = cachegrind_like with lp-isca18's
-// L1 and L2 geometry: D1 64 KB 8-way, LL 512 KB 8-way); throws kInvalidArgument listing the names.
+// Preset by name ("lp-isca18", "pact17", "thesis-ch4", "micro15", "cachegrind" = cachegrind_like
+// with lp-isca18's L1 and L2 geometry: D1 64 KB 8-way, LL 512 KB 8-way); throws kInvalidArgument
+// listing the names.
 [[nodiscard]] SimParams preset(std::string_view name);
 [[nodiscard]] std::vector<std::string_view> preset_names();
 

@@ -233,13 +233,26 @@ class SimBackend {
   [[noreturn]] void power_failure(std::uint64_t op);
 
   // A store's bytes reach memory after the crash check and before the model sees the access:
-  // periodic cleaning at the end of this very op must write the new value back.
+  // periodic cleaning at the end of this very op must write the new value back. Under a
+  // hardware persist barrier the model goes first instead (periodic cleaning is refused
+  // there), so a conflict flush this store forces captures the line's old bytes.
   template <bool IsStore, class Write>
   void access(const void* p, std::size_t size, Write&& write, std::uint32_t pc = 0) {
     const bool model = count_op();
+    if constexpr (IsStore) {
+      if (hardware_barrier_) [[unlikely]] {
+        if (model) touch_lines<IsStore>(p, size, pc);
+        write();
+        return;
+      }
+    }
     write();
     if (!model) [[unlikely]]
       return;
+    touch_lines<IsStore>(p, size, pc);
+  }
+  template <bool IsStore>
+  void touch_lines(const void* p, std::size_t size, std::uint32_t pc) {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     const LineAddr first(a / kCacheLineBytes);
     touch<IsStore>(first, pc);

@@ -24,8 +24,16 @@ enum class WriteCause : std::uint8_t {
   kDrain,     // explicit end-of-run drain, via Machine::write_back_all
   // A write-combining buffer of non-temporal stores (SimParams::nt_stores).
   kNonTemporal,
+  // Seed 004's epoch engine (hardware persist barriers only): a line written by an epoch flush
+  // the core waited for (a conflict, capacity, an older epoch of a victim), or by a proactive
+  // flush of a completed epoch (PF, off the critical path). Victims stay kEviction.
+  kEpochOnline,
+  kEpochProactive,
 };
-inline constexpr std::size_t kWriteCauseCount = 5;
+inline constexpr std::size_t kWriteCauseCount = 7;
+// Causes 0..kWriteCauseCountOff-1 exist in every mode; the epoch causes only with a hardware
+// barrier, so the JSON and text reports show them only then (existing outputs unchanged).
+inline constexpr std::size_t kWriteCauseCountOff = 5;
 [[nodiscard]] std::string_view to_string(WriteCause c);
 
 struct LevelStats {
@@ -93,6 +101,38 @@ struct PreflushStats {
   std::uint64_t storage_bytes_per_core = 0;
 };
 
+// Why an epoch was flushed (seed 004, Fig. 12): it left naturally (all its lines evicted or
+// still written at drain without any forced flush), or a request forced it.
+enum class EpochCause : std::uint8_t {
+  kNatural,      // its lines left by plain evictions; nothing forced it
+  kIntra,        // the core stored to a line of one of its older epochs (Fig. 3b)
+  kInterRaw,     // another core read one of its lines (Fig. 3a/4a; LB, or IDT overflow)
+  kInterWaw,     // another core wrote one of its lines
+  kReplacement,  // a younger epoch's line was evicted from the LLC
+  kCapacity,     // a barrier found max_inflight epochs unpersisted
+  kProactive,    // PF: flushed once completed, off the critical path
+  kDrain,        // the end-of-run write-back
+};
+inline constexpr std::size_t kEpochCauseCount = 8;
+[[nodiscard]] std::string_view to_string(EpochCause c);
+
+// The epoch engine's counters, present only under a hardware barrier (lb, lb-idt, lb-pf, lb++).
+struct EpochStats {
+  std::uint64_t barriers = 0;       // program persist barriers
+  std::uint64_t epochs = 0;         // epochs persisted (program epochs and split halves)
+  std::uint64_t splits = 0;         // hardware-inserted epoch boundaries (Fig. 5b)
+  std::uint64_t idt_deps = 0;       // dependences recorded instead of online flushes
+  std::uint64_t idt_overflows = 0;  // dependences that found the registers full (LB fallback)
+  std::array<std::uint64_t, kEpochCauseCount> flushed_by{};    // persisted epochs by cause
+  std::array<std::uint64_t, kEpochCauseCount> stall_cycles{};  // online waits by cause
+
+  // Fig. 12: epochs flushed because a memory request needed it (intra, inter, replacement);
+  // capacity is reported apart (the seed does not say whether it counts).
+  [[nodiscard]] std::uint64_t conflicting() const;
+  [[nodiscard]] double conflict_pct() const;
+  [[nodiscard]] std::uint64_t stall_total() const;
+};
+
 struct SimStats {
   Cycles cycles{0};                 // max over cores of the per-core clocks
   std::vector<Cycles> core_cycles;  // per simulated core
@@ -113,6 +153,7 @@ struct SimStats {
   CoherenceStats coherence;
   VolatilityStats volatility;
   std::optional<PreflushStats> preflush;  // set when SimParams::preflush.enabled
+  std::optional<EpochStats> epochs;       // set under a hardware persist barrier (lb*)
 
   [[nodiscard]] std::uint64_t accesses() const { return loads + stores; }
   [[nodiscard]] const LevelStats& l1() const { return levels.front(); }
