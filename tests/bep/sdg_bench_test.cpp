@@ -87,6 +87,19 @@ TEST(BepSdgBench, BarrierModeDoesNotChangeTheProgram) {
   EXPECT_EQ(none.stats.fences, 0u);
 }
 
+// The hardware barriers (the epoch engine): the same program as sw, and the same final content.
+TEST(BepSdgBench, HardwareBarriersRunTheSameProgramAndVerify) {
+  const auto sw = run::simulate(test::bench_spec("sdg", "tx", 64, 4, 16));
+  for (const auto b :
+       {sim::Barrier::kLb, sim::Barrier::kLbIdt, sim::Barrier::kLbPf, sim::Barrier::kLbPlusPlus}) {
+    const auto spec = test::bench_spec("sdg", "tx", 64, 4, 16, b);
+    const auto hw = run::simulate(spec);
+    EXPECT_EQ(hw.stats.loads, sw.stats.loads) << sim::to_string(b);
+    EXPECT_EQ(hw.stats.stores, sw.stats.stores) << sim::to_string(b);
+    test::expect_simulated_run_verifies(spec);
+  }
+}
+
 TEST(BepSdgBench, CrashCampaignUnderTheSoftwareBarrierAllPass) {
   const auto r = test::campaign(test::bench_spec("sdg", "tx", 48, 4, 12), 200);
   test::expect_all_pass(r);
