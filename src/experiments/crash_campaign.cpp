@@ -625,7 +625,15 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
 std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
   const SimKernel& sk = spec.user ? spec.user->sim : find_sim_kernel(spec.run.kernel);
   if (!sk.mutants) return {};  // a kernel built without the declarations has none
-  return sk.mutants(spec.run.scheme).list();
+  auto ms = sk.mutants(spec.run.scheme).list();
+  // Under a hardware persist barrier (lb*) the BEP code neither flushes nor fences: dropping
+  // them changes nothing, so they are no control there (the engine's own mutants are,
+  // tests/sim/sim_oracle_test.cpp).
+  if (spec.machine.persistency.hardware())
+    std::erase_if(ms, [](mem::Mutation m) {
+      return m == mem::Mutation::kNoFlush || m == mem::Mutation::kNoFence;
+    });
+  return ms;
 }
 
 void require_applicable(const SimRunSpec& spec, mem::Mutation m) {

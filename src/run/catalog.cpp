@@ -19,6 +19,11 @@ KernelDriver make_gauss_driver();
 KernelDriver make_conv2d_driver();
 KernelDriver make_fft_driver();
 KernelDriver make_gemm_driver();
+KernelDriver make_sps_driver();  // seed 004 BEP (docs/bep.md)
+KernelDriver make_rbtree_driver();
+KernelDriver make_sdg_driver();
+KernelDriver make_hash_driver();
+KernelDriver make_queue_driver();
 SimKernel make_tmm_sim();
 SimKernel make_cholesky_sim();
 SimKernel make_lu_sim();
@@ -26,6 +31,11 @@ SimKernel make_gauss_sim();
 SimKernel make_conv2d_sim();
 SimKernel make_fft_sim();
 SimKernel make_gemm_sim();
+SimKernel make_sps_sim();
+SimKernel make_rbtree_sim();
+SimKernel make_sdg_sim();
+SimKernel make_hash_sim();
+SimKernel make_queue_sim();
 
 namespace {
 
@@ -39,7 +49,9 @@ constexpr CatalogEntry kCatalog[] = {
     {make_tmm_driver, make_tmm_sim},       {make_cholesky_driver, make_cholesky_sim},
     {make_lu_driver, make_lu_sim},         {make_gauss_driver, make_gauss_sim},
     {make_conv2d_driver, make_conv2d_sim}, {make_fft_driver, make_fft_sim},
-    {make_gemm_driver, make_gemm_sim},
+    {make_gemm_driver, make_gemm_sim},     {make_sps_driver, make_sps_sim},
+    {make_rbtree_driver, make_rbtree_sim}, {make_sdg_driver, make_sdg_sim},
+    {make_hash_driver, make_hash_sim},     {make_queue_driver, make_queue_sim},
 };
 
 template <class T>

@@ -145,6 +145,20 @@ class SimBackend {
   [[nodiscard]] bool checking_order() const { return oracle_ != nullptr; }
   [[nodiscard]] const PersistOracle* oracle() const { return oracle_.get(); }
   [[nodiscard]] Barrier barrier() const { return machine_.params().persistency.barrier; }
+  // Runs fn with no fiber switch inside it, so that a critical section stays atomic in
+  // simulation order under --interleave-quantum too (seed 004 D9: locks are no-ops in the
+  // simulator). A quantum used up inside ends the turn at the first op after fn. Without
+  // fine-grained interleaving switch_at_ is already disarmed and this is just fn().
+  template <class Fn>
+  void atomically(Fn&& fn) {
+    struct Restore {
+      SimBackend& b;
+      std::uint64_t at;
+      ~Restore() { b.switch_at_ = at; }
+    } restore{*this, switch_at_};
+    switch_at_ = kDisarmed;
+    fn();
+  }
   void region_begin(mem::RegionId) { ++region_begins_; }
   void region_end(mem::RegionId r) {
     commits_.push_back({r, thread_, ops_, machine_.clock(core_)});

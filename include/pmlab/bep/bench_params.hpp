@@ -1,0 +1,53 @@
+// The parameters every BEP benchmark kernel shares: --n entries, --ops per thread, the barrier.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "pmlab/bep/epoch_tracked.hpp"
+#include "pmlab/core/error.hpp"
+#include "pmlab/mem/mutation.hpp"
+#include "pmlab/kernels/checks.hpp"
+#include "pmlab/pool/params.hpp"
+#include "pmlab/run/catalog.hpp"
+
+namespace pmlab::bep {
+
+// The negative controls of the tx scheme (scheme/scheme.hpp Scheme::mutants): its software
+// barrier is write-backs + a fence, so dropping either must break its crash campaigns under
+// --barrier sw (under lb* nothing flushes: crash_campaign drops them there).
+inline constexpr mem::MutationSet kTxMutants{mem::Mutation::kNoFlush, mem::Mutation::kNoFence};
+
+// Transactions per thread when --ops is absent: small, so that the catalog-wide crash and kill
+// suites stay cheap; benchmarks pass --ops (docs/bep.md).
+inline constexpr std::uint64_t kDefaultOps = 16;
+inline constexpr std::uint64_t kMaxOps = 1u << 24;
+inline constexpr std::uint64_t kMaxEntries = 1u << 22;  // 2 GiB of 512 B entries
+
+[[nodiscard]] inline std::uint64_t ops_of(const pool::RunParams& p) {
+  return p.kernel_param("ops", kDefaultOps);
+}
+
+[[nodiscard]] inline std::vector<run::KernelParamSpec> bench_params() {
+  return {{.name = "ops",
+           .help = fmt::format("transactions per thread (default {})", kDefaultOps),
+           .min = 1,
+           .max = kMaxOps}};
+}
+
+// --n entries and --threads; --bs is unused by the benchmarks and only range-checked.
+inline void require_bench_sizes(std::string_view kernel, const pool::RunParams& p) {
+  run::require_sizes(kernel, p, kMaxEntries);
+}
+
+// Runs fn(tracked) with the backend wrapped for epoch persistency under `mode`.
+template <mem::Backend B, class Fn>
+void with_epochs(B& b, sim::Barrier mode, Fn&& fn) {
+  EpochTracked<B> et(b, mode);
+  fn(et);
+}
+
+}  // namespace pmlab::bep

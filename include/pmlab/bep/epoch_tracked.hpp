@@ -1,0 +1,180 @@
+// Epoch persistency over any memory backend: per-thread write sets, the persist barrier, locks.
+//
+// The BEP micro-benchmarks (docs/bep.md) are written once against EpochBackend. EpochTracked
+// gives it to every mem::Backend:
+//   - barrier(): ends the calling thread's epoch. Software EP (sim::Barrier::kSoftware, the only
+//     mode natively) writes back the lines this thread stored since its last barrier with the
+//     backend's own flush, then fences; kNone does nothing (the no-persistency negative control);
+//     the hardware modes (lb, lb-idt, lb-pf, lb++) hand the barrier to the simulator's epoch
+//     engine (SimBackend::persist_barrier) and keep no write set.
+//   - exclusive(stripe, fn): natively a striped std::mutex; in the simulator fn() alone, since
+//     one parallel_for iteration is atomic in simulation order (spec D9).
+//   - thread(): the executing thread (simulated thread, or the OpenMP thread number).
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "pmlab/core/error.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/sim/params.hpp"
+
+namespace pmlab::bep {
+
+// A backend the benchmarks can run on: a mem::Backend plus epochs and critical sections.
+template <class B>
+concept EpochBackend = mem::Backend<B> && requires(B& b) {
+  b.barrier();
+  b.exclusive(std::size_t{0}, [] {});
+  { b.thread() } -> std::convertible_to<int>;
+  { b.mode() } -> std::same_as<sim::Barrier>;
+};
+
+// True for the simulator's backend (it knows the running simulated thread).
+template <class B>
+concept SimulatedBackend = requires(const B& b) {
+  { b.current_thread() } -> std::convertible_to<int>;
+};
+
+// The barrier a backend was configured with: the simulator's --barrier, software EP natively.
+template <mem::Backend B>
+[[nodiscard]] sim::Barrier configured_barrier(const B& b) {
+  if constexpr (requires {
+                  { b.barrier() } -> std::same_as<sim::Barrier>;
+                })
+    return b.barrier();
+  else
+    return sim::Barrier::kSoftware;
+}
+
+// Refuses a hardware barrier with more threads than cores: the epoch engine tags lines by core,
+// so thread t must be core t (spec D8).
+template <mem::Backend B>
+void require_thread_per_core(const B& b, sim::Barrier mode) {
+  if (mode == sim::Barrier::kNone || mode == sim::Barrier::kSoftware) return;
+  if constexpr (requires { b.machine().params().cores; }) {
+    const int cores = b.machine().params().cores;
+    if (b.threads() > cores)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("--barrier {} needs one thread per core: --threads {} > --cores {} "
+                              "(the epoch engine tags lines by core)",
+                              sim::to_string(mode), b.threads(), cores));
+  } else {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--barrier {} exists only in the simulator (natively the barrier is "
+                            "software: write back the epoch's lines, then sfence)",
+                            sim::to_string(mode)));
+  }
+}
+
+template <mem::Backend B>
+class EpochTracked {
+ public:
+  static constexpr std::size_t kStripes = 256;
+
+  // mode: normally configured_barrier(inner); a scheme without persistency passes kNone.
+  EpochTracked(B& inner, sim::Barrier mode)
+      : b_(inner),
+        mode_(mode),
+        sets_(static_cast<std::size_t>(std::max(inner.threads(), 1))),
+        locks_(std::make_unique<std::array<std::mutex, kStripes>>()) {
+    require_thread_per_core(inner, mode);
+  }
+
+  template <class T>
+  [[nodiscard]] T load(const T* p) {
+    return b_.load(p);
+  }
+  // Records the line in the thread's write set (software EP only: the other modes need none).
+  template <class T>
+  void store(T* p, T v) {
+    b_.store(p, v);
+    if (mode_ != sim::Barrier::kSoftware) return;
+    const auto line = reinterpret_cast<std::uintptr_t>(p) / 64;
+    auto& ws = sets_[slot()].lines;
+    if (ws.empty() || ws.back() != line) ws.push_back(line);
+    const auto last = (reinterpret_cast<std::uintptr_t>(p) + sizeof(T) - 1) / 64;
+    if (last != line) ws.push_back(last);
+  }
+  void flush(const void* p) { b_.flush(p); }
+  void fence() { b_.fence(); }
+  void persist(const void* p, std::size_t len) { b_.persist(p, len); }
+  void region_begin(mem::RegionId r) { b_.region_begin(r); }
+  void region_end(mem::RegionId r) { b_.region_end(r); }
+  template <class Fn>
+  void parallel_for(std::size_t begin, std::size_t end, Fn&& fn) {
+    b_.parallel_for(begin, end, std::forward<Fn>(fn));
+  }
+  [[nodiscard]] int threads() const { return b_.threads(); }
+
+  // Ends the calling thread's epoch: every store before it persists before any store after it.
+  void barrier() {
+    switch (mode_) {
+      case sim::Barrier::kNone:
+        return;
+      case sim::Barrier::kSoftware: {
+        auto& ws = sets_[slot()].lines;
+        if (ws.empty()) return;
+        std::sort(ws.begin(), ws.end());
+        ws.erase(std::unique(ws.begin(), ws.end()), ws.end());
+        for (const auto line : ws) b_.flush(reinterpret_cast<const void*>(line * 64));
+        b_.fence();
+        ws.clear();
+        return;
+      }
+      default:
+        if constexpr (requires { b_.persist_barrier(); }) b_.persist_barrier();
+        return;
+    }
+  }
+
+  template <class Fn>
+  void exclusive(std::size_t stripe, Fn&& fn) {
+    if constexpr (SimulatedBackend<B>) {
+      // Atomic in simulation order (D9), under --interleave-quantum too.
+      if constexpr (requires { b_.atomically(fn); })
+        b_.atomically(fn);
+      else
+        fn();
+    } else {
+      std::lock_guard lock((*locks_)[stripe % kStripes]);
+      fn();
+    }
+  }
+
+  [[nodiscard]] int thread() const {
+    if constexpr (SimulatedBackend<B>)
+      return b_.current_thread();
+    else
+      return omp_in_parallel() ? omp_get_thread_num() : 0;
+  }
+  [[nodiscard]] sim::Barrier mode() const { return mode_; }
+  [[nodiscard]] B& inner() { return b_; }
+
+ private:
+  // Padded so that two threads' write sets never share a cache line.
+  struct alignas(64) WriteSet {
+    std::vector<std::uintptr_t> lines;
+  };
+  [[nodiscard]] std::size_t slot() const {
+    return static_cast<std::size_t>(thread()) % sets_.size();
+  }
+
+  B& b_;
+  sim::Barrier mode_;
+  std::vector<WriteSet> sets_;
+  std::unique_ptr<std::array<std::mutex, kStripes>> locks_;
+};
+
+}  // namespace pmlab::bep

@@ -1,0 +1,126 @@
+// rbtree (seed 004 BEP, docs/bep.md) as the drivers see it: the node heap, --ops, schemes tx
+// (undo-log transactions under epoch persistency) and base (no persistency; restart), and the
+// verification of the tree's invariants and of its key set against the replay of every op.
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "pmlab/bep/bench_params.hpp"
+#include "pmlab/bep/rbtree.hpp"
+#include "pmlab/core/error.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+
+namespace pmlab::run {
+namespace {
+
+namespace rb = bep::rbtree;
+
+// A transaction logs at most kTxMaxLines lines. A red-black insert's write set is about
+// 1.5·h + 10 node lines (recolouring climbs two levels per three nodes), h <= 2·log2(n + 1),
+// which stays below 64 up to 2^15 nodes (the spec's full size).
+constexpr std::uint64_t kMaxNodes = std::uint64_t{1} << 15;
+
+struct RbtreeOperands {
+  std::uint64_t* heap = nullptr;
+  rb::Shape shape;
+};
+using Ctx = SchemeContext<RbtreeOperands>;
+
+rb::Shape shape_of(const pool::RunParams& p) {
+  return {p.n, p.threads, bep::ops_of(p), p.seed};
+}
+
+bep::TxLog* logs_of(const Ctx& c) {
+  return c.pool.array<bep::TxLog>("txlog");
+}
+
+constexpr auto kSchemes = std::tuple{
+    Scheme{.name = "tx",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 return std::vector<pool::ArraySpec>{{"txlog", p.threads * sizeof(bep::TxLog)}};
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t) {
+                 bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
+                   rb::run_tx(et, c.op.heap, logs_of(c), c.op.shape);
+                 });
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "undo-log rollback, per-thread resume";
+             bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
+               r.recovery.regions_recomputed =
+                   rb::recover_tx(et, c.op.heap, logs_of(c), c.op.shape);
+             });
+             return 0;  // each thread resumes at its own count (bep/progress.hpp)
+           },
+           .mutants = bep::kTxMutants},
+    Scheme{.name = "base",
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t) {
+                 bep::with_epochs(be, sim::Barrier::kNone,
+                                  [&](auto& et) { rb::run_base(et, c.op.heap, c.op.shape); });
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "restart";  // no log: back to the initial tree
+             rb::build_initial(be, rb::tree_of(c.op.heap, c.op.shape), c.op.shape);
+             return 0;
+           }},
+};
+
+struct Rbtree {
+  using Operands = RbtreeOperands;
+  static constexpr std::string_view kName = "rbtree";
+  static constexpr std::uint64_t kCrashTestMaxN = 256;
+  static constexpr bool kPowerOfTwoN = false;
+  static constexpr const auto& schemes = kSchemes;
+
+  static std::vector<KernelParamSpec> params() { return bep::bench_params(); }
+  static void validate(const pool::RunParams& p) {
+    bep::require_bench_sizes(kName, p);
+    if (p.n > kMaxNodes)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("rbtree: --n {} exceeds {} nodes (a rebalance must fit the undo "
+                              "log's {} lines)",
+                              p.n, kMaxNodes, bep::kTxMaxLines));
+  }
+  static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
+    return {{"rbtree", shape_of(p).heap_words() * sizeof(std::uint64_t)}};
+  }
+  static void init(pool::Pool& pool) {
+    rb::init(pool.array<std::uint64_t>("rbtree"), shape_of(pool.params()));
+  }
+  static Operands operands(const pool::Pool& pool) {
+    return {pool.array<std::uint64_t>("rbtree"), shape_of(pool.params())};
+  }
+  static OutputBytes output(const Operands& op) {
+    return {op.heap, op.shape.heap_words() * sizeof(std::uint64_t)};
+  }
+  static VerifyResult verify(const pool::Pool& pool) {
+    const rb::Shape s = shape_of(pool.params());
+    const auto c = rb::check_all(pool.array<std::uint64_t>("rbtree"), s, s.ops);
+    return {c.keys, c.bad, c.first};
+  }
+  // An op walks about log2(n) nodes (key and a link each) and an insert writes a node.
+  static std::uint64_t base_refs(const pool::RunParams& p) {
+    std::uint64_t depth = 1;
+    while ((std::uint64_t{1} << depth) < p.n) ++depth;
+    return p.threads * bep::ops_of(p) * (2 * depth + bep::kEntryWords / 3);
+  }
+};
+static_assert(ResumableKernel<Rbtree>);
+
+}  // namespace
+
+KernelDriver make_rbtree_driver() {
+  return make_kernel_driver<Rbtree>();
+}
+SimKernel make_rbtree_sim() {
+  return make_sim_kernel<Rbtree>();
+}
+
+}  // namespace pmlab::run

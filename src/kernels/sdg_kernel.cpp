@@ -1,0 +1,119 @@
+// sdg (seed 004 BEP, docs/bep.md) as the drivers see it: vertices and edge entries in one heap,
+// --ops, schemes tx (undo-log transactions under epoch persistency) and base (no persistency;
+// restart), and the verification of adjacency symmetry and of the edge set against the replay.
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "pmlab/bep/bench_params.hpp"
+#include "pmlab/bep/sdg.hpp"
+#include "pmlab/core/error.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+
+namespace pmlab::run {
+namespace {
+
+namespace sg = bep::sdg;
+
+struct SdgOperands {
+  std::uint64_t* heap = nullptr;
+  sg::Shape shape;
+};
+using Ctx = SchemeContext<SdgOperands>;
+
+sg::Shape shape_of(const pool::RunParams& p) {
+  return {p.n, p.threads, bep::ops_of(p), p.seed};
+}
+
+bep::TxLog* logs_of(const Ctx& c) {
+  return c.pool.array<bep::TxLog>("txlog");
+}
+
+constexpr auto kSchemes = std::tuple{
+    Scheme{.name = "tx",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 return std::vector<pool::ArraySpec>{{"txlog", p.threads * sizeof(bep::TxLog)}};
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t) {
+                 bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
+                   sg::run_tx(et, c.op.heap, logs_of(c), c.op.shape);
+                 });
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "undo-log rollback, per-thread resume";
+             bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
+               r.recovery.regions_recomputed =
+                   sg::recover_tx(et, c.op.heap, logs_of(c), c.op.shape);
+             });
+             return 0;  // each thread resumes at its own count (bep/progress.hpp)
+           },
+           .mutants = bep::kTxMutants},
+    Scheme{.name = "base",
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t) {
+                 bep::with_epochs(be, sim::Barrier::kNone,
+                                  [&](auto& et) { sg::run_base(et, c.op.heap, c.op.shape); });
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "restart";  // no log: back to the initial graph
+             const sg::Shape& s = c.op.shape;
+             sg::build_initial(be, sg::graph_of(c.op.heap, s), sg::EdgeSpace(s.n), s);
+             return 0;
+           }},
+};
+
+struct Sdg {
+  using Operands = SdgOperands;
+  static constexpr std::string_view kName = "sdg";
+  static constexpr std::uint64_t kCrashTestMaxN = 256;
+  static constexpr bool kPowerOfTwoN = false;
+  static constexpr const auto& schemes = kSchemes;
+
+  static std::vector<KernelParamSpec> params() { return bep::bench_params(); }
+  static void validate(const pool::RunParams& p) {
+    bep::require_bench_sizes(kName, p);
+    if (p.n > sg::kMaxVertices)
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("sdg: --n {} exceeds {} vertices", p.n, sg::kMaxVertices));
+  }
+  static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
+    return {{"sdg", shape_of(p).heap_words() * sizeof(std::uint64_t)}};
+  }
+  static void init(pool::Pool& pool) {
+    sg::init(pool.array<std::uint64_t>("sdg"), shape_of(pool.params()));
+  }
+  static Operands operands(const pool::Pool& pool) {
+    return {pool.array<std::uint64_t>("sdg"), shape_of(pool.params())};
+  }
+  static OutputBytes output(const Operands& op) {
+    return {op.heap, op.shape.heap_words() * sizeof(std::uint64_t)};
+  }
+  static VerifyResult verify(const pool::Pool& pool) {
+    const sg::Shape s = shape_of(pool.params());
+    const auto c = sg::check_all(pool.array<std::uint64_t>("sdg"), s, s.ops);
+    return {c.keys, c.bad, c.first};
+  }
+  // An op walks an adjacency list (degree <= ~4: key and next per entry) and an insert writes
+  // two entries.
+  static std::uint64_t base_refs(const pool::RunParams& p) {
+    return p.threads * bep::ops_of(p) * (16 + 2 * bep::kEntryWords / 3);
+  }
+};
+static_assert(ResumableKernel<Sdg>);
+
+}  // namespace
+
+KernelDriver make_sdg_driver() {
+  return make_kernel_driver<Sdg>();
+}
+SimKernel make_sdg_sim() {
+  return make_sim_kernel<Sdg>();
+}
+
+}  // namespace pmlab::run

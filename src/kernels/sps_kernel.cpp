@@ -1,0 +1,103 @@
+// SPS (seed 004 BEP, docs/bep.md) as the drivers see it: the entry array, --ops, schemes tx
+// (undo-log transactions under epoch persistency) and base (no persistency; restart), and the
+// verification against the replay of every swap.
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "pmlab/bep/bench_params.hpp"
+#include "pmlab/bep/sps.hpp"
+#include "pmlab/run/resumable.hpp"
+#include "pmlab/run/sim_kernel.hpp"
+
+namespace pmlab::run {
+namespace {
+
+namespace sp = bep::sps;
+
+struct SpsOperands {
+  bep::Entry* a = nullptr;
+  sp::Shape shape;
+};
+using Ctx = SchemeContext<SpsOperands>;
+
+sp::Shape shape_of(const pool::RunParams& p) {
+  return {p.n, p.threads, bep::ops_of(p), p.seed};
+}
+
+bep::TxLog* logs_of(const Ctx& c) {
+  return c.pool.array<bep::TxLog>("txlog");
+}
+
+constexpr auto kSchemes = std::tuple{
+    Scheme{.name = "tx",
+           .arrays =
+               [](const pool::RunParams& p) {
+                 return std::vector<pool::ArraySpec>{{"txlog", p.threads * sizeof(bep::TxLog)}};
+               },
+           .run =
+               [](mem::Backend auto& be, const Ctx& c, std::size_t) {
+                 bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
+                   sp::run_tx(et, c.op.a, logs_of(c), c.op.shape);
+                 });
+               },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "undo-log rollback, per-thread resume";
+             bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
+               r.recovery.regions_recomputed = sp::recover_tx(et, c.op.a, logs_of(c), c.op.shape);
+             });
+             return 0;  // each thread resumes at its own count (bep/progress.hpp)
+           },
+           .mutants = bep::kTxMutants},
+    Scheme{.name = "base",
+           .run = [](mem::Backend auto& be, const Ctx& c,
+                     std::size_t) { sp::run_base(be, c.op.a, c.op.shape); },
+           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+             r.recovery_action = "restart";  // no log: back to the initial array
+             for (std::size_t i = 0; i < c.op.shape.n; ++i)
+               bep::write_entry(be, c.op.a[i], i, 0, i);
+             return 0;
+           }},
+};
+
+struct Sps {
+  using Operands = SpsOperands;
+  static constexpr std::string_view kName = "sps";
+  static constexpr std::uint64_t kCrashTestMaxN = 64;
+  static constexpr bool kPowerOfTwoN = false;
+  static constexpr const auto& schemes = kSchemes;
+
+  static std::vector<KernelParamSpec> params() { return bep::bench_params(); }
+  static void validate(const pool::RunParams& p) { bep::require_bench_sizes(kName, p); }
+  static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
+    return {{"sps", p.n * sizeof(bep::Entry)}};
+  }
+  static void init(pool::Pool& pool) {
+    sp::init(pool.array<bep::Entry>("sps"), shape_of(pool.params()));
+  }
+  static Operands operands(const pool::Pool& pool) {
+    return {pool.array<bep::Entry>("sps"), shape_of(pool.params())};
+  }
+  static OutputBytes output(const Operands& op) { return {op.a, op.shape.n * sizeof(bep::Entry)}; }
+  static VerifyResult verify(const pool::Pool& pool) {
+    const auto c = sp::check(pool.array<const bep::Entry>("sps"), shape_of(pool.params()));
+    return {c.entries, c.bad, c.first};
+  }
+  // A swap loads and stores two entries.
+  static std::uint64_t base_refs(const pool::RunParams& p) {
+    return p.threads * bep::ops_of(p) * 4 * bep::kEntryWords;
+  }
+};
+static_assert(ResumableKernel<Sps>);
+
+}  // namespace
+
+KernelDriver make_sps_driver() {
+  return make_kernel_driver<Sps>();
+}
+SimKernel make_sps_sim() {
+  return make_sim_kernel<Sps>();
+}
+
+}  // namespace pmlab::run
