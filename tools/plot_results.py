@@ -167,11 +167,44 @@ def crash_recovery(res, out):
     plt.close(fig)
 
 
+# Seed 004 Fig. 11 / Fig. 12 averages (paper text, l. 282-286), beside the measured bars.
+PAPER_FIG11 = {"lb": 1.0, "lb-idt": 1.03, "lb-pf": 1.17, "lb++": 1.22}
+PAPER_FIG12 = {"lb": 90, "lb-idt": 90, "lb-pf": 77, "lb++": 75}
+
+
+def persist_barriers(res, out):
+    benches = [b for b in res.get("barriers", []) if "rows" in b]
+    if not benches:
+        return
+    configs = list(PAPER_FIG11)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    width = 0.8 / (len(benches) + 1)
+    for i, b in enumerate(benches):
+        rows = {r["config"]: r for r in b["rows"]}
+        xs = [j + i * width for j in range(len(configs))]
+        a1.bar(xs, [rows[c]["vs_lb"] if c in rows else 0 for c in configs], width, label=b["bench"])
+        a2.bar(xs, [rows[c]["epochs"]["conflict_pct"] if c in rows and "epochs" in rows[c] else 0
+                    for c in configs], width, label=b["bench"])
+    xs = [j + len(benches) * width for j in range(len(configs))]
+    a1.bar(xs, [PAPER_FIG11[c] for c in configs], width, color="black", label="paper (avg)")
+    a2.bar(xs, [PAPER_FIG12[c] for c in configs], width, color="black", label="paper (avg)")
+    for ax, title, yl in ((a1, "Fig. 11: throughput over LB", "x LB"),
+                          (a2, "Fig. 12: epochs flushed by a conflict", "%")):
+        ax.set_xticks([j + 0.4 for j in range(len(configs))])
+        ax.set_xticklabels(configs)
+        ax.set_title(title)
+        ax.set_ylabel(yl)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out / "persist_barriers.png", dpi=110)
+    plt.close(fig)
+
+
 def main():
     res = json.loads(Path(sys.argv[1]).read_text())
     out = Path(sys.argv[2])
     for fn in (native_overhead, sim_writes, sim_kernels, checksum_overhead, sensitivity,
-               crash_recovery):
+               crash_recovery, persist_barriers):
         fn(res, out)
 
 

@@ -17,6 +17,7 @@
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/experiments/checksum_study.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
+#include "pmlab/experiments/barrier_study.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/stats.hpp"
@@ -228,6 +229,19 @@ std::vector<Step> plan(const EvalOptions& opt) {
            }});
     }
   }
+  // 3b. Persist barriers (seed 004, Fig. 11-12, §7): the BEP micro-benchmarks under LB, LB+IDT,
+  // LB+PF, LB++ on the paper's machine. Quick: 16 cores x 100 transactions (seconds); full: the
+  // paper's 32 cores, 2000 transactions per thread and larger structures.
+  for (const auto& bench : bep_benchmarks()) {
+    steps.push_back({"barriers", "persist barriers " + bench, full ? 120.0 : 3.0, [=] {
+                       BarrierStudyOptions b;
+                       b.threads = full ? 32 : 16;
+                       b.ops = full ? 2000 : 100;
+                       b.entries = full ? 8192 : 1024;
+                       b.seed = opt.seed;
+                       return barrier_study_bench(bench, b);
+                     }});
+  }
   // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
   steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {
                      ChecksumStudyOptions c;
@@ -373,7 +387,8 @@ json run_eval(const EvalOptions& opt) {
                {"mode", opt.full ? "full" : "quick"},
                {"seed", opt.seed},
                {"complete", false}};
-  for (const char* section : {"native", "instructions", "sim", "crash", "checksum", "sensitivity"})
+  for (const char* section :
+       {"native", "instructions", "sim", "crash", "barriers", "checksum", "sensitivity"})
     results[section] = json::array();
   const auto t0 = std::chrono::steady_clock::now();
   double done = 0;

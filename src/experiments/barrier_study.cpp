@@ -1,0 +1,125 @@
+// Seed 004's evaluation: simulates each BEP benchmark under every persist-barrier mode.
+#include "pmlab/experiments/barrier_study.hpp"
+
+#include <cmath>
+#include <map>
+
+#include "pmlab/run/sim_session.hpp"
+#include "pmlab/sim/params.hpp"
+#include "pmlab/sim/stats.hpp"
+
+namespace pmlab::eval {
+namespace {
+
+using nlohmann::json;
+
+struct Config {
+  std::string name;     // row label
+  std::string barrier;  // --barrier
+  std::string scheme;   // tx (epoch persistency) or base (none)
+  bool invalidating = false;
+};
+
+std::vector<Config> configs() {
+  std::vector<Config> c;
+  for (const auto& b : hardware_barriers()) c.push_back({b, b, "tx", false});
+  c.push_back({"lb++ invalidating", "lb++", "tx", true});  // §7: clflush-like epoch flushes
+  c.push_back({"sw", "sw", "tx", false});                  // software EP: clwb + sfence
+  c.push_back({"no persistency", "none", "base", false});  // the NP baseline
+  return c;
+}
+
+json epoch_json(const sim::EpochStats& e) {
+  json by = json::object();
+  for (std::size_t i = 0; i < sim::kEpochCauseCount; ++i)
+    by[std::string(sim::to_string(static_cast<sim::EpochCause>(i)))] = e.flushed_by[i];
+  return {{"epochs", e.epochs},         {"barriers", e.barriers},
+          {"splits", e.splits},         {"idt_deps", e.idt_deps},
+          {"conflicting", e.conflicting()}, {"conflict_pct", e.conflict_pct()},
+          {"stall_cycles", e.stall_total()}, {"flushed_by", by}};
+}
+
+}  // namespace
+
+const std::vector<std::string>& bep_benchmarks() {
+  static const std::vector<std::string> b = {"hash", "queue", "rbtree", "sdg", "sps"};
+  return b;
+}
+
+const std::vector<std::string>& hardware_barriers() {
+  static const std::vector<std::string> b = {"lb", "lb-idt", "lb-pf", "lb++"};
+  return b;
+}
+
+json barrier_study_bench(const std::string& bench, const BarrierStudyOptions& o) {
+  run::MachineOverrides mo;
+  mo.cores = o.threads;
+  const double transactions = static_cast<double>(o.threads) * static_cast<double>(o.ops);
+  json rows = json::array();
+  double lb_cycles = 0;
+  for (const Config& c : configs()) {
+    run::SimRunSpec spec;
+    spec.run.kernel = bench;
+    spec.run.scheme = c.scheme;
+    spec.run.n = o.entries;
+    spec.run.bs = 1;
+    spec.run.seed = o.seed;
+    spec.run.threads = static_cast<std::uint32_t>(o.threads);
+    spec.run.set_kernel_param("ops", o.ops);
+    spec.machine = run::machine_from("micro15", mo);
+    spec.machine.persistency.barrier = sim::barrier_from_string(c.barrier);
+    spec.machine.persistency.invalidating_epoch_flush = c.invalidating;
+    // Software EP and no persistency flush nothing explicitly under the hardware barriers; the
+    // flush instruction of sw is clwb, as on the paper's machine (non-invalidating).
+    spec.flush = c.barrier == "sw" ? sim::FlushMode::kClwb : sim::FlushMode::kNone;
+    spec.drain = false;  // as the paper: throughput of the run, epochs still in flight at the end
+    const auto st = run::simulate(spec).stats;
+    const double cycles = static_cast<double>(st.cycles.value());
+    if (c.name == "lb") lb_cycles = cycles;
+    json r = {{"config", c.name},
+              {"barrier", c.barrier},
+              {"scheme", c.scheme},
+              {"invalidating", c.invalidating},
+              {"cycles", st.cycles.value()},
+              {"tx_per_kcycle", cycles > 0 ? 1000.0 * transactions / cycles : 0.0},
+              // Same transactions in every row, so throughput over LB = LB's cycles / these.
+              {"vs_lb", cycles > 0 && lb_cycles > 0 ? lb_cycles / cycles : 0.0},
+              {"nvm_writes", st.nvm.writes}};
+    if (st.epochs) r["epochs"] = epoch_json(*st.epochs);
+    rows.push_back(std::move(r));
+  }
+  return {{"bench", bench},          {"threads", o.threads},
+          {"ops", o.ops},            {"entries", o.entries},
+          {"transactions", transactions}, {"rows", rows}};
+}
+
+json barrier_study_summary(const json& benches) {
+  std::map<std::string, std::pair<double, int>> log_vs_lb;  // sum of logs, count
+  std::map<std::string, std::pair<double, int>> conflict;   // sum of %, count
+  std::vector<std::string> order;
+  for (const auto& b : benches) {
+    if (!b.contains("rows")) continue;
+    for (const auto& r : b["rows"]) {
+      const std::string c = r.value("config", "?");
+      if (!log_vs_lb.count(c)) order.push_back(c);
+      const double v = r.value("vs_lb", 0.0);
+      auto& g = log_vs_lb[c];
+      if (v > 0) g = {g.first + std::log(v), g.second + 1};
+      if (r.contains("epochs")) {
+        auto& k = conflict[c];
+        k = {k.first + r["epochs"].value("conflict_pct", 0.0), k.second + 1};
+      }
+    }
+  }
+  json out = json::array();
+  for (const auto& c : order) {
+    const auto [s, n] = log_vs_lb[c];
+    json r = {{"config", c}, {"geomean_vs_lb", n > 0 ? std::exp(s / n) : 0.0}, {"benches", n}};
+    if (conflict.count(c) && conflict[c].second > 0)
+      r["mean_conflict_pct"] = conflict[c].first / conflict[c].second;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace pmlab::eval
