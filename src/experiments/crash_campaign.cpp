@@ -645,6 +645,10 @@ std::vector<mem::Mutation> applicable_mutations(const std::string& scheme) {
 std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
   std::vector<ControlResult> out;
   for (const mem::Mutation m : applicable_mutations(opt.spec.run.scheme)) {
+    // Under a hardware barrier (lb*) the BEP schemes issue no flush or fence to drop.
+    if (opt.spec.machine.persistency.hardware() &&
+        (m == mem::Mutation::kNoFlush || m == mem::Mutation::kNoFence))
+      continue;
     CampaignOptions c = opt;
     c.mutation = m;
     c.progress = nullptr;
