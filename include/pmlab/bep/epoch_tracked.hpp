@@ -88,7 +88,8 @@ class EpochTracked {
       : b_(inner),
         mode_(mode),
         sets_(static_cast<std::size_t>(std::max(inner.threads(), 1))),
-        locks_(std::make_unique<std::array<std::mutex, kStripes>>()) {
+        locks_(std::make_unique<std::array<std::mutex, kStripes>>()),
+        sim_locks_(std::make_unique<std::array<std::uint64_t, kStripes>>()) {
     require_thread_per_core(inner, mode);
   }
 
@@ -142,7 +143,18 @@ class EpochTracked {
   template <class Fn>
   void exclusive(std::size_t stripe, Fn&& fn) {
     if constexpr (SimulatedBackend<B>) {
-      fn();  // one iteration is atomic in simulation order (D9)
+      // One iteration is atomic in simulation order (D9), so the lock is always free and this
+      // costs no op. Under fine-grained interleaving (--interleave-quantum) a thread can be
+      // switched out inside fn: a waiter then spins on loads, each an op, so its quantum ends
+      // and the holder runs on.
+      std::uint64_t& held = (*sim_locks_)[stripe % kStripes];
+      while (held != 0) (void)b_.load(&held);
+      held = 1;
+      struct Release {
+        std::uint64_t& h;
+        ~Release() { h = 0; }  // also when a power failure unwinds through fn
+      } release{held};
+      fn();
     } else {
       std::lock_guard lock((*locks_)[stripe % kStripes]);
       fn();
@@ -171,6 +183,7 @@ class EpochTracked {
   sim::Barrier mode_;
   std::vector<WriteSet> sets_;
   std::unique_ptr<std::array<std::mutex, kStripes>> locks_;
+  std::unique_ptr<std::array<std::uint64_t, kStripes>> sim_locks_;  // value-initialized: free
 };
 
 }  // namespace pmlab::bep
