@@ -113,7 +113,11 @@ int do_crash(const CrashArgs& a) {
   const auto spec = make_spec(a);
   const auto mutation = run::mutation_from_string(a.mutate);
   run::require_applicable(spec, mutation);  // before anything runs: a usage error
-  const auto images = image_models(a.images);
+  auto images = image_models(a.images);
+  // Under a hardware barrier (lb*) the default is the cache image alone: any-dirty ignores the
+  // epoch order the hardware guarantees (run_campaign refuses it; docs/bep.md).
+  if (spec.machine.persistency.hardware() && a.images == CrashArgs{}.images)
+    images = {run::ImageModel::kCache};
   if (a.replay) {
     auto t = run::replay_trial(
         spec, *a.replay, a.replay_recovery,

@@ -498,6 +498,14 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
   out.scheme = opt.spec.run.scheme;
   if (opt.images.empty())
     throw Error(ErrorCode::kInvalidArgument, "a crash campaign needs at least one image model");
+  // Under a hardware persist barrier (lb*) the machine orders NVM writes by epoch; the any-dirty
+  // model would persist any dirty line regardless and report false failures. Refused, so that
+  // such a campaign uses the cache image, which the epoch engine's writes shape (docs/bep.md).
+  if (opt.spec.machine.persistency.hardware() && uses(opt.images, ImageModel::kAnyDirty))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the any-dirty crash image ignores the epoch order a hardware barrier "
+                            "({}) guarantees: use --images cache",
+                            sim::to_string(opt.spec.machine.persistency.barrier)));
   const FaultFree ff = fault_free_run(opt.spec, opt.mutation);
   out.images = opt.images;
   out.mutation = opt.mutation;

@@ -54,6 +54,8 @@ inline run::CampaignResult campaign(const run::SimRunSpec& spec, std::uint64_t t
   opt.spec = spec;
   opt.trials = trials;
   opt.seed = seed;
+  // The any-dirty image ignores the epoch order a hardware barrier guarantees (docs/bep.md).
+  if (spec.machine.persistency.hardware()) opt.images = {run::ImageModel::kCache};
   return run::run_campaign(opt);
 }
 
