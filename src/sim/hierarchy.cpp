@@ -173,8 +173,12 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
   if (newly_dirty) open_episode(core, line, s1, cs.clock);
   // This line is now the last one accessed in its L1 set (see Machine::load).
   const bool filter = params_.same_line_filter && (l1_hit || !filter_on_hit_only_);
-  filter_entry(core, line) =
-      filter ? (line << 1) | ((l1.state(s1) & kDirty) != 0 ? 1u : 0u) : detail::kNoEntry;
+  // The entry's "dirty" bit lets later stores skip everything. Under a hardware persist barrier
+  // it must mean "stored in the core's current epoch" (the engine saw that store and tagged the
+  // line), not merely "dirty in L1": a load of a line dirtied in an older epoch would otherwise
+  // let the next store skip its intra-conflict check (found by the persist-order oracle).
+  const bool skip_stores = (l1.state(s1) & kDirty) != 0 && (!epochs_ || is_store);
+  filter_entry(core, line) = filter ? (line << 1) | (skip_stores ? 1u : 0u) : detail::kNoEntry;
   if (is_store && !pf_.empty()) [[unlikely]]
     preflush_store(core, line, s1, pc, reached_directory);
   // Not after L1 load hits (filtered or not, see CoreState::deadline). After the filter

@@ -351,6 +351,23 @@ TEST(SimEpoch, ProactiveFlushWaitsForItsSource) {
   EXPECT_EQ(r.m.stats().nvm.writes_for(WriteCause::kEpochProactive), 3u);
 }
 
+// A load of a line dirtied in an older epoch must not let the next store to it skip the
+// intra-conflict check through the same-line filter (the persist-order oracle found this).
+TEST(SimEpoch, LoadOfAnOlderEpochsLineDoesNotHideTheNextStore) {
+  for (Barrier b : kHardware) {
+    // A 2-set L1: lines 0 and 2 share a set and a filter entry, and both stay cached.
+    Rig r(with_barrier(ParamsBuilder().l1(2, 2).llc(4, 4), b));
+    r.store(0, 0, 1);
+    r.barrier(0);
+    r.load(0, 2);      // takes the filter entry, so that the next load of 0 is not filtered
+    r.load(0, 0);      // the slow path records line 0 (dirty in L1, from E0) in the filter
+    r.store(0, 0, 2);  // E1 overwrites E0's line: E0 must be durable first (or already be)
+    EXPECT_EQ(r.durable(0), 1) << to_string(b);
+    EXPECT_EQ(r.flushed(EpochCause::kIntra) + r.flushed(EpochCause::kProactive), 1u)
+        << to_string(b);
+  }
+}
+
 // The arbiter flushes one epoch at a time: an epoch completed while the previous one is still
 // being flushed waits in the PF queue, and a store to one of its lines is an intra conflict
 // that waits for it online; with pf_instant (flush at the barrier) nothing conflicts.
