@@ -53,9 +53,8 @@ std::string barrier_section(const json& benches) {
         const auto n = [&](const char* k) { return by.value(k, 0ull); };
         epoch_cells = fmt::format("{:.1f} | {} | {} | {} | {} | {} | {} | {} | {}",
                                   e.value("conflict_pct", 0.0), n("intra"), n("inter_raw"),
-                                  n("inter_waw"), n("replacement"), n("capacity"),
-                                  n("proactive"), e.value("splits", 0ull),
-                                  e.value("idt_deps", 0ull));
+                                  n("inter_waw"), n("replacement"), n("capacity"), n("proactive"),
+                                  e.value("splits", 0ull), e.value("idt_deps", 0ull));
       }
       md += fmt::format("| {} | {} x {} | {} | {:.3f}x | {} |\n", b.value("bench", "?"),
                         b.value("threads", 0), b.value("ops", 0ull), r.value("config", "?"),
@@ -72,12 +71,12 @@ std::string barrier_section(const json& benches) {
     const std::string c = r.value("config", "?");
     const auto f11 = paper::kMicro15Fig11.find(c);
     const auto f12 = paper::kMicro15Fig12.find(c);
-    md += fmt::format(
-        "| {} | {:.3f}x | {} | {} | {} |\n", c, r.value("geomean_vs_lb", 0.0),
-        f11 == paper::kMicro15Fig11.end() ? "–" : fmt::format("{:.2f}x", f11->second),
-        r.contains("mean_conflict_pct") ? fmt::format("{:.1f}", r["mean_conflict_pct"].get<double>())
-                                        : "–",
-        f12 == paper::kMicro15Fig12.end() ? "–" : f12->second);
+    md += fmt::format("| {} | {:.3f}x | {} | {} | {} |\n", c, r.value("geomean_vs_lb", 0.0),
+                      f11 == paper::kMicro15Fig11.end() ? "–" : fmt::format("{:.2f}x", f11->second),
+                      r.contains("mean_conflict_pct")
+                          ? fmt::format("{:.1f}", r["mean_conflict_pct"].get<double>())
+                          : "–",
+                      f12 == paper::kMicro15Fig12.end() ? "–" : f12->second);
   }
   const json* lb = find_config(sum, "lb");
   const json* idt = find_config(sum, "lb-idt");
@@ -87,24 +86,29 @@ std::string barrier_section(const json& benches) {
   if (lb && idt && pf && pp) {
     const auto g = [](const json* r) { return r->value("geomean_vs_lb", 0.0); };
     const auto k = [](const json* r) { return r->value("mean_conflict_pct", 0.0); };
-    md += "\nWhere these land against issue 18's bands for a first-order model (measured above):\n\n";
-    md += fmt::format("- Fig. 11 LB+IDT {:.3f}x: {}; LB+PF {:.3f}x: {}; LB++ {:.3f}x: {}, and {} the "
-                      "better of LB+IDT and LB+PF (−0.01).\n",
-                      g(idt), band(g(idt), 0.98, 1.10), g(pf), band(g(pf), 1.05, 1.35), g(pp),
-                      band(g(pp), 1.10, 1.40),
-                      g(pp) >= std::max(g(idt), g(pf)) - 0.01 ? "at least" : "**below**");
-    md += fmt::format("- Fig. 12 LB {:.1f}% conflicting ({} ≥ 70%); LB+PF {:.1f}% ({} 5 points "
-                      "below LB).\n",
-                      k(lb), k(lb) >= 70 ? "meets" : "**misses**", k(pf),
-                      k(pf) <= k(lb) - 5 ? "at least" : "**not**");
+    md +=
+        "\nWhere these land against issue 18's bands for a first-order model (measured above):\n\n";
+    md += fmt::format(
+        "- Fig. 11 LB+IDT {:.3f}x: {}; LB+PF {:.3f}x: {}; LB++ {:.3f}x: {}, and {} the "
+        "better of LB+IDT and LB+PF (−0.01).\n",
+        g(idt), band(g(idt), 0.98, 1.10), g(pf), band(g(pf), 1.05, 1.35), g(pp),
+        band(g(pp), 1.10, 1.40),
+        g(pp) >= std::max(g(idt), g(pf)) - 0.01 ? "at least" : "**below**");
+    md += fmt::format(
+        "- Fig. 12 LB {:.1f}% conflicting ({} ≥ 70%); LB+PF {:.1f}% ({} 5 points "
+        "below LB).\n",
+        k(lb), k(lb) >= 70 ? "meets" : "**misses**", k(pf),
+        k(pf) <= k(lb) - 5 ? "at least" : "**not**");
     if (inv)
-      md += fmt::format("- §7 flush kind: LB++ with invalidating epoch flushes runs at {:.3f}x of "
-                        "the non-invalidating LB++ (paper: the non-invalidating one is ~30% "
-                        "faster, i.e. ≤ 0.90x expected).\n",
-                        g(pp) > 0 ? g(inv) / g(pp) : 0.0);
-    md += "\nGaps are explained in docs/bep.md (first-order timing, no out-of-order core or "
-          "32-entry write buffer to hide online persists, a monolithic LLC, pmlab's own "
-          "benchmark sizes and op mixes: the seed gives only 512 B entries).\n\n";
+      md += fmt::format(
+          "- §7 flush kind: LB++ with invalidating epoch flushes runs at {:.3f}x of "
+          "the non-invalidating LB++ (paper: the non-invalidating one is ~30% "
+          "faster, i.e. ≤ 0.90x expected).\n",
+          g(pp) > 0 ? g(inv) / g(pp) : 0.0);
+    md +=
+        "\nGaps are explained in docs/bep.md (first-order timing, no out-of-order core or "
+        "32-entry write buffer to hide online persists, a monolithic LLC, pmlab's own "
+        "benchmark sizes and op mixes: the seed gives only 512 B entries).\n\n";
   }
   return md;
 }

@@ -33,10 +33,14 @@ json epoch_json(const sim::EpochStats& e) {
   json by = json::object();
   for (std::size_t i = 0; i < sim::kEpochCauseCount; ++i)
     by[std::string(sim::to_string(static_cast<sim::EpochCause>(i)))] = e.flushed_by[i];
-  return {{"epochs", e.epochs},         {"barriers", e.barriers},
-          {"splits", e.splits},         {"idt_deps", e.idt_deps},
-          {"conflicting", e.conflicting()}, {"conflict_pct", e.conflict_pct()},
-          {"stall_cycles", e.stall_total()}, {"flushed_by", by}};
+  return {{"epochs", e.epochs},
+          {"barriers", e.barriers},
+          {"splits", e.splits},
+          {"idt_deps", e.idt_deps},
+          {"conflicting", e.conflicting()},
+          {"conflict_pct", e.conflict_pct()},
+          {"stall_cycles", e.stall_total()},
+          {"flushed_by", by}};
 }
 
 }  // namespace
@@ -88,9 +92,8 @@ json barrier_study_bench(const std::string& bench, const BarrierStudyOptions& o)
     if (st.epochs) r["epochs"] = epoch_json(*st.epochs);
     rows.push_back(std::move(r));
   }
-  return {{"bench", bench},          {"threads", o.threads},
-          {"ops", o.ops},            {"entries", o.entries},
-          {"transactions", transactions}, {"rows", rows}};
+  return {{"bench", bench},       {"threads", o.threads},         {"ops", o.ops},
+          {"entries", o.entries}, {"transactions", transactions}, {"rows", rows}};
 }
 
 json barrier_study_summary(const json& benches) {

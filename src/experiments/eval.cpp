@@ -14,10 +14,10 @@
 #include <fmt/format.h>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/experiments/barrier_study.hpp"
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/experiments/checksum_study.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
-#include "pmlab/experiments/barrier_study.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/stats.hpp"

@@ -58,11 +58,12 @@ inline const std::map<std::string, double> kMicro15Fig11 = {
 // Seed 004 Fig. 12: % of epochs flushed because of a conflict, average (LB+IDT "similar" to LB).
 inline const std::map<std::string, std::string> kMicro15Fig12 = {
     {"lb", "90%"}, {"lb-idt", "~90%"}, {"lb-pf", "77%"}, {"lb++", "75%"}};
-// Seed 004 §7 (l. 280): the non-invalidating epoch flush is about 30% faster than an invalidating one.
+// Seed 004 §7 (l. 280): the non-invalidating epoch flush is about 30% faster than an invalidating
+// one.
 inline const std::map<std::string, std::string> kMicro15FlushKind = {{"non-invalidating", "~1.3x"}};
 // Seed 004 Figs. 13-14: buffered strict persistency (bulk epochs of N stores), time over NP.
 inline const std::map<std::string, std::string> kMicro15Bsp = {
-    {"lb-300", "1.9x"}, {"lb-1k", "~1.5x"},  {"lb-10k", "1.5x"},
+    {"lb-300", "1.9x"},      {"lb-1k", "~1.5x"},   {"lb-10k", "1.5x"},
     {"lb-idt-10k", "1.35x"}, {"lb++-10k", "1.3x"}, {"lb++-nolog-10k", "~1.16x"},
     {"write-through", "~8x"}};
 

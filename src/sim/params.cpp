@@ -110,12 +110,18 @@ Cycles SimParams::nvm_write_cycles() const {
 
 std::string_view to_string(Barrier b) {
   switch (b) {
-    case Barrier::kNone: return "none";
-    case Barrier::kSoftware: return "sw";
-    case Barrier::kLb: return "lb";
-    case Barrier::kLbIdt: return "lb-idt";
-    case Barrier::kLbPf: return "lb-pf";
-    case Barrier::kLbPlusPlus: return "lb++";
+    case Barrier::kNone:
+      return "none";
+    case Barrier::kSoftware:
+      return "sw";
+    case Barrier::kLb:
+      return "lb";
+    case Barrier::kLbIdt:
+      return "lb-idt";
+    case Barrier::kLbPf:
+      return "lb-pf";
+    case Barrier::kLbPlusPlus:
+      return "lb++";
   }
   return "?";
 }

@@ -9,8 +9,8 @@
 
 #include "pmlab/bep/epoch_tracked.hpp"
 #include "pmlab/core/error.hpp"
-#include "pmlab/mem/mutation.hpp"
 #include "pmlab/kernels/checks.hpp"
+#include "pmlab/mem/mutation.hpp"
 #include "pmlab/pool/params.hpp"
 #include "pmlab/run/catalog.hpp"
 

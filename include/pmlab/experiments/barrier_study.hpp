@@ -11,9 +11,9 @@
 namespace pmlab::eval {
 
 struct BarrierStudyOptions {
-  int threads = 16;               // threads = cores of micro15 (the paper: 32, one per core)
-  std::uint64_t ops = 100;        // transactions per thread
-  std::uint64_t entries = 1024;   // --n of every benchmark (512 B entries)
+  int threads = 16;              // threads = cores of micro15 (the paper: 32, one per core)
+  std::uint64_t ops = 100;       // transactions per thread
+  std::uint64_t entries = 1024;  // --n of every benchmark (512 B entries)
   std::uint64_t seed = 1;
 };
 
