@@ -211,7 +211,12 @@ int do_crash(const CrashArgs& a) {
         each += fmt::format("{}{} {}/{} trials failed", each.empty() ? "" : ", ",
                             mem::to_string(c.mutation), c.failed, c.trials);
       if (controls.empty())
-        fmt::print("  negative controls: none apply to {} (no persistence protocol)\n", a.scheme);
+        fmt::print("  negative controls: none apply to {} here ({})\n", a.scheme,
+                   spec.machine.persistency.hardware()
+                       ? "its code neither flushes nor fences under a hardware barrier; the epoch "
+                         "engine's own mutants are tested by "
+                         "SimOracleProperty.EveryMechanismMutantIsCaught"
+                       : "its row declares none: no persistence protocol");
       else
         fmt::print(
             "  negative controls (same campaign on deliberately broken protocols): detects "
