@@ -10,6 +10,7 @@
 
 #include "pmlab/bep/bench_params.hpp"
 #include "pmlab/bep/rbtree.hpp"
+#include "pmlab/bep/undo_log_schemes.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_kernel.hpp"
@@ -34,43 +35,24 @@ rb::Shape shape_of(const pool::RunParams& p) {
   return {p.n, p.threads, bep::ops_of(p), p.seed};
 }
 
-bep::TxLog* logs_of(const Ctx& c) {
-  return c.pool.array<bep::TxLog>("txlog");
-}
-
-constexpr auto kSchemes = std::tuple{
-    Scheme{.name = "tx",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 return std::vector<pool::ArraySpec>{{"txlog", p.threads * sizeof(bep::TxLog)}};
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t) {
-                 bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
-                   rb::run_tx(et, c.op.heap, logs_of(c), c.op.shape);
-                 });
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "undo-log rollback, per-thread resume";
-             bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
-               r.recovery.regions_recomputed =
-                   rb::recover_tx(et, c.op.heap, logs_of(c), c.op.shape);
-             });
-             return 0;  // each thread resumes at its own count (bep/progress.hpp)
-           },
-           .mutants = bep::kTxMutants},
-    Scheme{.name = "base",
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t) {
-                 bep::with_epochs(be, sim::Barrier::kNone,
-                                  [&](auto& et) { rb::run_base(et, c.op.heap, c.op.shape); });
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "restart";  // no log: back to the initial tree
-             rb::build_initial(be, rb::tree_of(c.op.heap, c.op.shape), c.op.shape);
-             return 0;
-           }},
+// rbtree's operations for the shared undo-log scheme rows (bep/undo_log_schemes.hpp).
+struct RbtreeOps {
+  static void run_tx(auto& et, const Ctx& c, bep::TxLog* logs) {
+    rb::run_tx(et, c.op.heap, logs, c.op.shape);
+  }
+  static std::uint64_t recover_tx(auto& et, const Ctx& c, bep::TxLog* logs) {
+    return rb::recover_tx(et, c.op.heap, logs, c.op.shape);
+  }
+  static void run_base(auto& be, const Ctx& c) {
+    bep::with_epochs(be, sim::Barrier::kNone,
+                     [&](auto& et) { rb::run_base(et, c.op.heap, c.op.shape); });
+  }
+  static void restart(auto& be, const Ctx& c) {
+    rb::build_initial(be, rb::tree_of(c.op.heap, c.op.shape), c.op.shape);
+  }
 };
+
+constexpr auto kSchemes = bep::undo_log_schemes<Ctx, RbtreeOps>();
 
 struct Rbtree {
   using Operands = RbtreeOperands;

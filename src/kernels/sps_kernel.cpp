@@ -8,6 +8,7 @@
 
 #include "pmlab/bep/bench_params.hpp"
 #include "pmlab/bep/sps.hpp"
+#include "pmlab/bep/undo_log_schemes.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_kernel.hpp"
 
@@ -26,40 +27,21 @@ sp::Shape shape_of(const pool::RunParams& p) {
   return {p.n, p.threads, bep::ops_of(p), p.seed};
 }
 
-bep::TxLog* logs_of(const Ctx& c) {
-  return c.pool.array<bep::TxLog>("txlog");
-}
-
-constexpr auto kSchemes = std::tuple{
-    Scheme{.name = "tx",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 return std::vector<pool::ArraySpec>{{"txlog", p.threads * sizeof(bep::TxLog)}};
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t) {
-                 bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
-                   sp::run_tx(et, c.op.a, logs_of(c), c.op.shape);
-                 });
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "undo-log rollback, per-thread resume";
-             bep::with_epochs(be, bep::configured_barrier(be), [&](auto& et) {
-               r.recovery.regions_recomputed = sp::recover_tx(et, c.op.a, logs_of(c), c.op.shape);
-             });
-             return 0;  // each thread resumes at its own count (bep/progress.hpp)
-           },
-           .mutants = bep::kTxMutants},
-    Scheme{.name = "base",
-           .run = [](mem::Backend auto& be, const Ctx& c,
-                     std::size_t) { sp::run_base(be, c.op.a, c.op.shape); },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "restart";  // no log: back to the initial array
-             for (std::size_t i = 0; i < c.op.shape.n; ++i)
-               bep::write_entry(be, c.op.a[i], i, 0, i);
-             return 0;
-           }},
+// sps's operations for the shared undo-log scheme rows (bep/undo_log_schemes.hpp).
+struct SpsOps {
+  static void run_tx(auto& et, const Ctx& c, bep::TxLog* logs) {
+    sp::run_tx(et, c.op.a, logs, c.op.shape);
+  }
+  static std::uint64_t recover_tx(auto& et, const Ctx& c, bep::TxLog* logs) {
+    return sp::recover_tx(et, c.op.a, logs, c.op.shape);
+  }
+  static void run_base(auto& be, const Ctx& c) { sp::run_base(be, c.op.a, c.op.shape); }
+  static void restart(auto& be, const Ctx& c) {
+    for (std::size_t i = 0; i < c.op.shape.n; ++i) bep::write_entry(be, c.op.a[i], i, 0, i);
+  }
 };
+
+constexpr auto kSchemes = bep::undo_log_schemes<Ctx, SpsOps>();
 
 struct Sps {
   using Operands = SpsOperands;
