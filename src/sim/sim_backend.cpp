@@ -39,6 +39,7 @@ SimBackend::SimBackend(SimParams params, FlushMode flush, int threads)
       quantum_(machine_.params().interleave_quantum) {
   hardware_barrier_ = machine_.params().persistency.hardware();
   if (machine_.params().persistency.check_order) check_order(true);
+  update_always_special();
 }
 
 SimBackend::~SimBackend() = default;
@@ -50,6 +51,12 @@ void SimBackend::check_order(bool on) {
   if (on && !oracle_) oracle_ = std::make_unique<PersistOracle>();
   if (!on) oracle_.reset();
   machine_.image().set_oracle(oracle_.get());
+  update_always_special();
+}
+
+void SimBackend::update_always_special() {
+  always_special_ = hardware_barrier_ || oracle_ != nullptr || machine_.params().preflush.enabled;
+  update_special_at();
 }
 
 void SimBackend::note_access(const void* p, std::size_t size, bool is_store) {
@@ -96,7 +103,7 @@ void SimBackend::arm_crash(std::uint64_t k) {
   if (!modelling_)
     throw Error(ErrorCode::kInvalidArgument,
                 "cannot arm a crash after stop_modelling(): the NVM image is no longer kept");
-  crash_at_ = k;
+  set_crash_at(k);
   hook_ = nullptr;
 }
 
@@ -107,7 +114,7 @@ void SimBackend::arm_hook(std::uint64_t k, OpHook hook) {
 
 bool SimBackend::armed_op() {
   const std::uint64_t k = crash_at_;
-  crash_at_ = kDisarmed;
+  set_crash_at(kDisarmed);
   if (hook_) {
     const OpHook h = std::exchange(hook_, nullptr);  // it may arm the next point
     if (!h(k)) {
@@ -120,7 +127,7 @@ bool SimBackend::armed_op() {
 
 void SimBackend::power_failure(std::uint64_t op) {
   crashed_ = true;
-  crash_at_ = kDisarmed;
+  set_crash_at(kDisarmed);
   hook_ = nullptr;
   throw PowerFailure(op);
 }
@@ -230,7 +237,7 @@ void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, B
     SimBackend& b;
     ~Restore() {
       b.in_parallel_ = false;
-      b.switch_at_ = kDisarmed;
+      b.set_switch_at(kDisarmed);
       b.set_thread(0);
     }
   } restore{*this};
@@ -246,7 +253,7 @@ void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, B
       fs.current = static_cast<int>(t);
       set_thread(static_cast<int>(t));
       // A cancelled fiber unwinds in one turn: no switch while its destructors run.
-      switch_at_ = fs.cancelled ? kDisarmed : ops_ + quantum_;
+      set_switch_at(fs.cancelled ? kDisarmed : ops_ + quantum_);
       f.started = true;
       asan_start(&fs.sched_fake, f.stack.get(), kFiberStackBytes);
       swapcontext(&fs.scheduler, &f.ctx);

@@ -122,6 +122,11 @@ class Machine {
       store_preflush(core, line, pc);
       return;
     }
+    store_plain(core, line);
+  }
+  // store() for a caller that knows PreFlush is off (SimBackend's plain access path, which
+  // sends every store through store() when PreFlush is on): no PreFlush test per store.
+  void store_plain(int core, LineAddr line) {
     detail::CoreState& c = cores_[core];
     if (c.filter[line.value() & c.filter_mask] == ((line.value() << 1) | 1)) {
       ++c.filtered;

@@ -154,9 +154,9 @@ class SimBackend {
     struct Restore {
       SimBackend& b;
       std::uint64_t at;
-      ~Restore() { b.switch_at_ = at; }
+      ~Restore() { b.set_switch_at(at); }
     } restore{*this, switch_at_};
-    switch_at_ = kDisarmed;
+    set_switch_at(kDisarmed);
     fn();
   }
   void region_begin(mem::RegionId) { ++region_begins_; }
@@ -184,7 +184,7 @@ class SimBackend {
   // hook. Crash campaigns fork() in it: the child cuts the power, the parent goes on.
   void arm_hook(std::uint64_t k, OpHook hook);
   void disarm_crash() {
-    crash_at_ = modelling_ ? kDisarmed : ops_ + 1;  // see stop_modelling
+    set_crash_at(kDisarmed);  // after stop_modelling special_at_ stays 0
     hook_ = nullptr;
   }
   [[nodiscard]] bool crashed() const { return crashed_; }
@@ -207,7 +207,8 @@ class SimBackend {
   // Ends the cache model for the rest of the run: ops still count and move real data, at a few
   // ns each, but reach no cache, clock, statistic or crash image (Machine::stop_modelling), and
   // crashes can no longer be armed. For finishing a crash trial after its last crash. It costs
-  // the modelled path nothing: the op stays "armed" for good, and the armed path skips the model.
+  // the modelled path nothing: special_at_ stays 0 for good, and the special path skips the
+  // model.
   void stop_modelling() {
     machine_.stop_modelling();
     modelling_ = false;
@@ -231,19 +232,40 @@ class SimBackend {
   static constexpr std::uint64_t kDisarmed = std::numeric_limits<std::uint64_t>::max();
 
   // Counts the next op; false if it must not reach the model (after stop_modelling). The
-  // armed-op compare is the access path's only test.
+  // armed-op compare is the access path's only test: everything that needs more than counting
+  // (a quantum used up, an armed crash or hook, stop_modelling, and the optional mechanisms a
+  // plain access must not pay for: hardware barrier, order oracle, PreFlush) lowers
+  // `special_at_` so that the compare fails into count_op_special().
   [[nodiscard]] bool count_op() {
-    if (ops_ >= switch_at_) [[unlikely]]
-      yield_turn();  // fine-grained interleaving: this thread's quantum is used up
-    if (ops_ + 1 == crash_at_) [[unlikely]] {
-      if (!modelling_) {  // stop_modelling: every op lands here and skips the model
-        crash_at_ = ++ops_ + 1;
-        return false;
-      }
-      return armed_op();
-    }
+    if (ops_ + 1 >= special_at_) [[unlikely]]
+      return count_op_special();
     ++ops_;
     return true;
+  }
+  bool count_op_special() {
+    if (ops_ >= switch_at_) [[unlikely]]
+      yield_turn();     // fine-grained interleaving: this thread's quantum is used up
+    if (!modelling_) {  // stop_modelling: every op lands here and skips the model
+      ++ops_;
+      return false;
+    }
+    if (ops_ + 1 == crash_at_) [[unlikely]]
+      return armed_op();
+    ++ops_;
+    return true;
+  }
+  // The first op number that must take the special path (see count_op).
+  void update_special_at() {
+    const std::uint64_t quantum_end = switch_at_ == kDisarmed ? kDisarmed : switch_at_ + 1;
+    special_at_ = always_special_ || !modelling_ ? 0 : std::min(crash_at_, quantum_end);
+  }
+  void set_crash_at(std::uint64_t k) {
+    crash_at_ = k;
+    update_special_at();
+  }
+  void set_switch_at(std::uint64_t k) {
+    switch_at_ = k;
+    update_special_at();
   }
   bool armed_op();  // counts the armed op: runs the hook (true: the op runs) or fails
   // Fine-grained interleaving (sim_backend.cpp): runs [begin, end) as one fiber per thread.
@@ -258,7 +280,31 @@ class SimBackend {
   // there), so a conflict flush this store forces captures the line's old bytes.
   template <bool IsStore, class Write>
   void access(const void* p, std::size_t size, Write&& write, std::uint32_t pc = 0) {
-    const bool model = count_op();
+    if (ops_ + 1 >= special_at_) [[unlikely]] {
+      access_special<IsStore>(p, size, write, pc);
+      return;
+    }
+    ++ops_;
+    write();
+    // No mechanism is on (else special_at_ is 0): PreFlush need not be asked either.
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    const LineAddr first(a / kCacheLineBytes);
+    touch_plain<IsStore>(first);
+    if ((a % kCacheLineBytes) + size > kCacheLineBytes) [[unlikely]]  // straddles two lines
+      touch_plain<IsStore>(LineAddr(first.value() + 1));
+  }
+  template <bool IsStore>
+  void touch_plain(LineAddr line) {
+    if constexpr (IsStore)
+      machine_.store_plain(core_, line);
+    else
+      machine_.load(core_, line);
+  }
+  // Out of line: the optional mechanisms and armed ops never widen the plain path above.
+  template <bool IsStore, class Write>
+  [[gnu::noinline]] void access_special(const void* p, std::size_t size, Write& write,
+                                        std::uint32_t pc) {
+    const bool model = count_op_special();
     if constexpr (IsStore) {
       if (hardware_barrier_) [[unlikely]] {
         if (model) touch_lines<IsStore>(p, size, pc);
@@ -294,6 +340,7 @@ class SimBackend {
   }
   void note_access(const void* p, std::size_t size, bool is_store);  // cold: oracle on
   void note_barrier();
+  void update_always_special();  // after the oracle is switched (construction, check_order)
   void set_thread(int t) {
     thread_ = t;
     core_ = t % cores_;
@@ -314,11 +361,13 @@ class SimBackend {
   mem::Mutation mutation_ = mem::Mutation::kNone;
   std::uint64_t ops_ = 0;
   std::uint64_t crash_at_ = kDisarmed;
-  std::uint64_t quantum_ = 0;            // SimParams::interleave_quantum
-  std::uint64_t switch_at_ = kDisarmed;  // op count that ends the running fiber's turn
-  struct Fibers;                         // sim_backend.cpp
-  std::shared_ptr<Fibers> fibers_;       // stacks, kept across loops
-  OpHook hook_;                          // set: crash_at_ is a hook point
+  std::uint64_t special_at_ = kDisarmed;  // see count_op
+  bool always_special_ = false;           // a hardware barrier, the oracle or PreFlush is on
+  std::uint64_t quantum_ = 0;             // SimParams::interleave_quantum
+  std::uint64_t switch_at_ = kDisarmed;   // op count that ends the running fiber's turn
+  struct Fibers;                          // sim_backend.cpp
+  std::shared_ptr<Fibers> fibers_;        // stacks, kept across loops
+  OpHook hook_;                           // set: crash_at_ is a hook point
   std::uint64_t region_begins_ = 0;
   std::vector<CommitPoint> commits_;
   std::vector<std::uint64_t> fence_ops_;
