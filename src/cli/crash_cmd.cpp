@@ -330,7 +330,15 @@ void add_crash_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a->json, "Print JSON");
   // Small caches by default so CI-sized runs evict (the interesting crashes).
   add_machine_options(*cmd, a->machine);
-  cmd->callback([a, &exit_code] {
+  cmd->callback([a, cmd, &exit_code] {
+    // A machine file is the user's whole machine: the campaign's small-cache defaults apply to
+    // presets only, and to a file only where given on the command line.
+    if (is_machine_file(a->machine.config)) {
+      if (cmd->get_option("--cores")->count() == 0) a->machine.cores.reset();
+      if (cmd->get_option("--l1-size")->count() == 0) a->machine.l1_size.reset();
+      if (cmd->get_option("--l2-size")->count() == 0) a->machine.l2_size.reset();
+      if (cmd->get_option("--llc-size")->count() == 0) a->machine.llc_size.reset();
+    }
     const InterruptScope interrupts(OnInterrupt::kExitNow);  // pools in memory, children die too
     exit_code = do_crash(*a);
   });

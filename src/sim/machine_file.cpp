@@ -68,7 +68,8 @@ class Reader {
     } else {
       static_assert(std::is_integral_v<T>);
       if (!v->is_number_integer()) fail(k, fmt::format("must be an integer, got {}", v->dump()));
-      if (v->is_number_unsigned()) {
+      // A literal may be stored signed even when it is not negative.
+      if (v->is_number_unsigned() || v->get<std::int64_t>() >= 0) {
         const auto u = v->get<std::uint64_t>();
         if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
           fail(k, fmt::format("is {}, above the largest accepted value {}", u,
