@@ -46,3 +46,6 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/pmlab.pc.in ${PROJECT_BINARY_DIR}/pml
 install(FILES ${PROJECT_BINARY_DIR}/pmlab.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CITATION.cff
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/pmlab)
+# The presets as machine files, to copy and edit (pmlab sim --config FILE.json; docs/cli.md).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pmlab/configs
+        FILES_MATCHING PATTERN "*.json")

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "kernel_options.hpp"
+#include "pmlab/core/progress.hpp"
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/run/catalog.hpp"
 
@@ -33,16 +34,6 @@ struct BenchArgs {
   bool single_pass = false;
   bool quiet = false;
 };
-
-// A one-line text progress bar on stderr, redrawn in place.
-void draw_progress(std::size_t done, std::size_t total, const std::string& what) {
-  constexpr std::size_t kWidth = 30;
-  const std::size_t filled = total == 0 ? kWidth : done * kWidth / total;
-  fmt::print(stderr, "\r[{}{}] {:>3}/{} {:<28}", std::string(filled, '#'),
-             std::string(kWidth - filled, '.'), done, total, what);
-  if (done == total) fmt::print(stderr, "\n");
-  std::fflush(stderr);
-}
 
 int do_bench(const BenchArgs& a) {
   run::BenchOptions o;
@@ -67,12 +58,18 @@ int do_bench(const BenchArgs& a) {
   o.mode = run::persist_mode_from_string(a.persist);
   o.flush = persist::flush_kind_from_string(a.flush);
   o.dir = a.dir;
-  if (!a.quiet) o.progress = draw_progress;
+  ProgressBar bar(fmt::format("bench {}", a.kernel), 1, progress_wanted(a.quiet));
+  o.progress = [&bar](std::size_t done, std::size_t total, const std::string& what) {
+    bar.set_total(total);
+    bar.set_detail(what);
+    bar.update(done);
+  };
   // Ctrl-C / SIGTERM: finish the current measurement, then remove the temporary pools (a
   // handler cannot remove a directory safely) and exit 130 (run_bench throws kInterrupted).
   const InterruptScope interrupts(OnInterrupt::kStopAfterStep);
   o.stop = InterruptScope::stop_flag();
   const auto r = run::run_bench(o);
+  bar.finish();
   if (a.json) {
     auto j = run::to_json(r);
     fmt::print("{}\n", with_meta(j).dump(2));
@@ -150,7 +147,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                 "One verified execution per scheme, nothing timed (for instruction counts under "
                 "callgrind: scripts/instruction-counts)");
   cmd->add_flag("--json", args->json, "Print JSON instead of a Markdown table");
-  cmd->add_flag("--quiet", args->quiet, "No progress bar on stderr");
+  cmd->add_flag("--quiet", args->quiet,
+                "No progress bar (it is drawn only when stderr is a terminal)");
+  cmd->add_flag("--no-progress", args->quiet)->group("");  // sim's old spelling, hidden
   cmd->callback([args, &exit_code] { exit_code = do_bench(*args); });
 }
 

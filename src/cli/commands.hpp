@@ -7,10 +7,13 @@ namespace pmlab::cli {
 
 // Documented exit codes (README "Exit codes").
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitVerifyFailed = 1;   // --verify found a mismatch / a crash trial failed
-inline constexpr int kExitUsage = 2;          // bad flags or impossible parameters
-inline constexpr int kExitPool = 3;           // pool corrupt, mismatched, busy, or I/O error
-inline constexpr int kExitInternal = 4;       // unexpected internal error
+inline constexpr int kExitVerifyFailed = 1;  // --verify found a mismatch / a crash trial failed
+inline constexpr int kExitUsage = 2;         // bad flags or impossible parameters
+inline constexpr int kExitPool = 3;          // pool corrupt, mismatched, busy, or I/O error
+inline constexpr int kExitInternal = 4;      // unexpected internal error
+// `crash`: every trial passed but a declared negative control was not detected, so the passes
+// cannot rule that bug out (more trials, or other image models, are needed).
+inline constexpr int kExitControlMissed = 5;
 inline constexpr int kExitInterrupted = 130;  // stopped by Ctrl-C / SIGTERM (128 + SIGINT)
 
 // Each add_* registers a subcommand whose callback does the work and records its exit code.

@@ -48,6 +48,7 @@ struct CrashArgs {
   std::vector<std::string> images{"cache", "any-dirty"};
   std::string mutate = "none";
   bool controls = true;
+  bool quiet = false;  // no progress bar
   std::optional<std::uint64_t> replay;
   std::vector<std::uint64_t> replay_recovery;
   std::string replay_image = "cache";
@@ -111,6 +112,10 @@ std::vector<run::ImageModel> image_models(const std::vector<std::string>& names)
 
 int do_crash(const CrashArgs& a) {
   const auto spec = make_spec(a);
+  if (a.machine.dump_config) {
+    dump_machine(spec.machine);
+    return kExitOk;
+  }
   const auto mutation = run::mutation_from_string(a.mutate);
   run::require_applicable(spec, mutation);  // before anything runs: a usage error
   auto images = image_models(a.images);
@@ -151,7 +156,8 @@ int do_crash(const CrashArgs& a) {
   opt.jobs = a.jobs;
   opt.images = images;
   opt.mutation = mutation;
-  ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials);
+  ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials,
+                  progress_wanted(a.quiet));
   opt.progress = [&](std::uint64_t done, std::uint64_t) { bar.update(done); };
   auto r = run::run_campaign(opt);
   bar.finish();
@@ -231,7 +237,17 @@ int do_crash(const CrashArgs& a) {
         fmt::print("  FAILED trial {} ({} crash at op {}): {}\n    replay: {}\n", t.index,
                    run::to_string(t.kind), t.crash_op, t.failure, replay_command(a, spec, t));
   }
-  return r.passed == r.trials ? kExitOk : kExitVerifyFailed;
+  if (r.passed != r.trials) return kExitVerifyFailed;
+  if (with_controls && run::mutants_detected(controls) < controls.size()) {
+    for (const auto& c : controls)
+      if (!c.detected())
+        fmt::print(stderr,
+                   "pmlab: negative control {} not detected: 0 of its {} trials failed, so these "
+                   "passes cannot rule that bug out (more --trials or other --images; exit {})\n",
+                   mem::to_string(c.mutation), c.trials, kExitControlMissed);
+    return kExitControlMissed;
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -246,7 +262,8 @@ void add_crash_command(CLI::App& app, int& exit_code) {
       "restores memory from the NVM image, clears the caches, runs the scheme's recovery "
       "(itself cut again at random in some trials) and the rest of the run, and compares the "
       "result with the fault-free one bit for bit. Exit 1 if any trial fails; each failure "
-      "prints a command that replays it exactly.");
+      "prints a command that replays it exactly. Exit 5 if every trial passed but a negative "
+      "control (a mutant the scheme declares) was not detected.");
   cmd->add_option("kernel", a->kernel, "Kernel (tmm, ...)")->required();
   cmd->add_option("--scheme", a->scheme, "Persistency scheme")->capture_default_str();
   cmd->add_option("--n", a->n, "Problem size")->capture_default_str();
@@ -295,6 +312,9 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                   "/ the working version's last panel is never flushed")
       ->capture_default_str()
       ->check(CLI::IsMember(mutations));
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress bar (it is drawn only when stderr is a terminal)");
+  cmd->add_flag("--no-progress", a->quiet)->group("");  // sim's old spelling, hidden
   cmd->add_flag("!--no-controls", a->controls,
                 "Skip the negative controls (by default the same campaign is rerun on every "
                 "mutant the scheme must detect, and the detection count printed)");
@@ -310,7 +330,15 @@ void add_crash_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a->json, "Print JSON");
   // Small caches by default so CI-sized runs evict (the interesting crashes).
   add_machine_options(*cmd, a->machine);
-  cmd->callback([a, &exit_code] {
+  cmd->callback([a, cmd, &exit_code] {
+    // A machine file is the user's whole machine: the campaign's small-cache defaults apply to
+    // presets only, and to a file only where given on the command line.
+    if (is_machine_file(a->machine.config)) {
+      if (cmd->get_option("--cores")->count() == 0) a->machine.cores.reset();
+      if (cmd->get_option("--l1-size")->count() == 0) a->machine.l1_size.reset();
+      if (cmd->get_option("--l2-size")->count() == 0) a->machine.l2_size.reset();
+      if (cmd->get_option("--llc-size")->count() == 0) a->machine.llc_size.reset();
+    }
     const InterruptScope interrupts(OnInterrupt::kExitNow);  // pools in memory, children die too
     exit_code = do_crash(*a);
   });

@@ -18,7 +18,7 @@ namespace pmlab::cli {
 namespace {
 
 struct EvalArgs {
-  bool quick = false, full = false, json = false;
+  bool quick = false, full = false, json = false, quiet = false;
   std::string out = "results";
   std::uint64_t seed = 1;
 };
@@ -32,12 +32,14 @@ int do_eval(const EvalArgs& a) {
   // 130. A second one ends the process at once.
   std::optional<InterruptScope> interrupts(std::in_place, OnInterrupt::kStopAfterStep);
   opt.stop = InterruptScope::stop_flag();
-  ProgressBar bar(a.full ? "eval --full" : "eval --quick", 1000);
+  ProgressBar bar(a.full ? "eval --full" : "eval --quick", 1000, progress_wanted(a.quiet));
   std::string current;
   opt.progress = [&](double frac, double, const std::string& what) {
-    if (what != current && !isatty(STDERR_FILENO) && !a.json)
+    // Without a terminal, one line per step instead of the bar (a log still shows progress).
+    if (what != current && !isatty(STDERR_FILENO) && !a.json && !a.quiet)
       fmt::print(stderr, "eval: {}\n", what);
     current = what;
+    bar.set_detail(what);
     bar.update(static_cast<std::uint64_t>(frac * 1000));
   };
   auto results = eval::run_eval(opt);
@@ -78,6 +80,9 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", a->out, "Output directory")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed for inputs and crash campaigns")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print the results document as JSON");
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress bar, and no step lines when stderr is not a terminal");
+  cmd->add_flag("--no-progress", a->quiet)->group("");  // sim's old spelling, hidden
   cmd->callback([a, &exit_code] { exit_code = do_eval(*a); });
 }
 

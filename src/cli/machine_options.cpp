@@ -7,7 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "pmlab/core/error.hpp"
+#include "pmlab/sim/machine_file.hpp"
 #include "pmlab/sim/presets.hpp"
 
 namespace pmlab::cli {
@@ -77,10 +80,25 @@ std::uint64_t parse_size(const std::string& flag, const std::string& text) {
   return v * mult;
 }
 
+bool is_machine_file(const std::string& config) {
+  return config.find('/') != std::string::npos || (config.size() > 5 && config.ends_with(".json"));
+}
+
+void dump_machine(const sim::SimParams& p) {
+  fmt::print("{}\n", sim::to_machine_file(p).dump(2));
+}
+
 void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   std::string presets;
   for (auto p : sim::preset_names()) presets += (presets.empty() ? "" : ", ") + std::string(p);
-  cmd.add_option("--config", a.config, "Machine preset: " + presets)->capture_default_str();
+  cmd.add_option("--config", a.config,
+                 "Machine: a preset (" + presets +
+                     ") or a machine file (a path with '/' or ending in .json; the presets' own "
+                     "files are in configs/ and share/pmlab/configs; docs/cli.md)")
+      ->capture_default_str();
+  cmd.add_flag("--dump-config", a.dump_config,
+               "Print the effective machine (--config with every override applied) as a machine "
+               "file and exit, running nothing");
   auto& m = *cmd.add_option_group("machine overrides", "Changes to the preset");
   add_opt(m, "--cores", a.cores, "Simulated cores (pact17: the shared L2 stays 1 MiB per core)");
   add_opt(m, "--l1-size", a.l1_size, "Private L1 size (bytes, or with K/M suffix)");
@@ -185,7 +203,9 @@ sim::SimParams build_machine(const MachineArgs& a) {
     const PeriodicFlushArg pf = parse_periodic_flush(*a.periodic_flush);
     if (!pf.percent) o.periodic_flush_cycles = pf.cycles;
   }
-  sim::SimParams p = run::machine_from(a.config, o);
+  sim::SimParams p = is_machine_file(a.config)
+                         ? run::machine_from(sim::load_machine_file(a.config), o)
+                         : run::machine_from(a.config, o);
   if (a.core_model) p.core.model = sim::core_model_from_string(*a.core_model);
   if (a.issue_width) p.core.issue_width = *a.issue_width;
   if (a.rob_entries) p.core.rob_entries = *a.rob_entries;

@@ -38,7 +38,11 @@ struct MachineArgs {
   // Seed 004: what a persist barrier does (SimParams::persistency).
   std::optional<std::string> barrier;
   bool check_order = false;  // the persist-order oracle (SimParams::persistency.check_order)
+  bool dump_config = false;  // print the effective machine as a machine file and stop
 };
+
+// --config: a preset name, or a machine file (a path holding '/' or ending in .json).
+[[nodiscard]] bool is_machine_file(const std::string& config);
 
 // Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the
 // command's defaults (shown in --help).
@@ -48,6 +52,10 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a);
 // (kInvalidArgument) naming the flag. A --periodic-flush percentage is not applied here (it
 // needs the run: apply_periodic_flush).
 [[nodiscard]] sim::SimParams build_machine(const MachineArgs& a);
+
+// --dump-config: prints `p` as a machine file (sim/machine_file.hpp) on stdout; the caller then
+// exits 0 without running anything.
+void dump_machine(const sim::SimParams& p);
 
 // The flags that rebuild `a`'s machine, without --periodic-flush (for replay commands).
 [[nodiscard]] std::string machine_flags(const MachineArgs& a);

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
       "natively and in a persistence simulator.\n\n"
       "Exit codes: 0 ok, 1 verification failed, 2 bad usage or parameters,\n"
       "3 pool corrupt/mismatched/busy or I/O error, 4 internal error,\n"
+      "5 (crash) a negative control was not detected,\n"
       "130 interrupted (Ctrl-C or SIGTERM; temporary files removed)."};
   app.require_subcommand(1);
   app.set_version_flag("--version", PMLAB_VERSION);
@@ -37,6 +38,11 @@ int main(int argc, char** argv) {
   harden_unsigned_options(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ConversionError& e) {
+    // CLI11's "Could not convert: --threads = 99999999999" names no reason: say which.
+    fmt::print(stderr, "pmlab: error: {}\nRun with --help for more information.\n",
+               explain_parse_error(e));
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;

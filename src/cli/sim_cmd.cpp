@@ -17,6 +17,7 @@
 #include "kernel_options.hpp"
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
+#include "pmlab/core/progress.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/presets.hpp"
 
@@ -37,48 +38,14 @@ struct SimArgs {
   std::optional<std::string> vs;
   bool verify = false;
   bool json = false;
-  bool no_progress = false;
+  bool quiet = false;  // --quiet (old spelling: --no-progress)
   MachineArgs machine;
 };
 
-// A one-line bar on stderr, redrawn at most 10 times a second.
-class ProgressBar {
- public:
-  ProgressBar(bool on, std::string label) : on_(on), label_(std::move(label)) {}
-  ~ProgressBar() {
-    if (drawn_) std::fputs("\r\033[K", stderr);
-  }
-  ProgressBar(const ProgressBar&) = delete;
-  ProgressBar& operator=(const ProgressBar&) = delete;
-
-  [[nodiscard]] run::SimProgress callback() {
-    if (!on_) return {};
-    return [this](double f) { draw(f); };
-  }
-
- private:
-  void draw(double f) {
-    const auto now = std::chrono::steady_clock::now();
-    if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    drawn_ = true;
-    constexpr int kWidth = 30;
-    const int filled = static_cast<int>(f * kWidth);
-    fmt::print(stderr, "\r[{:#<{}}{:.<{}}] {:3.0f}% {}", "", filled, "", kWidth - filled, 100 * f,
-               label_);
-    std::fflush(stderr);
-  }
-
-  bool on_;
-  std::string label_;
-  bool drawn_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
-
 run::SimRunResult simulate_one(const run::SimRunSpec& spec, bool progress) {
-  ProgressBar bar(progress, fmt::format("simulating {} {} (n={})", spec.run.kernel, spec.run.scheme,
-                                        spec.run.n));
-  return run::simulate(spec, bar.callback());
+  ProgressBar bar(fmt::format("sim {} {} n={}", spec.run.kernel, spec.run.scheme, spec.run.n), 1000,
+                  progress);
+  return run::simulate(spec, [&bar](double f) { bar.update_fraction(f); });
 }
 
 std::string human(double v) {
@@ -152,6 +119,10 @@ std::string ratio_text(const nlohmann::json& r) {
 int do_sim(const SimArgs& a) {
   run::SimRunSpec spec;
   spec.machine = build_machine(a.machine);
+  if (a.machine.dump_config) {
+    dump_machine(spec.machine);
+    return kExitOk;
+  }
   spec.run.kernel = a.kernel;
   spec.run.scheme = a.scheme;
   spec.run.n = a.n;
@@ -176,7 +147,7 @@ int do_sim(const SimArgs& a) {
     run::validate(*ref);  // refuses a bad reference scheme before the long run
     run::require_scratch_room(*ref);
   }
-  const bool progress = !a.no_progress && isatty(STDERR_FILENO) != 0;
+  const bool progress = progress_wanted(a.quiet);
   const run::SimRunResult r = simulate_one(spec, progress);
   std::optional<run::SimRunResult> base;
   // Simulated even when it is the same scheme: runs are deterministic, so x/x = 1 exactly.
@@ -211,8 +182,7 @@ int do_sim(const SimArgs& a) {
       j["normalized"] = run::normalized_to(r.stats, base->stats);
       if (r.stats.nvm.writes == 0 && base->stats.nvm.writes == 0)
         j["warnings"].push_back(
-            "neither run wrote anything to NVM: normalized 0/0 figures are 1 "
-            "by convention and say nothing");
+            "neither run wrote anything to NVM: normalized 0/0 figures are null (n/a)");
     }
     if (verdict) {
       j["verified"] = verdict->ok();
@@ -306,8 +276,9 @@ void add_sim_command(CLI::App& app, int& exit_code) {
       "--verify", a->verify,
       "Check the simulated result bit for bit against the native reference (exit 1 on mismatch)");
   cmd->add_flag("--json", a->json, "Print JSON (keys: docs/simulator.md, \"pmlab sim JSON\")");
-  cmd->add_flag("--no-progress", a->no_progress,
-                "No progress bar (it is shown only when stderr is a terminal)");
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress bar (it is drawn only when stderr is a terminal)");
+  cmd->add_flag("--no-progress", a->quiet)->group("");  // the old spelling, hidden
   add_machine_options(*cmd, a->machine);
   cmd->callback([a, &exit_code] {
     const InterruptScope interrupts(OnInterrupt::kExitNow);  // everything is in memory

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -46,6 +47,27 @@ void harden_unsigned_options(CLI::App& app) {
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     harden_unsigned_options(*sub);
+}
+
+std::string explain_parse_error(const CLI::ParseError& e) {
+  const std::string text = e.what();
+  constexpr std::string_view kPrefix = "Could not convert: ";
+  const std::size_t eq = text.find(" = ");
+  if (dynamic_cast<const CLI::ConversionError*>(&e) == nullptr || text.rfind(kPrefix, 0) != 0 ||
+      eq == std::string::npos)
+    return text;
+  const std::string name = text.substr(kPrefix.size(), eq - kPrefix.size());
+  const std::string value = text.substr(eq + 3);
+  const bool integer =
+      !value.empty() &&
+      value.find_first_not_of("0123456789", value[0] == '-' ? 1 : 0) == std::string::npos &&
+      value != "-";
+  if (integer)
+    return fmt::format(
+        "{}: {} is out of range for this option (too {} for its type; see --help for the "
+        "values it takes)",
+        name, value, value[0] == '-' ? "small" : "large");
+  return fmt::format("{}: '{}' is not a valid value for this option (see --help)", name, value);
 }
 
 }  // namespace pmlab::cli

@@ -16,4 +16,10 @@ namespace pmlab::cli {
 // (CLI11 2.1 reads them with strtoull, which wraps "-5" around and caps overflow at 2^64 - 1).
 void harden_unsigned_options(CLI::App& app);
 
+// pmlab's own message for CLI11's generic "Could not convert: --threads = 99999999999" (a value
+// that passed strict_unsigned but does not fit the option's type, e.g. 32 bits, or a signed
+// option out of range): "--threads: 99999999999 is out of range for this option ...". Returns
+// the exception's own text for any other error.
+[[nodiscard]] std::string explain_parse_error(const CLI::ParseError& e);
+
 }  // namespace pmlab::cli

@@ -376,6 +376,16 @@ std::vector<std::string> failed_checks(const json& results) {
                                      c.value("scheme", "?"),
                                      c["trials"].get<std::uint64_t>() - c.value("passed", 0ull),
                                      c["trials"].get<std::uint64_t>()));
+  // A negative control the campaign did not catch: its passes cannot rule that bug out.
+  if (results.contains("crash"))
+    for (const auto& c : results["crash"])
+      if (c.contains("controls") && c["controls"].contains("runs"))
+        for (const auto& r : c["controls"]["runs"])
+          if (!r.value("detected", true))
+            failed.push_back(
+                fmt::format("crash {} {}: negative control {} not detected (0 of {} trials failed)",
+                            c.value("kernel", "?"), c.value("scheme", "?"),
+                            r.value("mutation", "?"), r.value("trials", 0ull)));
   return failed;
 }
 

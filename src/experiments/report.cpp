@@ -586,6 +586,11 @@ std::string render_report(const json& results) {
     md +=
         "**Partial report: the evaluation was interrupted; sections below hold what was "
         "measured.**\n\n";
+  if (const json failed = results.value("failed_checks", json::array()); !failed.empty()) {
+    md += fmt::format("**{} check(s) FAILED (`pmlab eval` exits 1):**\n\n", failed.size());
+    for (const auto& f : failed) md += "- " + f.get<std::string>() + "\n";
+    md += "\n";
+  }
   md += fmt::format(
       "Reproduce: `pmlab eval --{} --seed {}` ({:.0f} s here). Raw data: results.json.\n\n",
       results.value("mode", "quick"), results.value("seed", 1), results.value("wall_seconds", 0.0));

@@ -25,7 +25,11 @@ namespace pmlab::run {
 
 sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o) {
   // pact17's shared L2 is "1MB tile/core": it scales with the core count.
-  sim::SimParams p = (preset == "pact17" && o.cores) ? sim::pact17(*o.cores) : sim::preset(preset);
+  return machine_from((preset == "pact17" && o.cores) ? sim::pact17(*o.cores) : sim::preset(preset),
+                      o);
+}
+
+sim::SimParams machine_from(sim::SimParams p, const MachineOverrides& o) {
   if (o.cores) {
     p.cores = *o.cores;
     p.threads = std::min(p.threads, *o.cores);
@@ -228,7 +232,9 @@ nlohmann::json ratio_tree(const nlohmann::json& x, const nlohmann::json& base) {
   }
   if (!x.is_number() || !base.is_number()) return nullptr;
   const double a = x.get<double>(), b = base.get<double>();
-  if (b == 0) return a == 0 ? nlohmann::json(1.0) : nlohmann::json(nullptr);
+  // x/0 has no value, and 0/0 says nothing (same as base only in the sense that neither did
+  // anything): both null, shown as "n/a", never a 1 that reads like a measurement.
+  if (b == 0) return nullptr;
   return a / b;
 }
 }  // namespace

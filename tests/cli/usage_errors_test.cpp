@@ -57,6 +57,29 @@ TEST_F(UsageErrors, SeedBeyond64BitsIsRefusedNotCapped) {
   EXPECT_TRUE(empty_dir());
 }
 
+TEST_F(UsageErrors, HugeCountsGetPmlabsOwnMessageOnEveryVerb) {
+  const std::string pool = (dir_ / "p").string();
+  const std::vector<std::vector<std::string>> cases{
+      {"run", "tmm", "--pool", pool, "--threads", "99999999999"},
+      {"sim", "tmm", "--threads", "99999999999"},
+      {"crash", "tmm", "--threads", "99999999999"},
+      {"bench", "tmm", "--threads", "99999999999"},
+      {"sim", "tmm", "--cores", "99999999999"},
+      {"sim", "tmm", "--cores", "-99999999999"},
+      {"crash", "tmm", "--trials", "99999999999999999999999"},
+      {"eval", "--seed", "99999999999999999999999"}};
+  for (const auto& args : cases) {
+    const auto r = pmlab(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[args.size() - 2] << ": " << r.err;
+    EXPECT_NE(r.err.find(args[args.size() - 2]), std::string::npos) << r.err;  // names the flag
+    EXPECT_EQ(r.err.find("Could not convert"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.err.find("range") != std::string::npos ||
+                r.err.find("larger than the largest") != std::string::npos)
+        << r.err;
+  }
+  EXPECT_TRUE(empty_dir());
+}
+
 TEST_F(UsageErrors, LeadingZerosAreDecimalNotOctal) {
   const auto r = pmlab({"sim", "tmm", "--n", "010", "--bs", "4", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -45,6 +45,25 @@ TEST(EvalVerdict, NotBitExactAndFailedTrialsAreEachNamed) {
   EXPECT_NE(failed[1].find("crash lu wal: 3 of 40 trials failed"), std::string::npos) << failed[1];
 }
 
+TEST(EvalVerdict, AnUndetectedNegativeControlIsAFailedCheck) {
+  json r = results_with(true, 40, 40);
+  r["crash"][0]["controls"] = {
+      {"mutants", 2},
+      {"detected", 1},
+      {"runs", json::array({{{"mutation", "no-flush"}, {"trials", 40}, {"detected", true}},
+                            {{"mutation", "no-fence"}, {"trials", 40}, {"detected", false}}})}};
+  const auto failed = eval::failed_checks(r);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_NE(failed[0].find("crash lu wal: negative control no-fence not detected"),
+            std::string::npos)
+      << failed[0];
+  // The report says so at its top (a document holding only the verdict: no sections to render).
+  const json verdict{{"complete", true}, {"failed_checks", failed}};
+  const std::string report = eval::render_report(verdict);
+  EXPECT_NE(report.find("1 check(s) FAILED"), std::string::npos) << report;
+  EXPECT_NE(report.find("negative control no-fence not detected"), std::string::npos) << report;
+}
+
 TEST(EvalInterrupt, SigtermExits130WithAPartialReport) {
   const fs::path dir =
       fs::temp_directory_path() / ("pmlab-eval-interrupt-" + std::to_string(::getpid()));

@@ -108,6 +108,14 @@ TEST_F(SimCli, VsBaseRatiosOfBaseAreExactlyOne) {
       return;
     }
     ++leaves;
+    // 0/0 (a count neither run had) is null, not 1; every other ratio of base to itself is 1.
+    if (x.is_null()) {
+      std::string pointer = path.substr(std::string("normalized").size());
+      for (auto& c : pointer)
+        if (c == '.') c = '/';
+      EXPECT_EQ(j.at(nlohmann::json::json_pointer(pointer)), 0) << path;
+      return;
+    }
     ASSERT_TRUE(x.is_number()) << path << " = " << x;
     EXPECT_EQ(x.get<double>(), 1.0) << path;
   };

@@ -28,8 +28,9 @@ struct EvalOptions {
 nlohmann::json run_eval(const EvalOptions& opt);
 
 // Every verification in a results document that failed: a native scheme whose result was not
-// bit-identical to base's, a crash campaign with failed trials. Empty when all passed; `pmlab
-// eval` then exits 0, else 1. Stored as results["failed_checks"] by run_eval.
+// bit-identical to base's, a crash campaign with failed trials, a declared negative control that
+// its campaign did not detect. Empty when all passed; `pmlab eval` then exits 0, else 1. Stored as
+// results["failed_checks"] by run_eval.
 [[nodiscard]] std::vector<std::string> failed_checks(const nlohmann::json& results);
 
 // The report from a results document (also used for partial results).

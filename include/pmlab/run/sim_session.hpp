@@ -53,6 +53,9 @@ struct MachineOverrides {
 
 // preset(name) with `o` applied, validated; throws pmlab::Error(kInvalidArgument) naming the field.
 [[nodiscard]] sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o);
+// `base` (e.g. a machine file's) with `o` applied the same way; --cores does not rescale a
+// file's LLC (only the pact17 preset by name does).
+[[nodiscard]] sim::SimParams machine_from(sim::SimParams base, const MachineOverrides& o);
 
 // The simulator's entry points for one kernel; KernelDriver (arrays, init, verify) is shared
 // with the native side. make_sim_kernel<K>() (driver/sim_kernel.hpp) builds them from the same
@@ -123,7 +126,8 @@ using SimProgress = std::function<void(double fraction)>;
 [[nodiscard]] SimRunResult simulate(const SimRunSpec& spec, const SimProgress& progress = {});
 
 // Every statistic of `s` divided by the same one of `base`, as JSON with the keys of
-// sim::to_json (arrays per core dropped). 0/0 is 1 (same as base); x/0 with x > 0 is null.
+// sim::to_json (arrays per core dropped). x/0 is null, 0/0 included ("n/a": neither run did
+// any, which is no ratio).
 [[nodiscard]] nlohmann::json normalized_to(const sim::SimStats& s, const sim::SimStats& base);
 
 }  // namespace pmlab::run
