@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "helper_core.hpp"
 #include "persist_oracle.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/sim/presets.hpp"
@@ -230,7 +231,8 @@ void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, B
     SimBackend& b;
     ~Restore() {
       b.in_parallel_ = false;
-      b.switch_at_ = kDisarmed;
+      b.turn_end_ = kDisarmed;
+      b.rearm_switch();
       b.set_thread(0);
     }
   } restore{*this};
@@ -246,7 +248,8 @@ void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, B
       fs.current = static_cast<int>(t);
       set_thread(static_cast<int>(t));
       // A cancelled fiber unwinds in one turn: no switch while its destructors run.
-      switch_at_ = fs.cancelled ? kDisarmed : ops_ + quantum_;
+      turn_end_ = fs.cancelled ? kDisarmed : ops_ + quantum_;
+      rearm_switch();
       f.started = true;
       asan_start(&fs.sched_fake, f.stack.get(), kFiberStackBytes);
       swapcontext(&fs.scheduler, &f.ctx);
@@ -266,6 +269,7 @@ void SimBackend::apply_crash_image() {
   machine_.power_fail();
   disarm_crash();
   crashed_ = false;
+  if (helper_) helper_abandon();
 }
 
 }  // namespace pmlab::sim
