@@ -13,8 +13,7 @@ namespace pmlab::eval {
 struct Seed002Options {
   bool full = false;  // larger sizes and more native rounds
   std::uint64_t seed = 1;
-  std::uint64_t n =
-      0;  // 0: the mode's sizes (quick 128, full 256, or the nearest the kernel takes)
+  std::uint64_t n = 0;  // 0: the mode's sizes (quick 256, full 512, or the next the kernel takes)
 };
 
 // Table 1: cycles per flushed line by line state (modified, exclusive, shared, invalid) for
