@@ -551,11 +551,14 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
   out.helper_requests = ff.helper_spans.size();
   for (const auto& t : out.results) {
     const std::uint64_t k = t.crash_op;
-    const bool in_helper = std::any_of(ff.helper_spans.begin(), ff.helper_spans.end(),
-                                       [k](const auto& h) { return k >= h.first && k <= h.second; });
+    const bool in_helper =
+        std::any_of(ff.helper_spans.begin(), ff.helper_spans.end(),
+                    [k](const auto& h) { return k >= h.first && k <= h.second; });
     const auto f = std::lower_bound(ff.fences.begin(), ff.fences.end(), k >= 2 ? k - 2 : 0);
     const bool near_fence = f != ff.fences.end() && *f <= k + 2;
-    CampaignResult::Phase& ph = in_helper ? out.in_helper : near_fence ? out.near_fence : out.elsewhere;
+    CampaignResult::Phase& ph = in_helper    ? out.in_helper
+                                : near_fence ? out.near_fence
+                                             : out.elsewhere;
     ++ph.trials;
     ph.passed += t.passed ? 1 : 0;
   }

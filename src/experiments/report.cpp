@@ -11,9 +11,9 @@
 
 #include "paper_numbers.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
-#include "pmlab/experiments/seed002_study.hpp"
 #include "pmlab/experiments/eval.hpp"
 #include "pmlab/experiments/paired_ratio.hpp"
+#include "pmlab/experiments/seed002_study.hpp"
 
 namespace pmlab::eval {
 namespace {

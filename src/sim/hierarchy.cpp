@@ -640,8 +640,8 @@ void Hierarchy::wbinvd(int core, std::size_t lo, std::size_t hi, bool last) {
   const auto write = [&](std::uint64_t line, std::uint64_t since) {
     ++dirty_flushes_;
     cs.flush_done = std::max(
-        cs.flush_done, nvm_write(line, WriteCause::kFlush, cs.clock + llc_.latency().value(), core,
-                                 since));
+        cs.flush_done,
+        nvm_write(line, WriteCause::kFlush, cs.clock + llc_.latency().value(), core, since));
   };
   hi = std::min(hi, llc_.slots());
   for (std::size_t s = lo; s < hi; ++s) {

@@ -156,7 +156,8 @@ std::string_view to_string(WholeCacheFlush w) {
 }
 
 WholeCacheFlush whole_cache_flush_from_string(std::string_view s) {
-  for (WholeCacheFlush w : {WholeCacheFlush::kAuto, WholeCacheFlush::kNever, WholeCacheFlush::kAlways})
+  for (WholeCacheFlush w :
+       {WholeCacheFlush::kAuto, WholeCacheFlush::kNever, WholeCacheFlush::kAlways})
     if (s == to_string(w)) return w;
   throw Error(ErrorCode::kInvalidArgument,
               fmt::format("unknown whole-cache flush '{}' (expected auto, never or always)", s));

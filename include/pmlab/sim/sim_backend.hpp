@@ -349,7 +349,7 @@ class SimBackend {
   std::vector<CommitPoint> commits_;
   std::vector<std::uint64_t> fence_ops_;
   std::function<void()> on_loop_end_;
-  std::unique_ptr<PersistOracle> oracle_;  // null unless check_order(true)
+  std::unique_ptr<PersistOracle> oracle_;       // null unless check_order(true)
   std::unique_ptr<detail::HelperCore> helper_;  // null until a scheme uses the helper
 };
 

@@ -138,19 +138,19 @@ struct EpochStats {
 // flush_barrier. overlap = 1 - exposed / busy is the share of the flush cost hidden from the
 // main thread (the paper's Fig. 13).
 struct HelperStats {
-  int core = 0;                     // the simulated core whose caches the helper uses
-  std::uint64_t requests = 0;       // flush_async calls
-  std::uint64_t flush_ops = 0;      // per-line flushes the helper issued
-  std::uint64_t wbinvd_ops = 0;     // WBINVD stretches (one op each)
+  int core = 0;                       // the simulated core whose caches the helper uses
+  std::uint64_t requests = 0;         // flush_async calls
+  std::uint64_t flush_ops = 0;        // per-line flushes the helper issued
+  std::uint64_t wbinvd_ops = 0;       // WBINVD stretches (one op each)
   std::uint64_t wbinvd_requests = 0;  // requests written back by WBINVD (the 10 x LLC rule)
   std::uint64_t fences = 0;
-  std::uint64_t barriers = 0;       // flush_barrier calls
+  std::uint64_t barriers = 0;  // flush_barrier calls
   std::uint64_t busy_cycles = 0;
   std::uint64_t exposed_cycles = 0;
   [[nodiscard]] double overlap() const {
-    return busy_cycles == 0 ? 0.0
-                            : 1.0 - static_cast<double>(exposed_cycles) /
-                                        static_cast<double>(busy_cycles);
+    return busy_cycles == 0
+               ? 0.0
+               : 1.0 - static_cast<double>(exposed_cycles) / static_cast<double>(busy_cycles);
   }
 };
 
