@@ -200,11 +200,43 @@ def persist_barriers(res, out):
     plt.close(fig)
 
 
+# Seed 002: overhead vs base per configuration (Figs. 6, 12) and the helper's overlap (Fig. 13).
+def seed002(res, out):
+    kernels = [k for k in res.get("seed002", []) if "rows" in k]
+    if not kernels:
+        return
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    configs = [r["config"] for r in kernels[0]["rows"] if r["config"] != "base"]
+    width = 0.8 / len(kernels)
+    for i, k in enumerate(kernels):
+        rows = {r["config"]: r for r in k["rows"]}
+        xs = [j + i * width for j in range(len(configs))]
+        a1.bar(xs, [100 * rows[c]["overhead"] if c in rows else 0 for c in configs], width,
+               label=k["kernel"])
+    a1.axhline(9.5, color="black", linestyle="--", label="paper IPV max 9.5%")
+    a1.set_xticks([j + 0.4 - width / 2 for j in range(len(configs))])
+    a1.set_xticklabels(configs, rotation=30, fontsize=7)
+    a1.set_ylabel("% over base (simulated)")
+    a1.set_title("Figs. 6, 12: overhead vs base")
+    a1.legend(fontsize=6)
+    names = [k["kernel"] for k in kernels]
+    a2.bar(range(len(names)), [100 * k.get("fig13", {}).get("overlap", 0) for k in kernels])
+    a2.axhline(41, color="black", linestyle="--", label="paper >= 41%")
+    a2.set_xticks(range(len(names)))
+    a2.set_xticklabels(names)
+    a2.set_ylabel("% of flush cost hidden")
+    a2.set_title("Fig. 13: helper overlap")
+    a2.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out / "seed002.png", dpi=110)
+    plt.close(fig)
+
+
 def main():
     res = json.loads(Path(sys.argv[1]).read_text())
     out = Path(sys.argv[2])
     for fn in (native_overhead, sim_writes, sim_kernels, checksum_overhead, sensitivity,
-               crash_recovery, persist_barriers):
+               crash_recovery, persist_barriers, seed002):
         fn(res, out)
 
 

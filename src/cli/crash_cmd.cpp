@@ -196,6 +196,12 @@ int do_crash(const CrashArgs& a) {
         j["crashes_in_resumed_run"].get<std::uint64_t>(),
         j["recoveries_measured"].get<std::uint64_t>(),
         j["recoveries_measured_nonempty"].get<std::uint64_t>());
+    if (r.helper_requests > 0)
+      fmt::print(
+          "  first crash by phase (seed 002 helper core, {} requests): inside the helper's "
+          "flushes {}/{} passed, within 2 ops of a fence (commit words) {}/{}, elsewhere {}/{}\n",
+          r.helper_requests, r.in_helper.passed, r.in_helper.trials, r.near_fence.passed,
+          r.near_fence.trials, r.elsewhere.passed, r.elsewhere.trials);
     fmt::print(
         "  recovery work (ops): median {}, p90 {}, max {}; unnecessary recomputations (R3): {}\n",
         j["recovery_ops"]["median"].get<std::uint64_t>(),

@@ -121,6 +121,13 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   add_opt(m, "--wc-buffers", a.wc_buffers,
           "Model non-temporal stores with this many write-combining buffers per core (no fill, "
           "no RFO, lost at a power failure unless drained); 0 or absent: stores + flushes");
+  add_opt(m, "--whole-cache-flush", a.whole_cache_flush,
+          "Seed 002 helper core (scheme ipv): write a flush_async range back with WBINVD "
+          "(always), per line (never), or by the paper's rule, WBINVD once the range is >= 10x "
+          "the LLC (auto, default); simulator only")
+      ->check(CLI::IsMember({"auto", "never", "always"}));
+  add_opt(m, "--wbinvd-cycles", a.wbinvd_cycles,
+          "Cycles WBINVD spends per LLC line it walks (default 1, an assumption)");
   add_opt(m, "--D1", a.d1, "With --config cachegrind: D1 as size,assoc,line (cachegrind's syntax)");
   add_opt(m, "--LL", a.ll, "With --config cachegrind: LL as size,assoc,line");
   add_opt(m, "--periodic-flush", a.periodic_flush,
@@ -213,6 +220,9 @@ sim::SimParams build_machine(const MachineArgs& a) {
   if (a.insts_per_access) p.core.insts_per_access = *a.insts_per_access;
   if (a.interleave_quantum) p.interleave_quantum = *a.interleave_quantum;
   if (a.flush_mc_hop) p.flush_mc_hop = *a.flush_mc_hop;
+  if (a.whole_cache_flush)
+    p.whole_cache_flush = sim::whole_cache_flush_from_string(*a.whole_cache_flush);
+  if (a.wbinvd_cycles) p.wbinvd_cycles_per_line = *a.wbinvd_cycles;
   if (a.preflush) p.preflush.enabled = *a.preflush == "on";
   if (a.preflush_signatures) p.preflush.signatures = *a.preflush_signatures;
   if (a.preflush_flushed_tags) p.preflush.flushed_tags = *a.preflush_flushed_tags;
@@ -278,6 +288,8 @@ std::string machine_flags(const MachineArgs& a) {
   add("--wq-entries", a.wq_entries);
   add("--write-units", a.write_units);
   add("--wc-buffers", a.wc_buffers);
+  add("--whole-cache-flush", a.whole_cache_flush);
+  add("--wbinvd-cycles", a.wbinvd_cycles);
   add("--D1", a.d1);
   add("--LL", a.ll);
   add("--core-model", a.core_model);

@@ -27,6 +27,9 @@ struct MachineArgs {
   std::optional<std::uint32_t> ranks, banks, rq_entries, min_writes_per_drain;
   std::optional<double> wq_high, wq_low;
   std::optional<std::uint32_t> wc_buffers;  // set: non-temporal stores modelled (0 = off)
+  // Seed 002's helper core: WBINVD rule and price (SimParams::whole_cache_flush, ...).
+  std::optional<std::string> whole_cache_flush;
+  std::optional<std::uint64_t> wbinvd_cycles;
   // Core timing (SimParams::core) and thread interleaving (SimParams::interleave_quantum).
   std::optional<std::string> core_model;
   std::optional<std::uint32_t> issue_width, rob_entries, mshrs, insts_per_access;

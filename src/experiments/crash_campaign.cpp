@@ -30,6 +30,7 @@ struct FaultFree {
   std::uint64_t ops = 0, cycles = 0;
   std::vector<sim::CommitPoint> commits;
   std::vector<std::uint64_t> fences;  // op numbers of the fences: persistence-protocol steps
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> helper_spans;  // seed 002's helper core
 };
 
 // Every session of a campaign carries its mutation from the start (the op numbering of the
@@ -50,7 +51,7 @@ FaultFree fault_free_run(const SimRunSpec& spec, mem::Mutation mutation) {
   s.backend().record_fences(true);
   s.run(0);
   return {s.backend().ops(), s.backend().stats().cycles.value(), s.backend().commits(),
-          s.backend().fence_ops()};
+          s.backend().fence_ops(), s.backend().helper_spans()};
 }
 
 // Where trial i cuts the power. Drawn from the trial's own generator, which then goes on to
@@ -547,6 +548,20 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
     if (opt.progress) opt.progress(++finished, opt.trials);
   }
   for (const auto& t : out.results) out.passed += t.passed ? 1 : 0;
+  out.helper_requests = ff.helper_spans.size();
+  for (const auto& t : out.results) {
+    const std::uint64_t k = t.crash_op;
+    const bool in_helper =
+        std::any_of(ff.helper_spans.begin(), ff.helper_spans.end(),
+                    [k](const auto& h) { return k >= h.first && k <= h.second; });
+    const auto f = std::lower_bound(ff.fences.begin(), ff.fences.end(), k >= 2 ? k - 2 : 0);
+    const bool near_fence = f != ff.fences.end() && *f <= k + 2;
+    CampaignResult::Phase& ph = in_helper    ? out.in_helper
+                                : near_fence ? out.near_fence
+                                             : out.elsewhere;
+    ++ph.trials;
+    ph.passed += t.passed ? 1 : 0;
+  }
   out.trials = opt.trials;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
@@ -566,6 +581,15 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
                    {"jobs", r.jobs},
                    {"seconds", r.seconds},
                    {"trials_per_second", r.trials_per_second()}};
+  if (r.helper_requests > 0 || r.in_helper.trials > 0) {
+    const auto phase = [](const CampaignResult::Phase& p) {
+      return nlohmann::json{{"trials", p.trials}, {"passed", p.passed}};
+    };
+    j["helper_requests"] = r.helper_requests;
+    j["first_crash_phase"] = {{"in_helper", phase(r.in_helper)},
+                              {"near_fence", phase(r.near_fence)},
+                              {"elsewhere", phase(r.elsewhere)}};
+  }
   std::vector<std::uint64_t> work, recomputed, redone;
   std::uint64_t unnecessary = 0, in_recovery = 0, in_resumed = 0, inconsistent_max = 0;
   std::uint64_t targeted = 0, targeted_nonempty = 0;

@@ -18,6 +18,7 @@
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/experiments/checksum_study.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
+#include "pmlab/experiments/seed002_study.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/stats.hpp"
@@ -242,6 +243,14 @@ std::vector<Step> plan(const EvalOptions& opt) {
                        return barrier_study_bench(bench, b);
                      }});
   }
+  // 3c. Seed 002 (Huang, Wu, Li): Table 1, then Figs. 6, 12-14 on every kernel with ipv rows.
+  steps.push_back({"seed002", "seed 002 flush states", full ? 20.0 : 4.0, [=] {
+                     return seed002_flush_states({full, opt.seed});
+                   }});
+  for (const auto& k : seed002_kernels())
+    steps.push_back({"seed002", "seed 002 " + k, full ? 120.0 : 8.0, [=] {
+                       return seed002_kernel(k, {full, opt.seed});
+                     }});
   // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
   steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {
                      ChecksumStudyOptions c;
@@ -398,7 +407,7 @@ json run_eval(const EvalOptions& opt) {
                {"seed", opt.seed},
                {"complete", false}};
   for (const char* section :
-       {"native", "instructions", "sim", "crash", "barriers", "checksum", "sensitivity"})
+       {"native", "instructions", "sim", "crash", "barriers", "seed002", "checksum", "sensitivity"})
     results[section] = json::array();
   const auto t0 = std::chrono::steady_clock::now();
   double done = 0;

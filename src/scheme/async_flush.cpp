@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "pmlab/core/error.hpp"
+
 namespace pmlab::scheme {
 namespace {
 
@@ -112,6 +114,13 @@ void FlushHelper::wait_all() {
     seen = impl_->done.load(std::memory_order_acquire);
   }
   impl_->exposed += now_ns() - t0;
+}
+
+void refuse_native_wbinvd() {
+  throw Error(ErrorCode::kUnsupported,
+              "WBINVD (whole-cache write-back) is a privileged instruction: natively it needs a "
+              "kernel module, which pmlab does not load; it is modelled in the simulator only "
+              "(pmlab sim|crash --whole-cache-flush always|auto)");
 }
 
 const std::string& FlushHelper::placement() const {

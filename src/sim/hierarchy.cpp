@@ -631,6 +631,44 @@ void Hierarchy::write_back_all(WriteCause cause) {
   }
 }
 
+void Hierarchy::wbinvd(int core, std::size_t lo, std::size_t hi, bool last) {
+  if (epochs_)
+    throw Error(ErrorCode::kUnsupported,
+                "WBINVD is not modelled under a hardware persist barrier (lb*)");
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  const std::uint64_t per_line = params_.wbinvd_cycles_per_line;
+  const auto write = [&](std::uint64_t line, std::uint64_t since) {
+    ++dirty_flushes_;
+    cs.flush_done = std::max(
+        cs.flush_done,
+        nvm_write(line, WriteCause::kFlush, cs.clock + llc_.latency().value(), core, since));
+  };
+  hi = std::min(hi, llc_.slots());
+  for (std::size_t s = lo; s < hi; ++s) {
+    cs.clock += per_line;  // the walk visits every line of the cache, valid or not
+    const std::uint64_t line = llc_.tag(s);
+    if (line == kInvalidTag) continue;
+    bool dirty = (llc_.state(s) & kDirty) != 0;
+    for_each_core(llc_.sharers(s),
+                  [&](int c) { dirty |= strip_private(c, line, Strip::kInvalidate); });
+    const std::uint64_t since = take_since(s, line);
+    llc_.invalidate(s);
+    if (dirty) write(line, since);
+  }
+  if (!last || params_.inclusive_llc) return;
+  for (int c = 0; c < params_.cores; ++c) {
+    for (int lv = 0; lv < npriv_; ++lv) {
+      const Cache& pc = priv(c, lv);
+      for (std::size_t s = 0; s < pc.slots(); ++s) {
+        const std::uint64_t line = pc.tag(s);
+        if (line == kInvalidTag) continue;
+        cs.clock += per_line;
+        if (strip_private(c, line, Strip::kInvalidate)) write(line, take_since(kNoSlot, line));
+      }
+    }
+  }
+}
+
 void Hierarchy::power_fail() {
   if (epochs_) epochs_->power_fail();
   for (auto& c : private_) c.clear();

@@ -46,6 +46,11 @@ class Hierarchy {
   void fork_clocks(int from, int active_cores);
   void join_clocks();
   void write_back_all(WriteCause cause);
+  // Seed 002's WBINVD, one stretch of LLC slots [lo, hi) at a time (src/sim/helper_core.cpp
+  // runs one stretch per helper op): every line there is written back if dirty and invalidated
+  // everywhere; `last` also covers a non-inclusive LLC's private-only lines.
+  void wbinvd(int core, std::size_t lo, std::size_t hi, bool last);
+  [[nodiscard]] std::size_t llc_slots() const { return llc_.slots(); }
   void power_fail();
   void reset_stats();
   // Periodic cleaning: cleans every LLC set whose due time `core`'s clock has reached.

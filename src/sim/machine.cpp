@@ -74,6 +74,13 @@ void Machine::store_nt(int core, LineAddr line, unsigned off, unsigned size) {
   if (functional_) return;
   impl_->store_nt(core, line.value(), off, size);
 }
+void Machine::wbinvd(int core, std::size_t lo, std::size_t hi, bool last) {
+  if (functional_) return;
+  impl_->wbinvd(core, lo, hi, last);
+}
+std::size_t Machine::llc_slots() const {
+  return impl_->llc_slots();
+}
 void Machine::epoch_barrier(int core) {
   if (functional_) return;
   impl_->epoch_barrier(core);

@@ -143,6 +143,26 @@ void PersistencyParams::validate() const {
                     epoch_ack.value()));
 }
 
+std::string_view to_string(WholeCacheFlush w) {
+  switch (w) {
+    case WholeCacheFlush::kAuto:
+      return "auto";
+    case WholeCacheFlush::kNever:
+      return "never";
+    case WholeCacheFlush::kAlways:
+      return "always";
+  }
+  return "?";
+}
+
+WholeCacheFlush whole_cache_flush_from_string(std::string_view s) {
+  for (WholeCacheFlush w :
+       {WholeCacheFlush::kAuto, WholeCacheFlush::kNever, WholeCacheFlush::kAlways})
+    if (s == to_string(w)) return w;
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("unknown whole-cache flush '{}' (expected auto, never or always)", s));
+}
+
 void SimParams::validate() const {
   if (cores < 1 || cores > kMaxCores)
     bad(fmt::format("cores must be between 1 and {} (got {})", kMaxCores, cores));
@@ -165,6 +185,9 @@ void SimParams::validate() const {
   // The epoch engine keeps its tags in the LLC and models neither PreFlush nor WC buffers.
   if (persistency.hardware() && (!inclusive_llc || preflush.enabled || nt_stores))
     bad("a hardware persist barrier (lb*) needs an inclusive LLC and no preflush or nt_stores");
+  if (wbinvd_cycles_per_line > 1'000'000)
+    bad(fmt::format("wbinvd_cycles_per_line must be at most 1000000 (got {})",
+                    wbinvd_cycles_per_line));
   if (flush_mc_hop > 1'000'000)
     bad(fmt::format("flush_mc_hop must be at most 1000000 cycles (got {})", flush_mc_hop));
   if (!inclusive_llc && cores != 1)
@@ -229,6 +252,9 @@ nlohmann::json to_json(const SimParams& p) {
   if (p.nvm.row_buffer.enabled) j["nvm"]["row_buffer"] = to_json(p.nvm.row_buffer);
   // Only when set, so the JSON of every existing configuration stays as it was.
   if (p.flush_mc_hop != 0) j["flush_mc_hop"] = p.flush_mc_hop;
+  if (p.whole_cache_flush != WholeCacheFlush::kAuto || p.wbinvd_cycles_per_line != 1)
+    j["helper"] = {{"whole_cache_flush", std::string(to_string(p.whole_cache_flush))},
+                   {"wbinvd_cycles_per_line", p.wbinvd_cycles_per_line}};
   if (p.preflush.enabled)
     j["preflush"] = {{"signatures", p.preflush.signatures},
                      {"flushed_tags", p.preflush.flushed_tags},

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "helper_core.hpp"
 #include "persist_oracle.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/sim/presets.hpp"
@@ -237,7 +238,8 @@ void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, B
     SimBackend& b;
     ~Restore() {
       b.in_parallel_ = false;
-      b.set_switch_at(kDisarmed);
+      b.turn_end_ = kDisarmed;
+      b.rearm_switch();
       b.set_thread(0);
     }
   } restore{*this};
@@ -253,7 +255,8 @@ void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, B
       fs.current = static_cast<int>(t);
       set_thread(static_cast<int>(t));
       // A cancelled fiber unwinds in one turn: no switch while its destructors run.
-      set_switch_at(fs.cancelled ? kDisarmed : ops_ + quantum_);
+      turn_end_ = fs.cancelled ? kDisarmed : ops_ + quantum_;
+      rearm_switch();
       f.started = true;
       asan_start(&fs.sched_fake, f.stack.get(), kFiberStackBytes);
       swapcontext(&fs.scheduler, &f.ctx);
@@ -273,6 +276,7 @@ void SimBackend::apply_crash_image() {
   machine_.power_fail();
   disarm_crash();
   crashed_ = false;
+  if (helper_) helper_abandon();
 }
 
 }  // namespace pmlab::sim

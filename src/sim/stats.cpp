@@ -140,6 +140,19 @@ nlohmann::json to_json(const SimStats& s) {
       stall[c] = e.stall_cycles[i];
     }
   }
+  if (s.helper) {
+    const HelperStats& h = *s.helper;
+    j["helper"] = {{"core", h.core},
+                   {"requests", h.requests},
+                   {"flush_ops", h.flush_ops},
+                   {"wbinvd_ops", h.wbinvd_ops},
+                   {"wbinvd_requests", h.wbinvd_requests},
+                   {"fences", h.fences},
+                   {"barriers", h.barriers},
+                   {"busy_cycles", h.busy_cycles},
+                   {"exposed_cycles", h.exposed_cycles},
+                   {"overlap", h.overlap()}};
+  }
   return j;
 }
 

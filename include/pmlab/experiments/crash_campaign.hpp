@@ -108,6 +108,14 @@ struct CampaignResult {
   // of the fault-free run inside any T-cycle window, the scale recovery work should stay within.
   std::uint64_t periodic_flush_cycles = 0, max_commits_per_period = 0;
   std::uint64_t trials = 0, passed = 0;
+  // Where each trial's first crash fell in the fault-free run's op numbering: inside a request
+  // of seed 002's helper core (its flushes or its fence), within 2 ops of a fence (a commit
+  // word's persist, a copy's publish), or elsewhere; with the passes of each.
+  struct Phase {
+    std::uint64_t trials = 0, passed = 0;
+  };
+  Phase in_helper, near_fence, elsewhere;
+  std::uint64_t helper_requests = 0;  // helper requests in the fault-free run (0: no helper)
   std::vector<ImageModel> images;
   mem::Mutation mutation = mem::Mutation::kNone;
   int jobs = 0;  // forked trials at once (0: sequential)

@@ -46,10 +46,24 @@ class FlushHelper {
   std::unique_ptr<Impl> impl_;
 };
 
+// A backend with seed 002's simulated helper core (sim::SimBackend).
+template <class B>
+concept HelperCoreBackend = requires(B& b, const void* p, std::size_t n) {
+  b.helper_flush_async(p, n);
+  b.helper_barrier();
+};
+
+// WBINVD is privileged: natively it needs a kernel module (the paper's), which pmlab does not
+// load. Throws pmlab::Error(kUnsupported) saying so; the simulator models it
+// (`--whole-cache-flush`, docs/seed002.md).
+[[noreturn]] void refuse_native_wbinvd();
+
 // flush_async(range) / flush_barrier() over any backend. Natively: the helper thread above
-// (flush_init is the constructor). On every other backend (the simulator, test backends) the
-// flush is synchronous: flush_async persists the range in place and flush_barrier does nothing;
-// their crash models already cover any order in which an asynchronous flush could land.
+// (flush_init is the constructor). In the simulator: its helper core (SimBackend::
+// helper_flush_async), whose flushes interleave with the main thread by simulated time and are
+// crash points. On every other backend (test backends) the flush is synchronous: flush_async
+// persists the range in place and flush_barrier does nothing; their crash models already cover
+// any order in which an asynchronous flush could land.
 template <mem::Backend B>
 class AsyncFlusher {
  public:
@@ -61,11 +75,16 @@ class AsyncFlusher {
   void flush_async(FlushRange r) {
     if constexpr (kIsNativeBackend<B>)
       (void)helper_->submit(r);
+    else if constexpr (HelperCoreBackend<B>)
+      b_.helper_flush_async(r.p, r.bytes);
     else
       b_.persist(r.p, r.bytes);
   }
   void flush_barrier() {
-    if constexpr (kIsNativeBackend<B>) helper_->wait_all();
+    if constexpr (kIsNativeBackend<B>)
+      helper_->wait_all();
+    else if constexpr (HelperCoreBackend<B>)
+      b_.helper_barrier();
   }
   [[nodiscard]] const FlushHelper* helper() const { return helper_.get(); }
 

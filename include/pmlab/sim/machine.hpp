@@ -172,6 +172,11 @@ class Machine {
   void fork_clocks(int from_core, int active_cores = 0);
   void join_clocks();
 
+  // Seed 002's WBINVD over LLC slots [lo, hi) (a helper op; `last` ends the walk), and the
+  // LLC's slot count. The helper core's own clock is swapped in around each of its ops.
+  void wbinvd(int core, std::size_t lo, std::size_t hi, bool last);
+  [[nodiscard]] std::size_t llc_slots() const;
+  void set_clock(int core, Cycles t) { cores_[core].clock = t.value(); }
   // Writes every dirty line back (clean copies stay), counting each write under `cause`.
   void write_back_all(WriteCause cause);
   // From now on flushes and fences are ignored and periodic cleaning stops; the caller sends no

@@ -152,6 +152,13 @@ struct PersistencyParams {
   void validate() const;
 };
 
+// Seed 002 §4.2: how the helper core writes a flush_async range back. kAuto applies the paper's
+// rule (WBINVD once the range is at least 10 x the LLC's bytes, else a flush per line); kNever
+// and kAlways force one way.
+enum class WholeCacheFlush : std::uint8_t { kAuto, kNever, kAlways };
+[[nodiscard]] std::string_view to_string(WholeCacheFlush w);
+[[nodiscard]] WholeCacheFlush whole_cache_flush_from_string(std::string_view s);  // throws
+
 struct SimParams {
   std::string name = "custom";
   int cores = 1;    // simulated cores, each with private L1 (and L2 when l2 is set)
@@ -191,6 +198,11 @@ struct SimParams {
   std::uint64_t flush_mc_hop = 0;
   PreflushParams preflush;
   PersistencyParams persistency;  // seed 004's persist barriers (software EP unless asked)
+  // Seed 002's helper core (SimBackend::helper_flush_async; only schemes with a helper, ipv,
+  // reach it): WBINVD or per-line flushes, and WBINVD's price per LLC line it walks (an
+  // assumption: the paper gives none).
+  WholeCacheFlush whole_cache_flush = WholeCacheFlush::kAuto;
+  std::uint64_t wbinvd_cycles_per_line = 1;
 
   [[nodiscard]] Cycles nvm_read_cycles() const;
   [[nodiscard]] Cycles nvm_write_cycles() const;

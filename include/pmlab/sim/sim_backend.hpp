@@ -25,6 +25,9 @@
 namespace pmlab::sim {
 
 class PersistOracle;  // src/sim/persist_oracle.hpp
+namespace detail {
+class HelperCore;  // src/sim/helper_core.hpp
+}
 
 // Values a kernel may load/store through the simulator (double, uint64_t, ...).
 template <class T>
@@ -154,11 +157,25 @@ class SimBackend {
     struct Restore {
       SimBackend& b;
       std::uint64_t at;
-      ~Restore() { b.set_switch_at(at); }
-    } restore{*this, switch_at_};
-    set_switch_at(kDisarmed);
+      ~Restore() {
+        b.turn_end_ = at;
+        b.rearm_switch();
+      }
+    } restore{*this, turn_end_};
+    turn_end_ = kDisarmed;
+    rearm_switch();
     fn();
   }
+  // Seed 002 §4.2's helper core (src/sim/helper_core.cpp), started by the first call:
+  // flush_async hands the lines of [p, p + len) to a helper running on core cores() - 1 with
+  // its own clock (sharing that core's caches), or a WBINVD by SimParams::whole_cache_flush.
+  // Before every later op the helper runs those of its ops (a flush per line or WBINVD
+  // stretch, then one fence) whose start its clock has reached by the current core's clock;
+  // each is a counted op, so a crash can cut the helper between two flushes.
+  void helper_flush_async(const void* p, std::size_t len);
+  // Runs the helper's remaining ops and moves the current core's clock to the helper's end;
+  // the wait is HelperStats::exposed_cycles.
+  void helper_barrier();
   void region_begin(mem::RegionId) { ++region_begins_; }
   void region_end(mem::RegionId r) {
     commits_.push_back({r, thread_, ops_, machine_.clock(core_)});
@@ -226,7 +243,9 @@ class SimBackend {
   [[nodiscard]] Machine& machine() { return machine_; }
   [[nodiscard]] const Machine& machine() const { return machine_; }
   [[nodiscard]] const CrashImage& image() const { return machine_.image(); }
-  [[nodiscard]] SimStats stats() const { return machine_.stats(); }
+  [[nodiscard]] SimStats stats() const;
+  // With record_fences on: [first op, last op] of each helper request (empty without helper).
+  [[nodiscard]] std::vector<std::pair<std::uint64_t, std::uint64_t>> helper_spans() const;
 
  private:
   static constexpr std::uint64_t kDisarmed = std::numeric_limits<std::uint64_t>::max();
@@ -244,7 +263,7 @@ class SimBackend {
   }
   bool count_op_special() {
     if (ops_ >= switch_at_) [[unlikely]]
-      yield_turn();     // fine-grained interleaving: this thread's quantum is used up
+      switch_point();   // a fiber's quantum is used up, or the helper core may be due
     if (!modelling_) {  // stop_modelling: every op lands here and skips the model
       ++ops_;
       return false;
@@ -263,15 +282,17 @@ class SimBackend {
     crash_at_ = k;
     update_special_at();
   }
-  void set_switch_at(std::uint64_t k) {
-    switch_at_ = k;
-    update_special_at();
-  }
   bool armed_op();  // counts the armed op: runs the hook (true: the op runs) or fails
   // Fine-grained interleaving (sim_backend.cpp): runs [begin, end) as one fiber per thread.
   using Body = void (*)(void* fn, std::size_t i);
   void run_interleaved(std::size_t begin, std::size_t end, void* fn, Body body);
   void yield_turn();  // from a fiber back to the scheduler; throws when the loop is cancelled
+  // switch_at_ = turn_end_, or every op while the helper core has work (helper_core.cpp).
+  void switch_point();
+  void rearm_switch();
+  void helper_catch_up(bool drain);
+  bool helper_count_op();  // count_op without the switch point (the helper is not a fiber)
+  void helper_abandon();   // a power failure or stop_modelling: queued helper work is gone
   [[noreturn]] void power_failure(std::uint64_t op);
 
   // A store's bytes reach memory after the crash check and before the model sees the access:
@@ -364,7 +385,8 @@ class SimBackend {
   std::uint64_t special_at_ = kDisarmed;  // see count_op
   bool always_special_ = false;           // a hardware barrier, the oracle or PreFlush is on
   std::uint64_t quantum_ = 0;             // SimParams::interleave_quantum
-  std::uint64_t switch_at_ = kDisarmed;   // op count that ends the running fiber's turn
+  std::uint64_t switch_at_ = kDisarmed;   // op count at which count_op calls switch_point
+  std::uint64_t turn_end_ = kDisarmed;    // op count that ends the running fiber's turn
   struct Fibers;                          // sim_backend.cpp
   std::shared_ptr<Fibers> fibers_;        // stacks, kept across loops
   OpHook hook_;                           // set: crash_at_ is a hook point
@@ -372,7 +394,8 @@ class SimBackend {
   std::vector<CommitPoint> commits_;
   std::vector<std::uint64_t> fence_ops_;
   std::function<void()> on_loop_end_;
-  std::unique_ptr<PersistOracle> oracle_;  // null unless check_order(true)
+  std::unique_ptr<PersistOracle> oracle_;       // null unless check_order(true)
+  std::unique_ptr<detail::HelperCore> helper_;  // null until a scheme uses the helper
 };
 
 template <class Fn>

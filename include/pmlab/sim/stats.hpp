@@ -133,6 +133,27 @@ struct EpochStats {
   [[nodiscard]] std::uint64_t stall_total() const;
 };
 
+// Seed 002's helper core (SimBackend::helper_flush_async), present only when a scheme used it.
+// busy: cycles the helper spent on its ops; exposed: cycles the main thread waited for it at a
+// flush_barrier. overlap = 1 - exposed / busy is the share of the flush cost hidden from the
+// main thread (the paper's Fig. 13).
+struct HelperStats {
+  int core = 0;                       // the simulated core whose caches the helper uses
+  std::uint64_t requests = 0;         // flush_async calls
+  std::uint64_t flush_ops = 0;        // per-line flushes the helper issued
+  std::uint64_t wbinvd_ops = 0;       // WBINVD stretches (one op each)
+  std::uint64_t wbinvd_requests = 0;  // requests written back by WBINVD (the 10 x LLC rule)
+  std::uint64_t fences = 0;
+  std::uint64_t barriers = 0;  // flush_barrier calls
+  std::uint64_t busy_cycles = 0;
+  std::uint64_t exposed_cycles = 0;
+  [[nodiscard]] double overlap() const {
+    return busy_cycles == 0
+               ? 0.0
+               : 1.0 - static_cast<double>(exposed_cycles) / static_cast<double>(busy_cycles);
+  }
+};
+
 struct SimStats {
   Cycles cycles{0};                 // max over cores of the per-core clocks
   std::vector<Cycles> core_cycles;  // per simulated core
@@ -154,6 +175,7 @@ struct SimStats {
   VolatilityStats volatility;
   std::optional<PreflushStats> preflush;  // set when SimParams::preflush.enabled
   std::optional<EpochStats> epochs;       // set under a hardware persist barrier (lb*)
+  std::optional<HelperStats> helper;      // set when a scheme used seed 002's helper core
 
   [[nodiscard]] std::uint64_t accesses() const { return loads + stores; }
   [[nodiscard]] const LevelStats& l1() const { return levels.front(); }

@@ -1,0 +1,40 @@
+// Seed 002's evaluation (Huang, Wu, Li): Table 1, Figs. 6, 12, 13 and 14, simulated first
+// (deterministic), natively where cheap, beside the paper's numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pmlab::eval {
+
+struct Seed002Options {
+  bool full = false;  // larger sizes and more native rounds
+  std::uint64_t seed = 1;
+  std::uint64_t n = 0;  // 0: the mode's sizes (quick 256, full 512, or the next the kernel takes)
+};
+
+// Table 1: cycles per flushed line by line state (modified, exclusive, shared, invalid) for
+// clflush, clflushopt and clwb in the simulator (lp-isca18; deterministic), and natively on this
+// machine (ns per line, paired rounds over the states, median and range of each state's ratio
+// to modified; a ratio whose range straddles 1 is marked unresolved). JSON: {sim: [{flush,
+// state, cycles}], native: {rounds, rows: [...], skipped?}}.
+[[nodiscard]] nlohmann::json seed002_flush_states(const Seed002Options& o);
+
+// The catalog kernels that have the rows Figs. 6, 12-14 need (an `ipv` row and the cp-*
+// variants), in catalog order: tmm today, and any kernel that gains such rows.
+[[nodiscard]] std::vector<std::string> seed002_kernels();
+
+// Figs. 6, 12, 13 and 14 on one kernel, simulated on lp-isca18 (8 threads, the helper on the
+// ninth core, non-temporal stores modelled): one simulation per configuration. JSON: {kernel,
+// n, bs, threads, rows: [{config, scheme, flush, whole_cache, cycles, overhead, llc_miss_rate,
+// nvm_writes, helper?}], fig6: {...}, fig12: {...}, fig13: {...}, fig14: {...}}.
+[[nodiscard]] nlohmann::json seed002_kernel(const std::string& kernel, const Seed002Options& o);
+
+// The report's "Seed 002" section from results["seed002"] (the Table 1 entry and one entry per
+// kernel), with the paper's numbers beside each measured one.
+[[nodiscard]] std::string seed002_section(const nlohmann::json& entries);
+
+}  // namespace pmlab::eval

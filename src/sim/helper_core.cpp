@@ -1,0 +1,165 @@
+// Seed 002 §4.2's helper core in the simulator: flush_async requests run on their own clock,
+// interleaved with the main thread's ops by simulated time, each op a crash point.
+#include "helper_core.hpp"
+
+#include <algorithm>
+
+#include "pmlab/sim/sim_backend.hpp"
+
+namespace pmlab::sim {
+
+namespace {
+// LLC slots one WBINVD op walks: a crash can land between two such stretches, as between two
+// helper flushes (real WBINVD is one instruction, but its write-backs reach the controller one
+// by one, so a power cut inside it leaves a prefix of them durable).
+constexpr std::uint64_t kWbinvdStretch = 64;
+// The paper's rule (§4.2): WBINVD once the data to flush is at least 10 x the LLC.
+constexpr std::uint64_t kWbinvdLlcFactor = 10;
+}  // namespace
+
+void SimBackend::rearm_switch() {
+  switch_at_ = (helper_ && helper_->busy()) ? 0 : turn_end_;
+  update_special_at();
+}
+
+void SimBackend::switch_point() {
+  if (helper_ && helper_->busy()) helper_catch_up(false);
+  if (ops_ >= turn_end_) yield_turn();  // fine-grained interleaving: the quantum is used up
+  rearm_switch();
+}
+
+bool SimBackend::helper_count_op() {
+  if (!modelling_) {  // stop_modelling: as in count_op_special
+    ++ops_;
+    return false;
+  }
+  if (ops_ + 1 == crash_at_) [[unlikely]]
+    return armed_op();
+  ++ops_;
+  return true;
+}
+
+void SimBackend::helper_abandon() {
+  detail::HelperCore& h = *helper_;
+  h.queue_.clear();
+  h.started_ = h.flushed_ = false;
+  h.clock_ = 0;  // power_fail keeps the clocks; the helper restarts with the next request
+  rearm_switch();
+}
+
+void SimBackend::helper_flush_async(const void* p, std::size_t len) {
+  if (flush_ == FlushMode::kNone || len == 0 || !modelling_) return;
+  const SimParams& mp = machine_.params();
+  // Under --core-model interval the helper uses its core's reorder buffer and MSHRs too
+  // (exact when that core is idle, as on lp-isca18; shared with its worker otherwise).
+  if (!helper_) helper_ = std::make_unique<detail::HelperCore>(cores_ - 1);
+  detail::HelperCore& h = *helper_;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  detail::HelperRequest r;
+  r.first = a / kCacheLineBytes;
+  r.end = (a + len - 1) / kCacheLineBytes + 1;
+  // Under a hardware persist barrier the epoch engine owns write-back order: no WBINVD there.
+  r.wbinvd = !hardware_barrier_ && (mp.whole_cache_flush == WholeCacheFlush::kAlways ||
+                                    (mp.whole_cache_flush == WholeCacheFlush::kAuto &&
+                                     len >= kWbinvdLlcFactor * mp.llc.size_bytes));
+  r.issued = machine_.clock(core_).value();
+  h.queue_.push_back(r);
+  ++h.stats_.requests;
+  if (r.wbinvd) ++h.stats_.wbinvd_requests;
+  rearm_switch();
+}
+
+void SimBackend::helper_catch_up(bool drain) {
+  detail::HelperCore& h = *helper_;
+  if (crashed_ || !modelling_) {
+    helper_abandon();
+    return;
+  }
+  const std::uint64_t now = machine_.clock(core_).value();
+  const int hc = h.core();
+  while (h.busy()) {
+    const detail::HelperRequest& r = h.queue_.front();
+    const bool fresh = !h.started_;
+    if (fresh) {
+      const std::uint64_t start = std::max(h.clock_, r.issued);
+      if (!drain && start > now) break;
+      h.clock_ = start;
+      h.started_ = true;
+      h.flushed_ = false;
+      h.cursor_ = r.wbinvd ? 0 : r.first;
+    } else if (!drain && h.clock_ > now) {
+      break;
+    }
+    if (!helper_count_op()) {
+      helper_abandon();
+      return;
+    }
+    if (record_fences_) {
+      if (fresh)
+        h.spans_.emplace_back(ops_, ops_);
+      else
+        h.spans_.back().second = ops_;
+    }
+    // The helper's own clock stands in for its core's during the op; that core's worker (if
+    // threads >= cores) keeps its time.
+    const Cycles saved = machine_.clock(hc);
+    machine_.set_clock(hc, Cycles(h.clock_));
+    if (!h.flushed_) {
+      if (r.wbinvd) {
+        const std::uint64_t slots = machine_.llc_slots();
+        const std::uint64_t hi = std::min<std::uint64_t>(slots, h.cursor_ + kWbinvdStretch);
+        machine_.wbinvd(hc, h.cursor_, hi, hi == slots);
+        ++h.stats_.wbinvd_ops;
+        h.cursor_ = hi;
+        h.flushed_ = hi == slots;
+      } else {
+        if (mutation_ != mem::Mutation::kNoFlush) {
+          if (track_unfenced_) [[unlikely]]
+            machine_.image().note_flush(LineAddr(h.cursor_), hc);
+          machine_.flush(hc, LineAddr(h.cursor_), flush_);
+        }
+        ++h.stats_.flush_ops;
+        h.flushed_ = ++h.cursor_ >= r.end;
+      }
+    } else {
+      if (mutation_ != mem::Mutation::kNoFence) {
+        if (record_fences_) fence_ops_.push_back(ops_);
+        if (track_unfenced_) [[unlikely]]
+          machine_.image().note_fence(hc);
+        machine_.fence(hc);
+      }
+      ++h.stats_.fences;
+      h.queue_.pop_front();
+      h.started_ = false;
+    }
+    const std::uint64_t after = machine_.clock(hc).value();
+    h.stats_.busy_cycles += after - h.clock_;
+    h.clock_ = after;
+    machine_.set_clock(hc, saved);
+  }
+}
+
+void SimBackend::helper_barrier() {
+  if (!helper_) return;
+  detail::HelperCore& h = *helper_;
+  ++h.stats_.barriers;
+  if (h.busy()) helper_catch_up(true);
+  const std::uint64_t now = machine_.clock(core_).value();
+  if (modelling_ && h.clock_ > now) {
+    h.stats_.exposed_cycles += h.clock_ - now;
+    machine_.set_clock(core_, Cycles(h.clock_));
+  }
+  rearm_switch();
+}
+
+SimStats SimBackend::stats() const {
+  SimStats s = machine_.stats();
+  if (helper_) s.helper = helper_->stats();
+  return s;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> SimBackend::helper_spans() const {
+  return helper_ ? helper_->spans() : std::vector<std::pair<std::uint64_t, std::uint64_t>>{};
+}
+
+}  // namespace pmlab::sim
