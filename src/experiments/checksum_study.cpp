@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -14,8 +13,6 @@
 
 namespace pmlab::eval {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 template <lp::ChecksumKind K>
 lp::ChecksumValue checksum(const std::vector<double>& v) {
@@ -95,11 +92,6 @@ void corrupt(std::vector<double>& v, const PanelStates& states, ErrorModel m,
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 }  // namespace
 
 const char* to_string(ErrorModel m) {
@@ -166,37 +158,44 @@ std::vector<OverheadCell> run_overhead_study(const ChecksumStudyOptions& opt) {
   std::vector<lp::ChecksumSlot> slots(op.table_slots());
   lp::ChecksumTable table(slots.data(), slots.size());
   mem::PlainBackend be({}, opt.threads);
-  auto time_it = [&](auto&& fn) {
-    std::fill(c.begin(), c.end(), 0.0);
-    std::fill(slots.begin(), slots.end(), lp::ChecksumSlot{});
-    auto t0 = Clock::now();
-    fn();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+  // One timed repetition: `executions` runs, each on a zeroed C and table (untimed).
+  auto repetition = [&](std::uint64_t executions, auto&& fn) {
+    experiments::RunTiming total;
+    for (std::uint64_t e = 0; e < executions; ++e) {
+      std::fill(c.begin(), c.end(), 0.0);
+      std::fill(slots.begin(), slots.end(), lp::ChecksumSlot{});
+      const auto t = experiments::time_run(fn);
+      total.wall_seconds += t.wall_seconds;
+      total.cpu_seconds += t.cpu_seconds;
+    }
+    total.wall_seconds = std::max(total.wall_seconds, 1e-9);
+    return total;
   };
+  auto run_base = [&] { kernels::tmm::run_base(be, op); };
+  // Calibration (untimed, also warms caches): repeat tmm inside a repetition until it is long
+  // enough to dwarf scheduler noise.
+  const double once = repetition(1, run_base).wall_seconds;
+  const auto executions =
+      static_cast<std::uint64_t>(std::clamp(std::ceil(opt.overhead_rep_seconds / once), 1.0, 1e6));
+  experiments::PairedRatioOptions po;
+  po.target_relative_half_width = opt.overhead_target;
+  po.budget_seconds = opt.overhead_budget_seconds;
+  po.max_pairs = opt.overhead_max_pairs;
+  po.threads_per_run = static_cast<unsigned>(std::max(1, opt.threads));
   std::vector<OverheadCell> cells;
   std::size_t done = 0;
   for (auto kind : lp::kAllChecksumKinds) {
-    OverheadCell cell{kind};
-    std::vector<double> base_t, lp_t, ratio;
-    // Interleaved pairs: base, lp, base, lp, ... so drift and noise hit both alike.
-    for (int r = 0; r < opt.overhead_reps; ++r) {
-      base_t.push_back(time_it([&] { kernels::tmm::run_base(be, op); }));
-      lp_t.push_back(time_it([&] {
-        lp::with_checksum_kind(
-            kind, [&](auto k) { kernels::tmm::run_lp<decltype(k)::value>(be, op, table); });
-      }));
-      ratio.push_back(lp_t.back() / base_t.back() - 1.0);
-      if (opt.on_progress)
-        opt.on_progress(static_cast<double>(++done) /
-                        static_cast<double>(std::size(lp::kAllChecksumKinds) * opt.overhead_reps));
-    }
-    cell.reps = opt.overhead_reps;
-    cell.base_median_s = median(base_t);
-    cell.lp_median_s = median(lp_t);
-    cell.overhead_median = median(ratio);
-    cell.overhead_min = *std::min_element(ratio.begin(), ratio.end());
-    cell.overhead_max = *std::max_element(ratio.begin(), ratio.end());
-    cells.push_back(cell);
+    OverheadCell cell{kind, {}, executions};
+    lp::with_checksum_kind(kind, [&](auto k) {
+      auto run_lp = [&] { kernels::tmm::run_lp<decltype(k)::value>(be, op, table); };
+      cell.result =
+          experiments::measure_paired_ratio([&] { return repetition(executions, run_base); },
+                                            [&] { return repetition(executions, run_lp); }, po);
+    });
+    cells.push_back(std::move(cell));
+    if (opt.on_progress)
+      opt.on_progress(static_cast<double>(++done) /
+                      static_cast<double>(std::size(lp::kAllChecksumKinds)));
   }
   return cells;
 }
@@ -209,14 +208,25 @@ nlohmann::json ChecksumStudy::to_json() const {
                              {"trials", c.trials},
                              {"undetected", c.undetected},
                              {"miss_rate_upper_95", c.upper_bound_95()}});
-  for (const auto& c : overhead)
-    j["overhead"].push_back({{"checksum", std::string(lp::to_string(c.kind))},
-                             {"reps", c.reps},
-                             {"base_median_s", c.base_median_s},
-                             {"lp_median_s", c.lp_median_s},
-                             {"overhead_median", c.overhead_median},
-                             {"overhead_min", c.overhead_min},
-                             {"overhead_max", c.overhead_max}});
+  for (const auto& c : overhead) {
+    const auto& r = c.result;
+    nlohmann::json o = {
+        {"checksum", std::string(lp::to_string(c.kind))},
+        {"ratio", r.ratio},
+        {"ci95", r.ci95 ? nlohmann::json{r.ci95->low, r.ci95->high} : nlohmann::json(nullptr)},
+        {"resolved", r.resolved},
+        {"reason", r.reason},
+        {"text", experiments::format_ratio(r)},
+        {"pairs_measured", r.pairs_measured},
+        {"pairs_used", r.pairs_used},
+        {"executions_per_rep", c.executions},
+        {"base_rep_seconds", r.base_median_seconds},
+        {"lp_rep_seconds", r.scheme_median_seconds},
+        {"median_cpu_fraction", r.median_cpu_fraction}};
+    o["load_before"] = r.load_before ? nlohmann::json(*r.load_before) : nlohmann::json(nullptr);
+    o["load_after"] = r.load_after ? nlohmann::json(*r.load_after) : nlohmann::json(nullptr);
+    j["overhead"].push_back(std::move(o));
+  }
   return j;
 }
 

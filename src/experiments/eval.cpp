@@ -260,11 +260,12 @@ std::vector<Step> plan(const EvalOptions& opt) {
                      st.accuracy = run_accuracy_study(c);
                      return st.to_json();
                    }});
-  steps.push_back({"checksum", "checksum overhead", full ? 300.0 : 8.0, [=] {
+  // Paired CI per kind, like `pmlab bench` (one thread, budget per kind; quick: 5 x 4 s).
+  steps.push_back({"checksum", "checksum overhead", full ? 5 * 60.0 : 5 * 4.0, [=] {
                      ChecksumStudyOptions c;
                      c.overhead_n = full ? 1024 : 384;
-                     c.overhead_reps = full ? 11 : 5;
-                     c.threads = 2;
+                     c.overhead_budget_seconds = full ? 60 : 4;
+                     c.threads = 1;
                      ChecksumStudy st;
                      st.overhead = run_overhead_study(c);
                      return st.to_json();

@@ -35,19 +35,29 @@ TEST(EvalChecksumStudy, DetectsWhatEachKindCanAndMissesWhatItCannot) {
   EXPECT_DOUBLE_EQ(cell(cells, K::kCrc32c, ErrorModel::kSingleBitFlip).upper_bound_95(), 1e-3);
 }
 
-TEST(EvalChecksumStudy, OverheadStudyTimesEveryKindInterleaved) {
+TEST(EvalChecksumStudy, OverheadStudyGivesEveryKindAPairedInterval) {
   ChecksumStudyOptions opt;
   opt.overhead_n = 48;
-  opt.overhead_reps = 3;
+  opt.overhead_rep_seconds = 0.002;
+  opt.overhead_budget_seconds = 0.3;
+  opt.overhead_max_pairs = 8;
   auto cells = run_overhead_study(opt);
   ASSERT_EQ(cells.size(), 5u);
   for (const auto& c : cells) {
-    EXPECT_EQ(c.reps, 3);
-    EXPECT_GT(c.base_median_s, 0);
-    EXPECT_GT(c.lp_median_s, 0);
-    EXPECT_LE(c.overhead_min, c.overhead_median);
-    EXPECT_LE(c.overhead_median, c.overhead_max);
+    EXPECT_GE(c.executions, 1u);
+    EXPECT_GE(c.result.pairs_measured, 1u);
+    EXPECT_GT(c.result.ratio, 0);
+    if (c.result.ci95) {
+      EXPECT_LE(c.result.ci95->low, c.result.ci95->high);
+    }
+    if (!c.result.resolved) {
+      EXPECT_FALSE(c.result.reason.empty());
+    }
   }
+  const auto j = ChecksumStudy{{}, cells}.to_json();
+  ASSERT_EQ(j["overhead"].size(), 5u);
+  EXPECT_TRUE(j["overhead"][0].contains("ci95"));
+  EXPECT_TRUE(j["overhead"][0].contains("resolved"));
 }
 
 }  // namespace

@@ -48,6 +48,37 @@ ChecksumValue checksum_of(const std::vector<double>& v) {
   return acc.value();
 }
 
+// add_each (lane-parallel for modular, parity, modular-parity) must give exactly the checksum
+// of adding the same values one by one, whatever the count's remainder modulo the lanes and
+// whatever was added before; and it must call the body once per index, in order.
+TEST(LpChecksum, AddEachEqualsAddingOneByOneForEveryKind) {
+  const auto v = random_values(103, 9);
+  for (auto kind : kAllChecksumKinds)
+    with_checksum_kind(kind, [&](auto k) {
+      constexpr auto K = decltype(k)::value;
+      for (std::size_t len : {0u, 1u, 3u, 4u, 5u, 8u, 97u, 100u}) {
+        Accumulator<K> one, each;
+        one.add(0.5);
+        each.add(0.5);
+        for (std::size_t j = 0; j < len; ++j) one.add(v[j]);
+        std::vector<std::size_t> calls;
+        each.add_each(0, len, [&](std::size_t j) {
+          calls.push_back(j);
+          return v[j];
+        });
+        EXPECT_EQ(one.value(), each.value()) << to_string(kind) << " len " << len;
+        ASSERT_EQ(calls.size(), len);
+        for (std::size_t j = 0; j < len; ++j) EXPECT_EQ(calls[j], j);
+        // fold_each on a plain callable sees the same values in the same order.
+        Accumulator<K> via_callable;
+        via_callable.add(0.5);
+        fold_each([&](double x) { via_callable.add(x); }, 0, len,
+                  [&](std::size_t j) { return v[j]; });
+        EXPECT_EQ(one.value(), via_callable.value()) << to_string(kind) << " len " << len;
+      }
+    });
+}
+
 TEST(LpChecksum, ModularIsWrappingSumOfBitPatterns) {
   auto v = random_values(1000, 1);
   std::uint64_t sum = 0;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pmlab/experiments/paired_ratio.hpp"
 #include "pmlab/lp/checksum.hpp"
 
 namespace pmlab::eval {
@@ -33,20 +34,26 @@ struct AccuracyCell {
   [[nodiscard]] double upper_bound_95() const;
 };
 
+// LP tmm with one checksum kind against base: paired, order-alternating repetitions until the
+// ratio's 95% interval meets the target or the budget is spent (experiments::
+// measure_paired_ratio, docs/measurement.md), as `pmlab bench` measures.
 struct OverheadCell {
   lp::ChecksumKind kind;
-  double base_median_s = 0, lp_median_s = 0;
-  double overhead_median = 0;  // lp/base - 1, median of per-pair ratios
-  double overhead_min = 0, overhead_max = 0;
-  int reps = 0;
+  experiments::PairedRatioResult result;  // LP / base; unresolved when the target was not met
+  std::uint64_t executions = 1;           // tmm executions per timed repetition
 };
 
 struct ChecksumStudyOptions {
   std::uint64_t trials_per_cell = 200'000;
   std::uint64_t region_values = 16 * 64;  // one tmm region at bs = 16, n = 64
   std::uint64_t seed = 1;
-  std::uint64_t overhead_n = 384;  // tmm size for the time overhead
-  int overhead_reps = 5;
+  std::uint64_t overhead_n = 384;       // tmm size for the time overhead
+  double overhead_budget_seconds = 20;  // per checksum kind; unmet target: unresolved
+  double overhead_target = 0.01;        // stop at a 95% interval within ±1%
+  double overhead_rep_seconds = 0.1;    // base computation per timed repetition, at least
+  std::size_t overhead_max_pairs = 200;
+  // 1: no OpenMP team, so no thread spin-waits for a core another process holds
+  // (docs/measurement.md).
   int threads = 1;
   std::function<void(double)> on_progress;  // fraction done, for progress bars
 };

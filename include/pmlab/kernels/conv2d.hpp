@@ -51,10 +51,17 @@ struct Operands {
   [[nodiscard]] std::size_t table_slots() const { return blocks(); }
 };
 
-// Computes output rows of block b; `on_store(v)` sees every stored value in order.
-template <mem::Backend B, class OnStore>
-[[gnu::noinline]] void conv_block(B& be, const Operands& op, std::size_t b, OnStore&& on_store) {
-  const std::size_t n = op.n, w = op.width, r = w / 2;
+namespace detail {
+
+// Output rows of block b for a kernel of width W (0: op.width, known only at run time). Every
+// output element is the same sequence of loads, multiplications and additions whatever W is; a
+// compile-time W lets the compiler unroll the w x w window of interior elements completely, so
+// the hot loop no longer depends on how a 5-iteration runtime loop happens to be vectorised and
+// laid out (which had made base and LP, the same loop, differ by 20-30% in time:
+// docs/lp-native-cost.md).
+template <std::size_t W, mem::Backend B, class OnStore>
+void conv_rows(B& be, const Operands& op, std::size_t b, OnStore& on_store) {
+  const std::size_t n = op.n, w = W != 0 ? W : op.width, r = w / 2;
   const double* const ker = op.ker;
   const double* const in = op.in.data();
   double* const out = op.out.data();
@@ -62,18 +69,44 @@ template <mem::Backend B, class OnStore>
   for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i) {
     // p with 0 <= i + r - p < n, q likewise for j.
     const std::size_t p0 = i + r >= n ? i + r - (n - 1) : 0, p1 = std::min(w, i + r + 1);
-    for (std::size_t j = 0; j < n; ++j) {
+    const bool all_p = p0 == 0 && p1 == w;
+    const auto element = [&](std::size_t j) {
       const std::size_t q0 = j + r >= n ? j + r - (n - 1) : 0, q1 = std::min(w, j + r + 1);
       double s = 0.0;
-      for (std::size_t p = p0; p < p1; ++p) {
-        const double* irow = in + (i + r - p) * ldi;
-        for (std::size_t q = q0; q < q1; ++q)
-          s += be.load(ker + p * w + q) * be.load(irow + (j + r - q));
+      bool interior = false;
+      if constexpr (W != 0) {
+        interior = all_p && q0 == 0 && q1 == W;
+        if (interior)  // the whole window, unrolled
+          for (std::size_t p = 0; p < W; ++p) {
+            const double* irow = in + (i + r - p) * ldi;
+            for (std::size_t q = 0; q < W; ++q)
+              s += be.load(ker + p * W + q) * be.load(irow + (j + r - q));
+          }
+      }
+      if (!interior) {
+        for (std::size_t p = p0; p < p1; ++p) {
+          const double* irow = in + (i + r - p) * ldi;
+          for (std::size_t q = q0; q < q1; ++q)
+            s += be.load(ker + p * w + q) * be.load(irow + (j + r - q));
+        }
       }
       be.store(out + i * ldo + j, s);
-      on_store(s);
-    }
+      return s;
+    };
+    lp::fold_each(on_store, 0, n, element);
   }
+}
+
+}  // namespace detail
+
+// Computes output rows of block b; `on_store` folds every stored value in order: an
+// lp::Accumulator, or a callable taking a double (lp::fold_each).
+template <mem::Backend B, class OnStore>
+[[gnu::noinline]] void conv_block(B& be, const Operands& op, std::size_t b, OnStore&& on_store) {
+  if (op.width == kDefaultWidth)
+    detail::conv_rows<kDefaultWidth>(be, op, b, on_store);
+  else
+    detail::conv_rows<0>(be, op, b, on_store);
 }
 
 template <lp::ChecksumKind K, mem::Backend B>
@@ -94,6 +127,9 @@ template <lp::ChecksumKind K, mem::Backend B>
 void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table) {
   be.parallel_for(0, op.blocks(), [&](std::size_t b) {
     lp::Region<K, B> region(be, table, b, {0, static_cast<std::uint32_t>(b)});
+    // One value per 25 multiply-adds: a single checksum chain costs nothing here, and lanes
+    // (lp::Accumulator::add_each) would unroll the whole window four times over (measured
+    // slower, docs/lp-native-cost.md).
     conv_block(be, op, b, [&](double v) { region.add(v); });
     region.commit();
   });

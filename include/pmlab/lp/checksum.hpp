@@ -3,6 +3,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -53,6 +54,33 @@ class Accumulator {
       if (++pending_ == kAdlerBlock) reduce();
     }
   }
+  /// Folds in body(j) for j = begin .. end-1, called in that order (each call typically stores
+  /// one value and returns it). Equal to add(body(j)) for each j in turn. For the kinds whose
+  /// fold is commutative and associative (modular, parity, modular-parity), the values go into
+  /// kLanes independent partial sums combined at the end: the same checksum (wrapping addition
+  /// and XOR do not care about order), but no loop-carried dependence through one register, so
+  /// the loop vectorises and runs at the speed of the loop without the checksum
+  /// (docs/lp-native-cost.md). Adler-32 and CRC32C depend on order and fold one by one.
+  template <class Body>
+  void add_each(std::size_t begin, std::size_t end, Body&& body) {
+    if constexpr (kCommutative) {
+      std::uint64_t sum[kLanes] = {}, x[kLanes] = {};
+      std::size_t j = begin;
+      for (; j + kLanes <= end; j += kLanes)
+        for (std::size_t l = 0; l < kLanes; ++l) {
+          const auto bits = std::bit_cast<std::uint64_t>(body(j + l));
+          if constexpr (K != ChecksumKind::kParity) sum[l] += bits;
+          if constexpr (K != ChecksumKind::kModular) x[l] ^= bits;
+        }
+      for (; j < end; ++j) add(body(j));
+      for (std::size_t l = 0; l < kLanes; ++l) {
+        sum_ += sum[l];
+        xor_ ^= x[l];
+      }
+    } else {
+      for (std::size_t j = begin; j < end; ++j) add(body(j));
+    }
+  }
   /// The checksum of everything added so far.
   [[nodiscard]] ChecksumValue value() const {
     if constexpr (K == ChecksumKind::kModular) return {sum_, 0};
@@ -67,6 +95,13 @@ class Accumulator {
   }
 
  private:
+  // Whether the fold is commutative and associative, so that partial sums may be combined.
+  static constexpr bool kCommutative = K == ChecksumKind::kModular || K == ChecksumKind::kParity ||
+                                       K == ChecksumKind::kModularParity;
+  // Four 64-bit partial sums: two SSE2 registers, enough independent chains to hide the
+  // latency of the integer add behind the loop's loads and stores (measured in
+  // docs/lp-native-cost.md: one chain costs gauss +40%, four cost nothing measurable).
+  static constexpr std::size_t kLanes = 4;
   static constexpr std::uint64_t kAdlerMod = 65521;
   static constexpr int kAdlerBlock = 512;
   void reduce() {
@@ -80,6 +115,19 @@ class Accumulator {
   std::uint64_t xor_ = 0;
   int pending_ = 0;
 };
+
+/// Runs body(j) for j = begin .. end-1 in order and folds each returned value into `sink`: an
+/// Accumulator (its add_each, lane-parallel where the kind allows), or any callable taking a
+/// double (called with each value in order; base passes one that does nothing, so its loop is
+/// the LP loop minus the checksum).
+template <class Sink, class Body>
+void fold_each(Sink&& sink, std::size_t begin, std::size_t end, Body&& body) {
+  if constexpr (requires { sink.add_each(begin, end, body); }) {
+    sink.add_each(begin, end, body);
+  } else {
+    for (std::size_t j = begin; j < end; ++j) sink(body(j));
+  }
+}
 
 /// Calls fn(std::integral_constant<ChecksumKind, K>{}) for the runtime kind k: the kind is
 /// chosen once per run, and every hot loop is compiled for exactly one kind.
