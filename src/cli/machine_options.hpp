@@ -38,6 +38,10 @@ struct MachineArgs {
   // Seed 004: what a persist barrier does (SimParams::persistency).
   std::optional<std::string> barrier;
   bool check_order = false;  // the persist-order oracle (SimParams::persistency.check_order)
+  // BSP bulk mode (persistency.bsp_epoch_stores, bsp_log, bsp_write_through).
+  std::optional<std::uint64_t> bsp_epoch;
+  std::optional<std::string> bsp_log;
+  bool bsp_write_through = false;
 };
 
 // Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the

@@ -74,9 +74,13 @@ void Machine::store_nt(int core, LineAddr line, unsigned off, unsigned size) {
   if (functional_) return;
   impl_->store_nt(core, line.value(), off, size);
 }
-void Machine::epoch_barrier(int core) {
+void Machine::epoch_barrier(int core, bool bsp) {
   if (functional_) return;
-  impl_->epoch_barrier(core);
+  impl_->epoch_barrier(core, bsp);
+}
+void Machine::write_through(int core, LineAddr line) {
+  if (functional_) return;
+  impl_->epoch_write_through(core, line.value());
 }
 void Machine::fence(int core) {
   if (functional_) return;
