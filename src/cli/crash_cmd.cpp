@@ -111,12 +111,15 @@ std::vector<run::ImageModel> image_models(const std::vector<std::string>& names)
 }
 
 int do_crash(const CrashArgs& a) {
-  const auto spec = make_spec(a);
+  auto spec = make_spec(a);
   if (a.machine.dump_config) {
     dump_machine(spec.machine);
     return kExitOk;
   }
   const auto mutation = run::mutation_from_string(a.mutate);
+  // An epoch-engine mutant is caught by the persist-order oracle (the image check alone sees it
+  // only when a crash lands in the window it opens): on, as --check-order would.
+  if (mem::epoch_engine_mutation(mutation)) spec.machine.persistency.check_order = true;
   run::require_applicable(spec, mutation);  // before anything runs: a usage error
   auto images = image_models(a.images);
   // Under a hardware barrier (lb*) the default is the cache image alone: any-dirty ignores the
@@ -315,7 +318,11 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                   "ipv-commit-before-flush / ipv-barrier-after-write / ipv-skip-flush (ipv, "
                   "ipv-sync): the commit word is persisted before the working version is "
                   "flushed / the barrier and commit come after the next iteration's first panel "
-                  "/ the working version's last panel is never flushed")
+                  "/ the working version's last panel is never flushed; lb-no-intra-flush, "
+                  "lb-no-replacement-order, lb-no-split, lb-per-bank-no-arbiter, "
+                  "idt-ignore-deps, idt-dep-only-waw (tx rows under --barrier lb*, idt- only "
+                  "with IDT): the epoch engine breaks one of its rules (docs/simulator.md); "
+                  "the campaign then also runs the persist-order oracle")
       ->capture_default_str()
       ->check(CLI::IsMember(mutations));
   cmd->add_flag("--quiet", a->quiet,

@@ -185,6 +185,17 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   m.add_flag("--check-order", a.check_order,
              "Check every NVM write of a persistent line against program epoch order (the "
              "persist-order oracle, docs/simulator.md); a violation fails the run with exit 1");
+  add_opt(m, "--bsp-epoch", a.bsp_epoch,
+          "Buffered strict persistency, bulk mode (seed 004 Figs. 13-14; needs --barrier lb*): "
+          "the hardware ends each core's epoch every N stores (e.g. 300, 1000, 10000)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100'000'000}));
+  add_opt(m, "--bsp-log", a.bsp_log,
+          "BSP bulk mode's hardware log: one NVM log write per line first stored to in an epoch "
+          "(on, default with --bsp-epoch) or none (off: Fig. 14's NOLOG)")
+      ->check(CLI::IsMember({"on", "off"}));
+  m.add_flag("--bsp-write-through", a.bsp_write_through,
+             "Naive write-through BSP (needs --barrier lb*): every store to a persistent line "
+             "goes to NVM at once and the core waits for it");
 }
 
 sim::SimParams build_machine(const MachineArgs& a) {
@@ -235,6 +246,12 @@ sim::SimParams build_machine(const MachineArgs& a) {
   }
   if (a.barrier) p.persistency.barrier = sim::barrier_from_string(*a.barrier);
   p.persistency.check_order = a.check_order;
+  if (a.bsp_log && !a.bsp_epoch) bad("--bsp-log needs --bsp-epoch N");
+  if (a.bsp_epoch) {
+    p.persistency.bsp_epoch_stores = *a.bsp_epoch;
+    p.persistency.bsp_log = a.bsp_log.value_or("on") == "on";
+  }
+  p.persistency.bsp_write_through = a.bsp_write_through;
   p.validate();
   if (a.config == "cachegrind" && (a.d1 || a.ll)) {
     // Rebuild from the geometries, then re-apply the overrides on top.
@@ -315,6 +332,9 @@ std::string machine_flags(const MachineArgs& a) {
   add("--preflush-mutant", a.preflush_mutant);
   add("--barrier", a.barrier);
   if (a.check_order) s += " --check-order";
+  add("--bsp-epoch", a.bsp_epoch);
+  add("--bsp-log", a.bsp_log);
+  if (a.bsp_write_through) s += " --bsp-write-through";
   return s;
 }
 

@@ -42,6 +42,10 @@ struct MachineArgs {
   std::optional<std::string> barrier;
   bool check_order = false;  // the persist-order oracle (SimParams::persistency.check_order)
   bool dump_config = false;  // print the effective machine as a machine file and stop
+  // BSP bulk mode (persistency.bsp_epoch_stores, bsp_log, bsp_write_through).
+  std::optional<std::uint64_t> bsp_epoch;
+  std::optional<std::string> bsp_log;
+  bool bsp_write_through = false;
 };
 
 // --config: a preset name, or a machine file (a path holding '/' or ending in .json).

@@ -96,6 +96,95 @@ json barrier_study_bench(const std::string& bench, const BarrierStudyOptions& o)
           {"entries", o.entries}, {"transactions", transactions}, {"rows", rows}};
 }
 
+namespace {
+struct BspConfig {
+  std::string name;     // row label (the keys of paper::kMicro15Bsp)
+  std::string barrier;  // --barrier
+  std::uint64_t epoch_stores = 0;
+  bool log = true;
+  bool write_through = false;
+};
+
+std::vector<BspConfig> bsp_configs() {
+  return {{"np", "none", 0, false, false},
+          {"lb-300", "lb", 300, true, false},
+          {"lb-1k", "lb", 1000, true, false},
+          {"lb-10k", "lb", 10000, true, false},
+          {"lb-idt-10k", "lb-idt", 10000, true, false},
+          {"lb++-10k", "lb++", 10000, true, false},
+          {"lb++-nolog-10k", "lb++", 10000, false, false},
+          {"write-through", "lb", 0, false, true}};
+}
+}  // namespace
+
+json bsp_study_bench(const std::string& bench, const BarrierStudyOptions& o) {
+  run::MachineOverrides mo;
+  mo.cores = o.threads;
+  json rows = json::array();
+  double np_cycles = 0;
+  for (const BspConfig& c : bsp_configs()) {
+    run::SimRunSpec spec;
+    spec.run.kernel = bench;
+    spec.run.scheme = "base";  // no program barriers: the hardware makes the epochs
+    spec.run.n = o.entries;
+    spec.run.bs = 1;
+    spec.run.seed = o.seed;
+    spec.run.threads = static_cast<std::uint32_t>(o.threads);
+    spec.run.set_kernel_param("ops", o.ops);
+    spec.machine = run::machine_from("micro15", mo);
+    auto& per = spec.machine.persistency;
+    per.barrier = sim::barrier_from_string(c.barrier);
+    per.bsp_epoch_stores = c.epoch_stores;
+    per.bsp_log = c.log && c.epoch_stores != 0;
+    per.bsp_write_through = c.write_through;
+    spec.flush = sim::FlushMode::kNone;
+    spec.drain = false;  // as the paper's runs: time of the program, nothing forced at the end
+    const auto st = run::simulate(spec).stats;
+    const double cycles = static_cast<double>(st.cycles.value());
+    if (c.name == "np") np_cycles = cycles;
+    json r = {{"config", c.name},
+              {"barrier", c.barrier},
+              {"epoch_stores", c.epoch_stores},
+              {"log", per.bsp_log},
+              {"write_through", c.write_through},
+              {"cycles", st.cycles.value()},
+              // Execution time over no persistency (Figs. 13-14 plot time, lower is better).
+              {"vs_np", np_cycles > 0 ? cycles / np_cycles : 0.0},
+              {"stores", st.stores},
+              {"nvm_writes", st.nvm.writes}};
+    if (st.epochs) {
+      r["epochs"] = epoch_json(*st.epochs);
+      r["epochs"]["bsp_barriers"] = st.epochs->bsp_barriers;
+      r["epochs"]["log_writes"] = st.epochs->log_writes;
+    }
+    rows.push_back(std::move(r));
+  }
+  return {{"bench", bench}, {"kind", "bsp"},        {"threads", o.threads},
+          {"ops", o.ops},   {"entries", o.entries}, {"bsp_rows", rows}};
+}
+
+json bsp_study_summary(const json& benches) {
+  std::map<std::string, std::pair<double, int>> logs;
+  std::vector<std::string> order;
+  for (const auto& b : benches) {
+    if (!b.contains("bsp_rows")) continue;
+    for (const auto& r : b["bsp_rows"]) {
+      const std::string c = r.value("config", "?");
+      if (!logs.count(c)) order.push_back(c);
+      const double v = r.value("vs_np", 0.0);
+      auto& g = logs[c];
+      if (v > 0) g = {g.first + std::log(v), g.second + 1};
+    }
+  }
+  json out = json::array();
+  for (const auto& c : order) {
+    const auto [s, n] = logs[c];
+    out.push_back(
+        {{"config", c}, {"geomean_vs_np", n > 0 ? std::exp(s / n) : 0.0}, {"benches", n}});
+  }
+  return out;
+}
+
 json barrier_study_summary(const json& benches) {
   std::map<std::string, std::pair<double, int>> log_vs_lb;  // sum of logs, count
   std::map<std::string, std::pair<double, int>> conflict;   // sum of %, count

@@ -41,12 +41,27 @@ void prepare(SimSession& s, mem::Mutation mutation, bool any_dirty) {
   s.backend().track_unfenced(any_dirty);
 }
 
+// The epoch engine's mutations live in the machine (PersistencyParams::debug), which a session
+// builds from its spec: every session of a campaign is made from this.
+SimRunSpec mutated_spec(const SimRunSpec& spec, mem::Mutation m) {
+  if (!mem::epoch_engine_mutation(m)) return spec;
+  SimRunSpec s = spec;
+  auto& d = s.machine.persistency.debug;
+  d.no_intra_flush = m == mem::Mutation::kLbNoIntraFlush;
+  d.no_replacement_order = m == mem::Mutation::kLbNoReplacementOrder;
+  d.no_split = m == mem::Mutation::kLbNoSplit;
+  d.per_bank_no_arbiter = m == mem::Mutation::kLbPerBankNoArbiter;
+  d.ignore_deps = m == mem::Mutation::kIdtIgnoreDeps;
+  d.dep_only_waw = m == mem::Mutation::kIdtDepOnlyWaw;
+  return s;
+}
+
 bool uses(const std::vector<ImageModel>& images, ImageModel m) {
   return std::find(images.begin(), images.end(), m) != images.end();
 }
 
 FaultFree fault_free_run(const SimRunSpec& spec, mem::Mutation mutation) {
-  SimSession s(spec);
+  SimSession s(mutated_spec(spec, mutation));
   prepare(s, mutation, false);
   s.backend().record_fences(true);
   s.run(0);
@@ -249,7 +264,7 @@ TrialResult sequential_trial(const SimRunSpec& spec, std::uint64_t crash_op,
   t.image = setup.image;
   t.image_seed = setup.image_seed;
   try {
-    SimSession s(spec);
+    SimSession s(mutated_spec(spec, setup.mutation));
     prepare(s, setup.mutation, setup.image == ImageModel::kAnyDirty);
     s.backend().arm_crash(crash_op);
     try {
@@ -350,7 +365,7 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
     if (opt.progress) opt.progress(++finished, plans.size());
   });
 
-  SimSession s(opt.spec);
+  SimSession s(mutated_spec(opt.spec, opt.mutation));
   prepare(s, opt.mutation, uses(opt.images, ImageModel::kAnyDirty));
   make_pool_private(s.pool());
   sim::SimBackend& be = s.backend();
@@ -507,7 +522,17 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
                 fmt::format("the any-dirty crash image ignores the epoch order a hardware barrier "
                             "({}) guarantees: use --images cache",
                             sim::to_string(opt.spec.machine.persistency.barrier)));
-  const FaultFree ff = fault_free_run(opt.spec, opt.mutation);
+  // With the persist-order oracle on (--check-order), a violation in the fault-free run is
+  // reported by every trial whose crash point lies after it (its run throws); the plan itself
+  // comes from the same run without the oracle (the oracle changes no op).
+  FaultFree ff;
+  try {
+    ff = fault_free_run(opt.spec, opt.mutation);
+  } catch (const sim::OrderViolation&) {
+    SimRunSpec plain = opt.spec;
+    plain.machine.persistency.check_order = false;
+    ff = fault_free_run(plain, opt.mutation);
+  }
   out.images = opt.images;
   out.mutation = opt.mutation;
   out.fault_free_ops = ff.ops;
@@ -531,8 +556,10 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
     out.results[p.index].image_seed = image_seed(opt.seed, p.index);
   }
   std::vector<bool> done(opt.trials, false);
-  out.jobs = opt.jobs;
-  if (opt.jobs > 0) run_forked(opt, ff, plans, out, done);
+  // An order violation in the forking parent would end all its trials at once: with the oracle
+  // on, each trial runs on its own.
+  out.jobs = opt.spec.machine.persistency.check_order ? 0 : opt.jobs;
+  if (out.jobs > 0) run_forked(opt, ff, plans, out, done);
   // Sequentially: with jobs = 0, and any trial the forked run did not reach.
   std::uint64_t finished = static_cast<std::uint64_t>(std::count(done.begin(), done.end(), true));
   for (const TrialPlan& p : plans) {
@@ -661,10 +688,14 @@ std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
   // Under a hardware persist barrier (lb*) the BEP code neither flushes nor fences: dropping
   // them changes nothing, so they are no control there (the engine's own mutants are,
   // tests/sim/sim_oracle_test.cpp).
-  if (spec.machine.persistency.hardware())
-    std::erase_if(ms, [](mem::Mutation m) {
-      return m == mem::Mutation::kNoFlush || m == mem::Mutation::kNoFence;
-    });
+  // The epoch engine's own mutants apply only there (the idt- ones only with IDT).
+  const auto& per = spec.machine.persistency;
+  std::erase_if(ms, [&](mem::Mutation m) {
+    if (m == mem::Mutation::kNoFlush || m == mem::Mutation::kNoFence) return per.hardware();
+    if (mem::epoch_engine_mutation(m))
+      return !per.hardware() || (mem::idt_mutation(m) && !per.idt());
+    return false;
+  });
   return ms;
 }
 
@@ -693,6 +724,9 @@ CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m) {
   const bool any_dirty =
       std::find(opt.images.begin(), opt.images.end(), ImageModel::kAnyDirty) != opt.images.end();
   if (m == mem::Mutation::kCpNoSfence && any_dirty) c.images = {ImageModel::kAnyDirty};
+  // An engine mutant breaks the persist order, which the benchmark's image check sees only
+  // when a crash lands in the window it opens: the campaign runs the persist-order oracle too.
+  if (mem::epoch_engine_mutation(m)) c.spec.machine.persistency.check_order = true;
   return c;
 }
 

@@ -251,6 +251,18 @@ std::vector<Step> plan(const EvalOptions& opt) {
     steps.push_back({"seed002", "seed 002 " + k, full ? 120.0 : 8.0, [=] {
                        return seed002_kernel(k, {full, opt.seed});
                      }});
+  // 3d. BSP bulk mode (seed 004 Figs. 13-14): the base schemes with hardware epochs of N
+  // stores. Quick: 8 cores x 4000 transactions (~2 s per benchmark).
+  for (const auto& bench : bep_benchmarks()) {
+    steps.push_back({"barriers", "BSP bulk mode " + bench, full ? 60.0 : 2.0, [=] {
+                       BarrierStudyOptions b;
+                       b.threads = full ? 32 : 8;
+                       b.ops = full ? 20000 : 4000;
+                       b.entries = full ? 8192 : 1024;
+                       b.seed = opt.seed;
+                       return bsp_study_bench(bench, b);
+                     }});
+  }
   // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
   steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {
                      ChecksumStudyOptions c;

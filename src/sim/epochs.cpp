@@ -58,6 +58,14 @@ void EpochEngine::set_tag(std::size_t slot, int c, std::uint64_t seq) {
   Epoch& ep = ring(c).back();
   ++ep.pending;
   ep.lines.push_back(h_.llc_.tag(slot));
+  if (p_.bsp_log) {
+    // BSP's hardware log (bulk mode): the line's first store in this epoch writes a log entry
+    // to NVM, off the core's critical path but through its write-queue share, and the line's
+    // own write must not start before it (write_lines, before_victim, the IDT WAW path).
+    ++stats_.log_writes;
+    ep.log_done = std::max(ep.log_done, h_.wq_[static_cast<std::size_t>(c)].accept(
+                                            clock(c) + h_.llc_.latency().value(), h_.share_));
+  }
 }
 
 void EpochEngine::untag(std::size_t slot) {
@@ -102,6 +110,7 @@ std::uint64_t EpochEngine::persist_deps(const Epoch& ep, EpochCause cause, std::
 
 void EpochEngine::write_lines(int s, Epoch& ep, WriteCause wc, std::uint64_t start, int bank) {
   const std::uint64_t hl = h_.llc_.latency().value();
+  start = std::max(start, ep.log_done);
   std::uint64_t i = 0, last = 0;
   for (const std::uint64_t line : ep.lines) {
     if (bank >= 0 && static_cast<int>(line & 1) != bank) continue;
@@ -318,6 +327,7 @@ void EpochEngine::before_access(int c, std::uint64_t line, bool is_store) {
     if (ep != nullptr) {
       ep->flushing = true;
       ready = std::max(ready, persist_deps(*ep, EpochCause::kInterWaw, t));
+      ready = std::max(ready, ep->log_done);
       ep->flushing = false;
     }
     untag(slot);
@@ -339,6 +349,7 @@ void EpochEngine::after_store(int c, std::uint64_t line, std::size_t slot) {
   // D1: only registered persistent lines have a persist order.
   const auto* p = reinterpret_cast<const std::byte*>(line * kCacheLineBytes);
   if (!h_.image_.covers(p) && !h_.image_.covers(p + kCacheLineBytes - 1)) return;
+  if (p_.bsp_write_through) return;  // written through right after the store (write_through)
   set_tag(slot, c, current(c));
 }
 
@@ -354,6 +365,7 @@ void EpochEngine::before_victim(std::size_t slot, int core) {
     if (Epoch* ep = find(s, e)) {
       ep->flushing = true;
       ready = std::max(ready, persist_deps(*ep, EpochCause::kReplacement, t));
+      ready = std::max(ready, ep->log_done);
       ep->flushing = false;
     }
     stall(core, ready, EpochCause::kReplacement);
@@ -374,15 +386,30 @@ void EpochEngine::after_victim(int core) {
   settle();
 }
 
-void EpochEngine::barrier(int c) {
+void EpochEngine::barrier(int c, bool bsp) {
   ++depth_;
-  ++stats_.barriers;
+  ++(bsp ? stats_.bsp_barriers : stats_.barriers);
   next_epoch(c);
   try_retire(c);
   if (p_.pf()) pump_pf(c);
   enforce_capacity(c, true);
   --depth_;
   settle();
+}
+
+// Naive write-through BSP: the store goes on to NVM now and the core waits for the controller to
+// accept it before its next access (strict order, nothing buffered). The line is left clean,
+// so the same-line filter lets no later store to it skip this.
+void EpochEngine::write_through(int c, std::uint64_t line) {
+  const std::size_t slot = h_.llc_.find(line);
+  if (slot == kNoSlot) return;
+  const auto* p = reinterpret_cast<const std::byte*>(line * kCacheLineBytes);
+  if (!h_.image_.covers(p) && !h_.image_.covers(p + kCacheLineBytes - 1)) return;
+  ++stats_.write_through;
+  const std::uint64_t acc =
+      h_.epoch_write_line(slot, clock(c) + h_.llc_.latency().value(), c, WriteCause::kEpochOnline);
+  std::uint64_t& t = clock(c);
+  t = std::max(t, acc);
 }
 
 void EpochEngine::drain(std::uint64_t t) {
@@ -418,7 +445,7 @@ void EpochEngine::reset_stats() {
   // Clocks restart at 0: completion times from before mean "already done".
   for (Core& k : cores_) {
     k.last_done = 0;
-    for (Epoch& ep : k.ring) ep.done = ep.dep_done = 0;
+    for (Epoch& ep : k.ring) ep.done = ep.dep_done = ep.log_done = 0;
   }
 }
 

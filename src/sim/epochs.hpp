@@ -36,7 +36,9 @@ class EpochEngine {
   void after_victim(int core);  // the victim's write is accepted (the core's clock)
   // The line in `slot` left the hierarchy some other way (a flush instruction): untag it.
   void untag(std::size_t slot);
-  void barrier(int core);
+  void barrier(int core, bool bsp = false);
+  // Naive write-through BSP: `core` stored to `line` (its bytes have landed).
+  void write_through(int core, std::uint64_t line);  // bsp: a hardware-inserted end (bulk mode)
   void drain(std::uint64_t t);  // write_back_all: every epoch, in happens-before order
   void power_fail();
   void reset_stats();
@@ -62,6 +64,7 @@ class EpochEngine {
     std::vector<std::uint64_t> lines;  // lines ever tagged with it (checked against the tag)
     std::uint64_t done = 0;            // when its last write + the handshake land
     std::uint64_t dep_done = 0;        // latest done of its persisted sources
+    std::uint64_t log_done = 0;        // BSP log: its log writes' latest acceptance
     std::vector<Ref> deps;             // IDT dependence registers: sources it waits for
     std::vector<Ref> informs;          // IDT inform registers: dependents to tell
   };

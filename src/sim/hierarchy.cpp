@@ -448,12 +448,17 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
     periodic_tick(core);
 }
 
-void Hierarchy::epoch_barrier(int core) {
+void Hierarchy::epoch_barrier(int core, bool bsp) {
   if (!epochs_)
     throw Error(ErrorCode::kUnsupported,
                 "a persist barrier reaches the machine only under lb, lb-idt, lb-pf or lb++");
-  cores_[static_cast<std::size_t>(core)].clock += fence_latency_;
-  epochs_->barrier(core);
+  // A BSP boundary is the hardware bumping its epoch ID: no fence instruction runs.
+  if (!bsp) cores_[static_cast<std::size_t>(core)].clock += fence_latency_;
+  epochs_->barrier(core, bsp);
+}
+
+void Hierarchy::epoch_write_through(int core, std::uint64_t line) {
+  if (epochs_) epochs_->write_through(core, line);
 }
 
 std::uint64_t Hierarchy::epoch_write_line(std::size_t slot, std::uint64_t t, int core,

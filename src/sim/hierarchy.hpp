@@ -40,7 +40,8 @@ class Hierarchy {
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
   // Seed 004: a persist barrier under a hardware barrier mode (the epoch engine).
-  void epoch_barrier(int core);
+  void epoch_barrier(int core, bool bsp);
+  void epoch_write_through(int core, std::uint64_t line);  // Machine::write_through
   // Non-temporal store of bytes [off, off + size) of `line` (SimParams::nt_stores).
   void store_nt(int core, std::uint64_t line, unsigned off, unsigned size);
   void fork_clocks(int from, int active_cores);

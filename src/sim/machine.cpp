@@ -81,9 +81,13 @@ void Machine::wbinvd(int core, std::size_t lo, std::size_t hi, bool last) {
 std::size_t Machine::llc_slots() const {
   return impl_->llc_slots();
 }
-void Machine::epoch_barrier(int core) {
+void Machine::epoch_barrier(int core, bool bsp) {
   if (functional_) return;
-  impl_->epoch_barrier(core);
+  impl_->epoch_barrier(core, bsp);
+}
+void Machine::write_through(int core, LineAddr line) {
+  if (functional_) return;
+  impl_->epoch_write_through(core, line.value());
 }
 void Machine::fence(int core) {
   if (functional_) return;

@@ -141,6 +141,16 @@ void PersistencyParams::validate() const {
   if (epoch_ack.value() > 1'000'000)
     bad(fmt::format("persistency.epoch_ack must be at most 1000000 cycles (got {})",
                     epoch_ack.value()));
+  if (bsp() && !hardware())
+    bad("persistency.bsp_epoch_stores / bsp_write_through (BSP bulk mode) need a hardware "
+        "persist barrier: lb, lb-idt, lb-pf or lb++");
+  if (bsp_epoch_stores > 100'000'000)
+    bad(fmt::format("persistency.bsp_epoch_stores must be at most 100000000 (got {})",
+                    bsp_epoch_stores));
+  if (bsp_log && bsp_epoch_stores == 0)
+    bad("persistency.bsp_log needs bsp_epoch_stores > 0 (BSP bulk mode)");
+  if (bsp_write_through && bsp_epoch_stores != 0)
+    bad("persistency.bsp_write_through and bsp_epoch_stores exclude each other");
 }
 
 std::string_view to_string(WholeCacheFlush w) {
@@ -272,6 +282,10 @@ nlohmann::json to_json(const SimParams& p) {
                                {"invalidating_epoch_flush", p.persistency.invalidating_epoch_flush},
                                {"epoch_ack", p.persistency.epoch_ack.value()}});
     if (p.persistency.pf_instant) j["persistency"]["pf_instant"] = true;
+    if (p.persistency.bsp_epoch_stores != 0)
+      j["persistency"].update({{"bsp_epoch_stores", p.persistency.bsp_epoch_stores},
+                               {"bsp_log", p.persistency.bsp_log}});
+    if (p.persistency.bsp_write_through) j["persistency"]["bsp_write_through"] = true;
   }
   if (p.persistency.check_order) {  // only when on: the golden JSON stays as it was
     j["persistency"]["barrier"] = std::string(to_string(p.persistency.barrier));

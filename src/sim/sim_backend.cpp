@@ -39,6 +39,9 @@ SimBackend::SimBackend(SimParams params, FlushMode flush, int threads)
       cores_(machine_.cores()),
       quantum_(machine_.params().interleave_quantum) {
   hardware_barrier_ = machine_.params().persistency.hardware();
+  bsp_epoch_ = machine_.params().persistency.bsp_epoch_stores;
+  write_through_ = machine_.params().persistency.bsp_write_through;
+  if (bsp_epoch_ != 0) bsp_stores_.assign(static_cast<std::size_t>(cores_), 0);
   if (machine_.params().persistency.check_order) check_order(true);
   update_always_special();
 }
@@ -58,6 +61,23 @@ void SimBackend::check_order(bool on) {
 void SimBackend::update_always_special() {
   always_special_ = hardware_barrier_ || oracle_ != nullptr || machine_.params().preflush.enabled;
   update_special_at();
+}
+
+// Seed 004 §7.2 bulk mode: each core's dynamic store stream is cut into epochs of N stores.
+// The hardware boundary is no op of the program (no crash point of its own); the oracle sees it
+// as a program epoch boundary (D7: in bulk mode the hardware epochs are the program epochs).
+void SimBackend::bsp_store() {
+  std::uint64_t& n = bsp_stores_[static_cast<std::size_t>(core_)];
+  if (++n < bsp_epoch_) return;
+  n = 0;
+  if (oracle_) note_barrier();
+  machine_.epoch_barrier(core_, true);
+}
+
+void SimBackend::write_through(const void* p, std::size_t size) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  for (std::uint64_t l = a / kCacheLineBytes; l <= (a + size - 1) / kCacheLineBytes; ++l)
+    machine_.write_through(core_, LineAddr(l));
 }
 
 void SimBackend::note_access(const void* p, std::size_t size, bool is_store) {

@@ -132,6 +132,10 @@ nlohmann::json to_json(const SimStats& s) {
                               {"conflicting", e.conflicting()},
                               {"conflict_pct", e.conflict_pct()},
                               {"stall_cycles", e.stall_total()}};
+    if (e.bsp_barriers != 0 || e.write_through != 0)  // BSP only: other outputs unchanged
+      je.update({{"bsp_barriers", e.bsp_barriers},
+                 {"log_writes", e.log_writes},
+                 {"write_through", e.write_through}});
     auto& by = je["flushed_by"] = nlohmann::json::object();
     auto& stall = je["stall_cycles_by_cause"] = nlohmann::json::object();
     for (std::size_t i = 0; i < kEpochCauseCount; ++i) {

@@ -20,6 +20,33 @@ TEST(BepHardwareBarrier, RunsVerifyAndCrashCampaignsAllPass) {
     }
 }
 
+// The hardware barriers change when lines reach NVM, never what the program does: the same
+// loads and stores as with no persistency (--barrier none), for the benchmarks whose every
+// transaction is one-word commits or a Tx; and BSP bulk mode on the base scheme likewise.
+TEST(BepHardwareBarrier, SameLoadsAndStoresAsNoPersistency) {
+  for (const char* k : {"hash", "queue", "sps"}) {
+    const auto np = run::simulate(test::bench_spec(k, "tx", 48, 4, 12, sim::Barrier::kNone)).stats;
+    for (const auto b : kHardware) {
+      SCOPED_TRACE(std::string(k) + " " + std::string(sim::to_string(b)));
+      const auto st = run::simulate(test::bench_spec(k, "tx", 48, 4, 12, b)).stats;
+      EXPECT_EQ(st.loads, np.loads);
+      EXPECT_EQ(st.stores, np.stores);
+    }
+    const auto base =
+        run::simulate(test::bench_spec(k, "base", 48, 4, 12, sim::Barrier::kNone)).stats;
+    auto bsp = test::bench_spec(k, "base", 48, 4, 12, sim::Barrier::kLbPlusPlus);
+    bsp.machine.persistency.bsp_epoch_stores = 50;
+    bsp.machine.persistency.bsp_log = true;
+    bsp.machine.persistency.check_order = true;  // and BSP's epochs keep the persist order
+    const auto st = run::simulate(bsp).stats;
+    EXPECT_EQ(st.loads, base.loads);
+    EXPECT_EQ(st.stores, base.stores);
+    ASSERT_TRUE(st.epochs.has_value());
+    EXPECT_GT(st.epochs->bsp_barriers, 0u);  // each core's own count: at most stores / 50
+    EXPECT_LE(st.epochs->bsp_barriers, st.stores / 50);
+  }
+}
+
 // Spec D8 end to end: more threads than cores under a hardware barrier is refused.
 TEST(BepHardwareBarrier, MoreThreadsThanCoresIsRefused) {
   auto spec = test::bench_spec("hash", "tx", 48, 6, 4, sim::Barrier::kLb);

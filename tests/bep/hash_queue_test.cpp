@@ -62,6 +62,14 @@ TEST(BepHash, NativeEpochPersistencyWithFourThreads) {
   EXPECT_EQ(c.bad, 0u) << c.first;
 }
 
+// Eight real threads x 10k operations on 2 cores: preemption inside critical sections, long
+// chains under contention (issue 18's native stress, as rbtree and sdg have).
+TEST(BepHash, NativeEpochPersistencyStressEightThreads) {
+  EpNative be({}, 8);
+  const auto c = run_hash(be, {512, 8, 10000, 11});
+  EXPECT_EQ(c.bad, 0u) << c.first;
+}
+
 TEST(BepQueue, FaultFreeOnPlainBackendKeepsFifoOrder) {
   mem::PlainBackend be;
   const auto c = run_queue(be, {64, 1, 501});
@@ -72,6 +80,12 @@ TEST(BepQueue, FaultFreeOnPlainBackendKeepsFifoOrder) {
 TEST(BepQueue, NativeEpochPersistencyWithFourThreads) {
   EpNative be({}, 4);
   const auto c = run_queue(be, {64, 4, 5000});
+  EXPECT_EQ(c.bad, 0u) << c.first;
+}
+
+TEST(BepQueue, NativeEpochPersistencyStressEightThreads) {
+  EpNative be({}, 8);
+  const auto c = run_queue(be, {64, 8, 10000});
   EXPECT_EQ(c.bad, 0u) << c.first;
 }
 

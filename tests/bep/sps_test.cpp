@@ -50,6 +50,13 @@ TEST(BepSps, NativeEpochPersistencyWithFourThreads) {
   EXPECT_EQ(c.bad, 0u) << c.first;
 }
 
+TEST(BepSps, NativeEpochPersistencyStressEightThreads) {
+  EpNative be({}, 8);
+  const sps::Shape s{1024, 8, 10000, 11};
+  const auto c = run_native(be, s, true);
+  EXPECT_EQ(c.bad, 0u) << c.first;
+}
+
 TEST(BepSps, SimulatedRunsVerifyUnderEveryBarrierWithoutCrash) {
   for (const auto b : {sim::Barrier::kSoftware, sim::Barrier::kNone})
     for (const char* scheme : {"tx", "base"})

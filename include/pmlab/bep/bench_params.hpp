@@ -19,7 +19,11 @@ namespace pmlab::bep {
 // The negative controls of the tx scheme (scheme/scheme.hpp Scheme::mutants): its software
 // barrier is write-backs + a fence, so dropping either must break its crash campaigns under
 // --barrier sw (under lb* nothing flushes: crash_campaign drops them there).
-inline constexpr mem::MutationSet kTxMutants{mem::Mutation::kNoFlush, mem::Mutation::kNoFence};
+inline constexpr mem::MutationSet kTxMutants{
+    mem::Mutation::kNoFlush,        mem::Mutation::kNoFence,
+    mem::Mutation::kLbNoIntraFlush, mem::Mutation::kLbNoReplacementOrder,
+    mem::Mutation::kLbNoSplit,      mem::Mutation::kLbPerBankNoArbiter,
+    mem::Mutation::kIdtIgnoreDeps,  mem::Mutation::kIdtDepOnlyWaw};
 
 // Transactions per thread when --ops is absent: small, so that the catalog-wide crash and kill
 // suites stay cheap; benchmarks pass --ops (docs/bep.md).

@@ -29,6 +29,18 @@ struct BarrierStudyOptions {
 [[nodiscard]] nlohmann::json barrier_study_bench(const std::string& bench,
                                                  const BarrierStudyOptions& o);
 
+// Buffered strict persistency in bulk mode (seed 004 §7.2, Figs. 13-14) on one benchmark's
+// base scheme (no program barriers: the hardware cuts each core's stores into epochs of N):
+// no persistency, LB with 300 / 1K / 10K-store epochs, LB+IDT / LB++ / LB++ without the log at
+// 10K, and naive write-through. Deterministic.
+// JSON: {bench, kind: "bsp", threads, ops, entries, bsp_rows: [{config, cycles, vs_np, stores,
+// nvm_writes, epochs?: {...}}]}.
+[[nodiscard]] nlohmann::json bsp_study_bench(const std::string& bench,
+                                             const BarrierStudyOptions& o);
+// Geometric means of vs_np per BSP config over the benchmarks: [{config, geomean_vs_np,
+// benches}].
+[[nodiscard]] nlohmann::json bsp_study_summary(const nlohmann::json& benches);
+
 // Geometric means over the benchmarks of a study's rows (vs_lb and conflict %), per config.
 [[nodiscard]] nlohmann::json barrier_study_summary(const nlohmann::json& benches);
 

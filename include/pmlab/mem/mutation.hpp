@@ -27,6 +27,14 @@ enum class Mutation : std::uint8_t {
   kIpvCommitBeforeFlush,  // done = kt + 1 persisted before the working version is flushed
   kIpvBarrierAfterWrite,  // barrier + commit after the first panel of the next iteration
   kIpvSkipFlush,          // the working version's last panel is never flushed
+  // Seed 004's epoch engine under a hardware barrier (lb*), each breaking one rule of
+  // docs/simulator.md "Persist barriers" (sim::PersistencyParams::Debug):
+  kLbNoIntraFlush,        // an intra-thread conflict just retags the line
+  kLbNoReplacementOrder,  // an LLC victim is written before its older epochs
+  kLbNoSplit,             // a conflict on an ongoing epoch does not split it
+  kLbPerBankNoArbiter,    // Fig. 7a: 2 LLC banks flush their lines independently
+  kIdtIgnoreDeps,         // lb-idt, lb++: dependences are recorded but never enforced
+  kIdtDepOnlyWaw,         // lb-idt, lb++: a WAW conflict only records a dependence
 };
 
 [[nodiscard]] constexpr std::string_view to_string(Mutation m) {
@@ -51,6 +59,18 @@ enum class Mutation : std::uint8_t {
       return "ipv-barrier-after-write";
     case Mutation::kIpvSkipFlush:
       return "ipv-skip-flush";
+    case Mutation::kLbNoIntraFlush:
+      return "lb-no-intra-flush";
+    case Mutation::kLbNoReplacementOrder:
+      return "lb-no-replacement-order";
+    case Mutation::kLbNoSplit:
+      return "lb-no-split";
+    case Mutation::kLbPerBankNoArbiter:
+      return "lb-per-bank-no-arbiter";
+    case Mutation::kIdtIgnoreDeps:
+      return "idt-ignore-deps";
+    case Mutation::kIdtDepOnlyWaw:
+      return "idt-dep-only-waw";
   }
   return "?";
 }
@@ -63,7 +83,21 @@ inline constexpr Mutation kAllMutations[] = {Mutation::kNoFlush,
                                              Mutation::kCpNoSfence,
                                              Mutation::kIpvCommitBeforeFlush,
                                              Mutation::kIpvBarrierAfterWrite,
-                                             Mutation::kIpvSkipFlush};
+                                             Mutation::kIpvSkipFlush,
+                                             Mutation::kLbNoIntraFlush,
+                                             Mutation::kLbNoReplacementOrder,
+                                             Mutation::kLbNoSplit,
+                                             Mutation::kLbPerBankNoArbiter,
+                                             Mutation::kIdtIgnoreDeps,
+                                             Mutation::kIdtDepOnlyWaw};
+
+// The epoch engine's mutations (hardware barriers only); the idt- ones need IDT (lb-idt, lb++).
+[[nodiscard]] constexpr bool epoch_engine_mutation(Mutation m) {
+  return m >= Mutation::kLbNoIntraFlush && m <= Mutation::kIdtDepOnlyWaw;
+}
+[[nodiscard]] constexpr bool idt_mutation(Mutation m) {
+  return m == Mutation::kIdtIgnoreDeps || m == Mutation::kIdtDepOnlyWaw;
+}
 
 // The mutations a scheme row declares it must be broken by: a constexpr set, so that scheme
 // tables (constexpr tuples) can carry one per row. Empty = no negative control applies.

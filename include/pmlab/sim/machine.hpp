@@ -162,8 +162,12 @@ class Machine {
   // sfence: waits for this core's outstanding flushes to be accepted by the controller.
   void fence(int core);
   // Seed 004: a persist barrier of `core` under a hardware barrier mode (LB, LB+IDT, LB+PF,
-  // LB++; SimParams::persistency): the core's current epoch ends.
-  void epoch_barrier(int core);
+  // LB++; SimParams::persistency): the core's current epoch ends. `bsp`: a boundary the
+  // hardware inserts in BSP bulk mode (persistency.bsp_epoch_stores), not a program's fence.
+  void epoch_barrier(int core, bool bsp = false);
+  // Naive write-through BSP (persistency.bsp_write_through): `core` has just stored to `line`;
+  // a persistent line goes to NVM now and the core waits for its acceptance.
+  void write_through(int core, LineAddr line);
   // Non-temporal store of bytes [off, off + size) of `line` (src/sim/nt_store.hpp).
   void store_nt(int core, LineAddr line, unsigned off, unsigned size);
 

@@ -128,6 +128,16 @@ struct PersistencyParams {
   // arbiter is free (the previous epoch's flush has completed, one epoch at a time, seed §4.1);
   // true = at once at the barrier, however busy the arbiter (an upper bound on PF's benefit).
   bool pf_instant = false;
+  // Buffered strict persistency in bulk mode (seed 004 §7.2, Figs. 13-14), hardware barriers
+  // only, off (0) by default: the hardware ends each core's epoch after every
+  // `bsp_epoch_stores` stores of its dynamic store stream (a barrier the program never wrote).
+  std::uint64_t bsp_epoch_stores = 0;
+  // BSP's recovery log: one extra NVM write per line first modified in an epoch, issued at that
+  // store and ordered before the line's own epoch write (LB++NOLOG of Fig. 14 = off).
+  bool bsp_log = false;
+  // Naive write-through BSP (§7.2's ~8x baseline): every store to a persistent line is written
+  // to NVM at once, in order, the core waiting for each acceptance. Hardware barriers only.
+  bool bsp_write_through = false;
   // Run the persist-order oracle (SimBackend::check_order): every NVM write of a persistent
   // line is checked against program epoch order, in every barrier mode. Costs time, not figures.
   bool check_order = false;
@@ -143,6 +153,7 @@ struct PersistencyParams {
   } debug;
 
   [[nodiscard]] bool hardware() const { return barrier >= Barrier::kLb; }
+  [[nodiscard]] bool bsp() const { return bsp_epoch_stores != 0 || bsp_write_through; }
   [[nodiscard]] bool idt() const {
     return barrier == Barrier::kLbIdt || barrier == Barrier::kLbPlusPlus;
   }

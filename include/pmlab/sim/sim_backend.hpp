@@ -332,6 +332,10 @@ class SimBackend {
         write();
         if (model && oracle_) [[unlikely]]  // after the model: its write-backs held old bytes
           note_access(p, size, IsStore);
+        if (model && bsp_epoch_ != 0) [[unlikely]]
+          bsp_store();
+        if (model && write_through_) [[unlikely]]  // after the bytes: the write carries them
+          write_through(p, size);
         return;
       }
     }
@@ -360,6 +364,8 @@ class SimBackend {
       machine_.load(core_, line);
   }
   void note_access(const void* p, std::size_t size, bool is_store);  // cold: oracle on
+  void bsp_store();  // BSP bulk mode: counts a store, ends the core's epoch every N
+  void write_through(const void* p, std::size_t size);  // naive write-through BSP
   void note_barrier();
   void update_always_special();  // after the oracle is switched (construction, check_order)
   void set_thread(int t) {
@@ -378,7 +384,10 @@ class SimBackend {
   bool record_fences_ = false;
   bool modelling_ = true;
   bool track_unfenced_ = false;
-  bool hardware_barrier_ = false;  // SimParams::persistency.hardware()
+  bool hardware_barrier_ = false;          // SimParams::persistency.hardware()
+  std::uint64_t bsp_epoch_ = 0;            // SimParams::persistency.bsp_epoch_stores (0 = off)
+  bool write_through_ = false;             // SimParams::persistency.bsp_write_through
+  std::vector<std::uint64_t> bsp_stores_;  // per core: stores in its ongoing BSP epoch
   mem::Mutation mutation_ = mem::Mutation::kNone;
   std::uint64_t ops_ = 0;
   std::uint64_t crash_at_ = kDisarmed;

@@ -123,6 +123,9 @@ struct EpochStats {
   std::uint64_t splits = 0;         // hardware-inserted epoch boundaries (Fig. 5b)
   std::uint64_t idt_deps = 0;       // dependences recorded instead of online flushes
   std::uint64_t idt_overflows = 0;  // dependences that found the registers full (LB fallback)
+  std::uint64_t bsp_barriers = 0;   // BSP bulk mode: hardware epoch ends every N stores
+  std::uint64_t log_writes = 0;     // BSP bulk mode with bsp_log: NVM log-entry writes
+  std::uint64_t write_through = 0;  // naive write-through BSP: stores written through
   std::array<std::uint64_t, kEpochCauseCount> flushed_by{};    // persisted epochs by cause
   std::array<std::uint64_t, kEpochCauseCount> stall_cycles{};  // online waits by cause
 
