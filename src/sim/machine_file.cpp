@@ -167,6 +167,8 @@ json to_machine_file(const SimParams& p) {
             {"mshrs", p.core.mshrs},
             {"insts_per_access", p.core.insts_per_access}}},
           {"interleave_quantum", p.interleave_quantum},
+          {"whole_cache_flush", std::string(to_string(p.whole_cache_flush))},
+          {"wbinvd_cycles_per_line", p.wbinvd_cycles_per_line},
           {"flush_mc_hop", p.flush_mc_hop},
           {"preflush",
            {{"enabled", pf.enabled},
@@ -184,6 +186,9 @@ json to_machine_file(const SimParams& p) {
             {"invalidating_epoch_flush", ps.invalidating_epoch_flush},
             {"epoch_ack", ps.epoch_ack.value()},
             {"pf_instant", ps.pf_instant},
+            {"bsp_epoch_stores", ps.bsp_epoch_stores},
+            {"bsp_log", ps.bsp_log},
+            {"bsp_write_through", ps.bsp_write_through},
             {"check_order", ps.check_order}}}};
 }
 
@@ -251,6 +256,8 @@ SimParams from_machine_file(const json& doc, const std::string& source) {
     c.finish();
   }
   r.get("interleave_quantum", p.interleave_quantum);
+  r.get_enum("whole_cache_flush", p.whole_cache_flush, whole_cache_flush_from_string);
+  r.get("wbinvd_cycles_per_line", p.wbinvd_cycles_per_line);
   r.get("flush_mc_hop", p.flush_mc_hop);
   if (const json* pfj = r.find("preflush")) {
     PreflushParams& pf = p.preflush;
@@ -274,6 +281,9 @@ SimParams from_machine_file(const json& doc, const std::string& source) {
     s.get("invalidating_epoch_flush", ps.invalidating_epoch_flush);
     s.get("epoch_ack", ps.epoch_ack);
     s.get("pf_instant", ps.pf_instant);
+    s.get("bsp_epoch_stores", ps.bsp_epoch_stores);
+    s.get("bsp_log", ps.bsp_log);
+    s.get("bsp_write_through", ps.bsp_write_through);
     s.get("check_order", ps.check_order);
     s.finish();
   }
