@@ -80,7 +80,6 @@ inline void set_shape(Operands& op, std::size_t iterations) {
   op.iterations = iterations;
   op.region_elements = op.bs;
   op.updates = scheme::IpvUpdates::kUniform;
-  op.skip_from = 2 * op.n;  // skip-flush control: p and the scalars are never flushed
 }
 
 // z = 0, r = b, p = b, rho = b·b (NPB's conj_grad start).

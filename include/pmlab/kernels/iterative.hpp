@@ -34,15 +34,13 @@ namespace pmlab::kernels::iterative {
 
 // The state: `elements` doubles at `s` (the kernel's own array, where the result must end),
 // rewritten by each of `iterations` iterations. LP's regions are `region_elements`-long pieces
-// of it (one block of bs rows of each vector). `updates` is the kernel's IPV rule (Table 2);
-// `skip_from` is where the IPV skip-flush negative control stops flushing.
+// of it (one block of bs rows of each vector). `updates` is the kernel's IPV rule (Table 2).
 struct State {
   double* s = nullptr;
   std::size_t elements = 0;
   std::size_t iterations = 0;
   std::size_t region_elements = 1;
   scheme::IpvUpdates updates = scheme::IpvUpdates::kUniform;
-  std::size_t skip_from = 0;
 
   [[nodiscard]] std::size_t regions() const {
     return (elements + region_elements - 1) / region_elements;
@@ -248,8 +246,11 @@ void run_lp(B& be, const Op& op, const LpState& st, std::size_t first) {
 // records d + 1 first). Iteration d's input is durable and intact: its regions are validated
 // against bank d % 2; if any is torn or unwritten, iteration d is recomputed from its input
 // (its reductions span the whole state, so one torn region invalidates the others' scalars),
-// persisted, and its checksums committed durably. Iteration d + 1 is simply rerun (its bank may
-// hold stale checksums). Returns d + 1.
+// persisted, and its checksums committed durably. Then iteration d + 1: its bank was cleared
+// durably before `durable = d` was recorded, so a written slot there is d + 1's own; if every
+// region matches, d + 1 is complete (its input, d's output, was right in the caches when it ran)
+// and the run resumes at d + 2, else d + 1 is rerun in full (its regions are counted as
+// recomputed: the crash lost that work).
 template <lp::ChecksumKind CK, mem::Backend B, class Op>
 [[nodiscard]] std::size_t recover_lp(B& be, const Op& op, const LpState& st,
                                      lp::RecoveryStats& stats) {
@@ -259,30 +260,38 @@ template <lp::ChecksumKind CK, mem::Backend B, class Op>
     return op.iterations;
   }
   const lp::ChecksumTable table = lp_table(op, st);
-  double* out = st.buf[(d + 1) % 3];
-  bool redo = false;
-  for (std::size_t k = 0; k < op.regions(); ++k) {
-    ++stats.regions_validated;
-    switch (table.check(be, op.slot(d, k), region_checksum<CK>(be, op, out, k))) {
-      case lp::SlotCheck::kMatch:
-        break;
-      case lp::SlotCheck::kMismatch:
-        ++stats.regions_inconsistent;
-        redo = true;
-        break;
-      case lp::SlotCheck::kUnwritten:
-        ++stats.regions_unwritten;
-        redo = true;
-        break;
+  // True if every region of iteration t's output matches its slot.
+  const auto validate = [&](std::size_t t) {
+    const double* out = st.buf[(t + 1) % 3];
+    bool all = true;
+    for (std::size_t k = 0; k < op.regions(); ++k) {
+      ++stats.regions_validated;
+      switch (table.check(be, op.slot(t, k), region_checksum<CK>(be, op, out, k))) {
+        case lp::SlotCheck::kMatch:
+          break;
+        case lp::SlotCheck::kMismatch:
+          ++stats.regions_inconsistent;
+          all = false;
+          break;
+        case lp::SlotCheck::kUnwritten:
+          ++stats.regions_unwritten;
+          all = false;
+          break;
+      }
     }
-  }
-  if (redo) {
+    return all;
+  };
+  if (!validate(d)) {
+    double* out = st.buf[(d + 1) % 3];
     iterate_out_of_place(be, op, d, st.buf[d % 3], out);
     be.persist(out, op.state_bytes());
     for (std::size_t k = 0; k < op.regions(); ++k)
       table.commit_durable(be, op.slot(d, k), region_checksum<CK>(be, op, out, k));
     stats.regions_recomputed += op.regions();
   }
+  if (d + 1 >= op.iterations) return d + 1;
+  if (validate(d + 1)) return d + 2;
+  stats.regions_recomputed += op.regions();
   return d + 1;
 }
 
@@ -295,8 +304,7 @@ template <class Op>
           .elements = op.elements,
           .header = header,
           .iterations = op.iterations,
-          .updates = op.updates,
-          .skip_from = op.skip_from};
+          .updates = op.updates};
 }
 
 template <mem::Backend B, class Op>

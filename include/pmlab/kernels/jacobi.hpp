@@ -54,8 +54,6 @@ inline void set_shape(Operands& op, std::size_t iterations) {
   op.iterations = iterations;
   op.region_elements = op.bs * op.n;
   op.updates = op.mg_like ? scheme::IpvUpdates::kNonUniform : scheme::IpvUpdates::kUniform;
-  // skip-flush control: u's last row block and the scalars are never flushed.
-  op.skip_from = op.first_row(op.blocks() - 1) * op.n;
 }
 
 template <mem::Backend B>

@@ -46,15 +46,13 @@ template <mem::Backend B>
 }
 
 // tmm's target is C, updated by the basic rule: every element of C once per kk tile, so the
-// updates are uniform. The skip-flush negative control leaves C's last panel of rows unflushed.
+// updates are uniform.
 [[nodiscard]] inline scheme::InPlaceVersions ipv_versions(const Operands& op, const IpvState& st) {
-  const std::size_t nt = op.tiles();
   return {.v = {op.c.data(), st.v1},
           .elements = op.c.rows() * op.c.ld(),
           .header = st.header,
-          .iterations = nt,
-          .updates = scheme::IpvUpdates::kUniform,
-          .skip_from = nt > 1 ? (nt - 1) * op.bs * op.c.ld() : 0};
+          .iterations = op.tiles(),
+          .updates = scheme::IpvUpdates::kUniform};
 }
 
 // The iteration is the kk tile; its panels run in parallel once the last tile's version is
