@@ -60,7 +60,7 @@ struct Cg {
              .min = 1,
              .max = 1u << 10},
             {.name = "iters",
-             .help = "solver iterations (default: cg 15, NPB's niter; jacobi 10)",
+             .help = "solver iterations (default: cg 15, NPB's niter; jacobi 11)",
              .min = 1,
              .max = 1u << 20}};
   }

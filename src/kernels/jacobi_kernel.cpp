@@ -53,7 +53,7 @@ struct Jacobi {
 
   static std::vector<KernelParamSpec> params() {
     return {{.name = "iters",
-             .help = "solver iterations (default: cg 15, NPB's niter; jacobi 10)",
+             .help = "solver iterations (default: cg 15, NPB's niter; jacobi 11)",
              .min = 1,
              .max = 1u << 20},
             {.name = "mg-like",

@@ -236,7 +236,12 @@ void run_lp(B& be, const Op& op, const LpState& st, std::size_t first) {
     double* out = st.buf[(t + 1) % 3];
     iterate_out_of_place(be, op, t, st.buf[t % 3], out);
     be.parallel_for(0, op.regions(), [&](std::size_t k) {
-      table.commit(be, op.slot(t, k), region_checksum<CK>(be, op, out, k));  // plain stores
+      // A marked region (the simulator's commit corners), committed with plain stores.
+      lp::Region<CK, B> region(be, table, op.slot(t, k),
+                               {static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(k)});
+      for (std::size_t e = op.region_begin(k); e < op.region_end(k); ++e)
+        region.add(be.load(out + e));
+      region.commit();
     });
   }
   lp_finish(be, op, st);
