@@ -24,6 +24,8 @@ KernelDriver make_rbtree_driver();
 KernelDriver make_sdg_driver();
 KernelDriver make_hash_driver();
 KernelDriver make_queue_driver();
+KernelDriver make_cg_driver();  // seed 002 (docs/seed002.md)
+KernelDriver make_jacobi_driver();
 SimKernel make_tmm_sim();
 SimKernel make_cholesky_sim();
 SimKernel make_lu_sim();
@@ -36,6 +38,8 @@ SimKernel make_rbtree_sim();
 SimKernel make_sdg_sim();
 SimKernel make_hash_sim();
 SimKernel make_queue_sim();
+SimKernel make_cg_sim();
+SimKernel make_jacobi_sim();
 
 namespace {
 
@@ -52,6 +56,7 @@ constexpr CatalogEntry kCatalog[] = {
     {make_gemm_driver, make_gemm_sim},     {make_sps_driver, make_sps_sim},
     {make_rbtree_driver, make_rbtree_sim}, {make_sdg_driver, make_sdg_sim},
     {make_hash_driver, make_hash_sim},     {make_queue_driver, make_queue_sim},
+    {make_cg_driver, make_cg_sim},         {make_jacobi_driver, make_jacobi_sim},
 };
 
 template <class T>

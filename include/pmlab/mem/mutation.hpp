@@ -25,8 +25,8 @@ enum class Mutation : std::uint8_t {
   kCpNoSfence,  // the copy is never fenced before the checkpoint is published
   // Seed 002's in-place versioning (ipv, ipv-sync):
   kIpvCommitBeforeFlush,  // done = kt + 1 persisted before the working version is flushed
-  kIpvBarrierAfterWrite,  // barrier + commit after the first panel of the next iteration
-  kIpvSkipFlush,          // the working version's last panel is never flushed
+  kIpvBarrierAfterWrite,  // barrier + commit after the next iteration wrote the other version
+  kIpvSkipFlush,          // version 1 (the scheme's own array) is never flushed
   // Seed 004's epoch engine under a hardware barrier (lb*), each breaking one rule of
   // docs/simulator.md "Persist barriers" (sim::PersistencyParams::Debug):
   kLbNoIntraFlush,        // an intra-thread conflict just retags the line

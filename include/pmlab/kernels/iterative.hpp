@@ -1,0 +1,324 @@
+// Every scheme of an iterative solver whose persistent state is one array rewritten once per
+// iteration (cg, jacobi): base, lp, wal, cp and its seed-002 variants, and in-place versioning.
+//
+// A kernel derives its Operands from iterative::State (so that argument-dependent lookup finds
+// the functions below for rows.hpp's shared rows) and provides, in its own namespace:
+//   iterate(be, op, t, const double* in, double* out, before_first_write)
+//       iteration t from state `in` into state `out` (in == out: in place, the same bits); it
+//       calls before_first_write() once, before its first store into `out`, and reads each
+//       element of `in` before `out`'s element at the same place is stored (when in == out);
+//   initial_state(be, op)   writes the state before iteration 0 into op.s from the inputs.
+// Floating-point order is fixed (reductions by block of bs rows, summed in block order), so
+// the result does not depend on the thread count, the backend or the scheme.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "pmlab/lp/checksum.hpp"
+#include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/lp/recovery.hpp"
+#include "pmlab/lp/region.hpp"
+#include "pmlab/mem/backend.hpp"
+#include "pmlab/scheme/checkpoint_copy.hpp"
+#include "pmlab/scheme/copy_jobs.hpp"
+#include "pmlab/scheme/in_place_versions.hpp"
+#include "pmlab/scheme/step_checkpoint.hpp"
+#include "pmlab/scheme/wal_units.hpp"
+
+namespace pmlab::kernels::iterative {
+
+// The state: `elements` doubles at `s` (the kernel's own array, where the result must end),
+// rewritten by each of `iterations` iterations. LP's regions are `region_elements`-long pieces
+// of it (one block of bs rows of each vector). `updates` is the kernel's IPV rule (Table 2).
+struct State {
+  double* s = nullptr;
+  std::size_t elements = 0;
+  std::size_t iterations = 0;
+  std::size_t region_elements = 1;
+  scheme::IpvUpdates updates = scheme::IpvUpdates::kUniform;
+
+  [[nodiscard]] std::size_t regions() const {
+    return (elements + region_elements - 1) / region_elements;
+  }
+  [[nodiscard]] std::size_t region_begin(std::size_t k) const { return k * region_elements; }
+  [[nodiscard]] std::size_t region_end(std::size_t k) const {
+    return std::min(elements, (k + 1) * region_elements);
+  }
+  // LP: two banks of slots, one per iteration parity (cleared durably before reuse).
+  [[nodiscard]] std::size_t table_slots() const { return 2 * regions(); }
+  [[nodiscard]] std::size_t slot(std::size_t t, std::size_t k) const {
+    return (t % 2) * regions() + k;
+  }
+  [[nodiscard]] std::size_t state_bytes() const { return elements * sizeof(double); }
+};
+
+// Sums per-block partials in block order: the reduction order every scheme shares.
+[[nodiscard]] inline double ordered_sum(std::span<const double> partials) {
+  double s = 0.0;
+  for (const double v : partials) s += v;
+  return s;
+}
+
+// --- base: in place, no persistence; recovery restores the inputs and restarts ---------------
+
+template <mem::Backend B, class Op>
+void run_base(B& be, const Op& op, std::size_t first) {
+  for (std::size_t t = first; t < op.iterations; ++t) iterate(be, op, t, op.s, op.s, [] {});
+}
+
+template <mem::Backend B, class Op>
+void restart(B& be, const Op& op) {
+  initial_state(be, op);
+}
+
+// --- WAL: one undo-logged transaction per iteration (the state is one unit) -------------------
+
+template <class Op>
+[[nodiscard]] std::array<scheme::PoolArray, 3> wal_bytes_for(const Op& op) {
+  return {{{"wal_header", scheme::WalUnits::header_bytes(1)},
+           {"wal_index", scheme::WalUnits::progress_bytes(1)},
+           {"wal_log", op.state_bytes()}}};
+}
+
+template <class Op>
+[[nodiscard]] scheme::LogBlock<double> wal_block(const Op& op, const scheme::WalUnits& wal) {
+  return {op.s, 1, op.elements, op.elements, wal.log};
+}
+
+// The iteration's reductions need the whole state, so no smaller piece of it is a transaction:
+// the log holds the whole state, written and flushed once per iteration.
+template <mem::Backend B, class Op>
+void run_wal(B& be, const Op& op, const scheme::WalUnits& wal, std::size_t first = 0) {
+  for (std::size_t t = first; t < op.iterations; ++t) {
+    const mem::RegionId id{static_cast<std::uint32_t>(t), 0};
+    be.region_begin(id);
+    wal.transact(
+        be, 0, t + 1, [&] { iterate(be, op, t, op.s, op.s, [] {}); }, wal_block(op, wal));
+    be.region_end(id);
+  }
+}
+
+template <mem::Backend B, class Op>
+[[nodiscard]] std::size_t recover_wal(B& be, const Op& op, const scheme::WalUnits& wal,
+                                      lp::RecoveryStats& stats) {
+  ++stats.regions_validated;
+  if (wal.in_tx(be, 0) && wal.roll_back(be, 0, wal_block(op, wal))) ++stats.regions_inconsistent;
+  return static_cast<std::size_t>(wal.progress_of(be, 0));
+}
+
+// --- checkpoint of the whole state, double-buffered ------------------------------------------
+
+// Every iteration: an iteration rewrites the whole state, as a checkpoint copies it (the paper's
+// cadence; `cp` is then cp-nt).
+template <class Op>
+[[nodiscard]] std::size_t cp_default_every(const Op&) {
+  return 1;
+}
+
+template <class Op>
+[[nodiscard]] std::array<scheme::PoolArray, 2> cp_bytes_for(const Op& op) {
+  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
+           {"cp_area", scheme::StepCheckpoint::area_bytes(
+                           op.elements, scheme::CheckpointMode::kDoubleBuffered)}}};
+}
+
+template <class Op>
+[[nodiscard]] scheme::StepCheckpoint cp_state(const Op& op, scheme::StepCheckpointHeader* header,
+                                              double* area, std::size_t every) {
+  return {header,
+          area,
+          op.s,
+          op.elements,
+          op.iterations,
+          every,
+          scheme::CheckpointMode::kDoubleBuffered};
+}
+
+template <mem::Backend B, class Op>
+void run_cp(B& be, const Op& op, const scheme::StepCheckpoint& cp, std::size_t first = 0) {
+  const auto whole = [&](std::size_t, std::size_t, auto&& fn) { fn(std::size_t{0}, op.elements); };
+  for (std::size_t t = first; t < op.iterations; ++t) {
+    const mem::RegionId id{static_cast<std::uint32_t>(t), 0};
+    be.region_begin(id);
+    iterate(be, op, t, op.s, op.s, [] {});
+    be.region_end(id);
+    cp.after_step(be, t + 1, whole, [&] { be.persist(op.s, op.state_bytes()); });
+  }
+}
+
+template <mem::Backend B, class Op>
+[[nodiscard]] std::size_t recover_cp(B& be, const Op& op, const scheme::StepCheckpoint& cp,
+                                     lp::RecoveryStats& stats) {
+  ++stats.regions_validated;
+  return cp.restore(
+      be, [&](std::size_t, std::size_t, auto&& fn) { fn(std::size_t{0}, op.elements); },
+      [&] { restart(be, op); });
+}
+
+// --- Lazy Persistency ------------------------------------------------------------------------
+//
+// Out of place over three state buffers in rotation (docs/protect-your-own-loop.md, rule 3):
+// iteration t reads buffer t % 3 and writes (t + 1) % 3, which held iteration t - 3's output.
+// Each region (one piece of the state) gets a checksum of what the iteration stored there, in
+// slot bank t % 2, with plain stores. At iteration t's start, iteration t - 2's output (t's
+// overwritten input's successor) is made durable, bank t % 2 is cleared durably, and only then
+// `durable = t - 1` is recorded (rule 2: stale checksums never validate).
+
+struct LpState {
+  std::array<double*, 3> buf{};      // buf[0] is the kernel's state array
+  std::uint64_t* durable = nullptr;  // iterations [0, *durable) are durable
+  lp::ChecksumSlot* slots = nullptr;
+};
+
+template <class Op>
+[[nodiscard]] lp::ChecksumTable lp_table(const Op& op, const LpState& st) {
+  return {st.slots, op.table_slots()};
+}
+
+template <mem::Backend B, class Op>
+void lp_boundary(B& be, const Op& op, const LpState& st, std::size_t t) {
+  if (t >= 2) be.persist(st.buf[(t - 1) % 3], op.state_bytes());
+  for (std::size_t k = 0; k < op.regions(); ++k)
+    be.store(&st.slots[op.slot(t, k)].tag, std::uint64_t{0});
+  be.persist(st.slots + op.slot(t, 0), op.regions() * sizeof(lp::ChecksumSlot));
+  if (t >= 2) {
+    be.store(st.durable, std::uint64_t{t - 1});
+    be.persist(st.durable, sizeof(std::uint64_t));
+  }
+}
+
+template <lp::ChecksumKind CK, mem::Backend B, class Op>
+[[nodiscard]] lp::ChecksumValue region_checksum(B& be, const Op& op, const double* out,
+                                                std::size_t k) {
+  lp::Accumulator<CK> acc;
+  for (std::size_t e = op.region_begin(k); e < op.region_end(k); ++e) acc.add(be.load(out + e));
+  return acc.value();
+}
+
+// Iteration t from `in` into a different buffer `out`. A non-uniform iteration (jacobi
+// --mg-like) leaves some elements to a later loop that reads them first, so `out` is first
+// filled from `in` and the iteration runs in place on it.
+template <mem::Backend B, class Op>
+void iterate_out_of_place(B& be, const Op& op, std::size_t t, const double* in, double* out) {
+  if (op.updates == scheme::IpvUpdates::kUniform) return iterate(be, op, t, in, out, [] {});
+  be.parallel_for(0, op.regions(), [&](std::size_t k) {
+    for (std::size_t e = op.region_begin(k); e < op.region_end(k); ++e)
+      be.store(out + e, be.load(in + e));
+  });
+  iterate(be, op, t, static_cast<const double*>(out), out, [] {});
+}
+
+// The result ends in buffer 0: after the last iteration it is persisted, `durable` set to all,
+// and copied (durably) into buffer 0 if it sits elsewhere; recovery redoes that copy.
+template <mem::Backend B, class Op>
+void lp_finish(B& be, const Op& op, const LpState& st) {
+  const std::size_t last = op.iterations % 3;
+  if (be.load(st.durable) < op.iterations) {
+    be.persist(st.buf[last], op.state_bytes());
+    be.store(st.durable, static_cast<std::uint64_t>(op.iterations));
+    be.persist(st.durable, sizeof(std::uint64_t));
+  }
+  if (last != 0) scheme::copy_durable(be, st.buf[0], st.buf[last], op.elements);
+}
+
+// The checksum of each region is taken from what the iteration stored, read back by region
+// (the iteration's reductions span the whole state, so its loops do not run by LP region).
+template <lp::ChecksumKind CK, mem::Backend B, class Op>
+void run_lp(B& be, const Op& op, const LpState& st, std::size_t first) {
+  const lp::ChecksumTable table = lp_table(op, st);
+  for (std::size_t t = first; t < op.iterations; ++t) {
+    lp_boundary(be, op, st, t);
+    double* out = st.buf[(t + 1) % 3];
+    iterate_out_of_place(be, op, t, st.buf[t % 3], out);
+    be.parallel_for(0, op.regions(), [&](std::size_t k) {
+      // A marked region (the simulator's commit corners), committed with plain stores.
+      lp::Region<CK, B> region(be, table, op.slot(t, k),
+                               {static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(k)});
+      for (std::size_t e = op.region_begin(k); e < op.region_end(k); ++e)
+        region.add(be.load(out + e));
+      region.commit();
+    });
+  }
+  lp_finish(be, op, st);
+}
+
+// Iterations before d = *durable are durable, so at most iterations d and d + 1 ran (d + 2
+// records d + 1 first). Iteration d's input is durable and intact: its regions are validated
+// against bank d % 2; if any is torn or unwritten, iteration d is recomputed from its input
+// (its reductions span the whole state, so one torn region invalidates the others' scalars),
+// persisted, and its checksums committed durably. Then iteration d + 1: its bank was cleared
+// durably before `durable = d` was recorded, so a written slot there is d + 1's own; if every
+// region matches, d + 1 is complete (its input, d's output, was right in the caches when it ran)
+// and the run resumes at d + 2, else d + 1 is rerun in full (its regions are counted as
+// recomputed: the crash lost that work).
+template <lp::ChecksumKind CK, mem::Backend B, class Op>
+[[nodiscard]] std::size_t recover_lp(B& be, const Op& op, const LpState& st,
+                                     lp::RecoveryStats& stats) {
+  const auto d = static_cast<std::size_t>(be.load(st.durable));
+  if (d >= op.iterations) {
+    lp_finish(be, op, st);
+    return op.iterations;
+  }
+  const lp::ChecksumTable table = lp_table(op, st);
+  // True if every region of iteration t's output matches its slot.
+  const auto validate = [&](std::size_t t) {
+    const double* out = st.buf[(t + 1) % 3];
+    bool all = true;
+    for (std::size_t k = 0; k < op.regions(); ++k) {
+      ++stats.regions_validated;
+      switch (table.check(be, op.slot(t, k), region_checksum<CK>(be, op, out, k))) {
+        case lp::SlotCheck::kMatch:
+          break;
+        case lp::SlotCheck::kMismatch:
+          ++stats.regions_inconsistent;
+          all = false;
+          break;
+        case lp::SlotCheck::kUnwritten:
+          ++stats.regions_unwritten;
+          all = false;
+          break;
+      }
+    }
+    return all;
+  };
+  if (!validate(d)) {
+    double* out = st.buf[(d + 1) % 3];
+    iterate_out_of_place(be, op, d, st.buf[d % 3], out);
+    be.persist(out, op.state_bytes());
+    for (std::size_t k = 0; k < op.regions(); ++k)
+      table.commit_durable(be, op.slot(d, k), region_checksum<CK>(be, op, out, k));
+    stats.regions_recomputed += op.regions();
+  }
+  if (d + 1 >= op.iterations) return d + 1;
+  if (validate(d + 1)) return d + 2;
+  stats.regions_recomputed += op.regions();
+  return d + 1;
+}
+
+// --- in-place versioning ---------------------------------------------------------------------
+
+template <class Op>
+[[nodiscard]] scheme::InPlaceVersions ipv_versions(const Op& op, double* v1,
+                                                   scheme::IpvHeader* header) {
+  return {.v = {op.s, v1},
+          .elements = op.elements,
+          .header = header,
+          .iterations = op.iterations,
+          .updates = op.updates};
+}
+
+template <mem::Backend B, class Op>
+void run_ipv(B& be, const Op& op, const scheme::InPlaceVersions& st, scheme::IpvFlush how,
+             std::size_t first) {
+  scheme::run_in_place_versions(be, st, how, first,
+                                [&](std::size_t t, const double* in, double* out, auto&& hook) {
+                                  iterate(be, op, t, in, out, hook);
+                                });
+}
+
+}  // namespace pmlab::kernels::iterative

@@ -1,0 +1,93 @@
+// The scheme rows of iterative.hpp's kernels that rows.hpp does not have: LP over three state
+// buffers and in-place versioning (ipv-sync, ipv), one line each in cg's and jacobi's tables.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "pmlab/kernels/iterative.hpp"
+#include "pmlab/scheme/rows.hpp"
+
+namespace pmlab::run {
+
+template <class Ctx>
+[[nodiscard]] kernels::iterative::LpState iterative_lp_of(const Ctx& c) {
+  return {{c.op.s, c.pool.template array<double>("lp_s1"), c.pool.template array<double>("lp_s2")},
+          c.pool.template array<std::uint64_t>("lp_durable"),
+          c.pool.template array<lp::ChecksumSlot>("lp_table")};
+}
+
+// Lazy Persistency: regions = bs rows of each state vector, one checksum slot per region and
+// iteration parity (iterative.hpp, "Lazy Persistency").
+template <auto ShapeOf>
+constexpr auto iterative_lp_scheme() {
+  return Scheme{.name = "lp",
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      const auto op = ShapeOf(p);
+                      return std::vector<pool::ArraySpec>{{"lp_s1", op.state_bytes()},
+                                                          {"lp_s2", op.state_bytes()},
+                                                          {"lp_durable", sizeof(std::uint64_t)},
+                                                          lp_table_spec(op.table_slots())};
+                    },
+                .run =
+                    [](mem::Backend auto& be, const auto& c, std::size_t first) {
+                      lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                        kernels::iterative::run_lp<decltype(kind)::value>(
+                            be, c.op, iterative_lp_of(c), first);
+                      });
+                    },
+                .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "lp-recovery";
+                  return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                    return kernels::iterative::recover_lp<decltype(kind)::value>(
+                        be, c.op, iterative_lp_of(c), r.recovery);
+                  });
+                },
+                .mutants = kLpMutants};
+}
+
+template <class Ctx>
+[[nodiscard]] scheme::InPlaceVersions iterative_versions_of(const Ctx& c) {
+  return kernels::iterative::ipv_versions(c.op, c.pool.template array<double>("ipv_s1"),
+                                          c.pool.template array<scheme::IpvHeader>("ipv_header"));
+}
+
+// In-place versioning (seed 002 §4.1): the state and ipv_s1 alternate as working and consistent
+// versions by iteration parity; ipv-sync flushes in place, ipv hands the flush to the helper.
+template <auto ShapeOf, scheme::IpvFlush How>
+constexpr auto iterative_ipv_scheme(std::string_view name) {
+  return Scheme{
+      .name = name,
+      .arrays =
+          [](const pool::RunParams& p) {
+            return std::vector<pool::ArraySpec>{
+                {"ipv_s1", ShapeOf(p).state_bytes()},
+                {"ipv_header", scheme::InPlaceVersions::header_bytes()}};
+          },
+      .run =
+          [](mem::Backend auto& be, const auto& c, std::size_t first) {
+            kernels::iterative::run_ipv(be, c.op, iterative_versions_of(c), How, first);
+          },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        ++r.recovery.regions_validated;
+        const std::size_t d = scheme::recover_in_place_versions(be, iterative_versions_of(c));
+        // O(1): no data moved; the resumed run redoes at most the iteration in flight.
+        r.recovery_action = d < c.op.iterations
+                                ? fmt::format(
+                                      "ipv: version {} holds {} iterations; at most 1 iteration "
+                                      "recomputed{}",
+                                      d % 2, d,
+                                      c.op.updates == scheme::IpvUpdates::kNonUniform
+                                          ? " (non-uniform: NT-copy fallback)"
+                                          : "")
+                                : std::string("ipv: complete");
+        return d;
+      },
+      .mutants = kIpvMutants};
+}
+
+}  // namespace pmlab::run
