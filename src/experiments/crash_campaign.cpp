@@ -32,6 +32,14 @@ struct FaultFree {
   std::vector<std::uint64_t> fences;  // op numbers of the fences: persistence-protocol steps
 };
 
+// PreFlush's mutants live in the simulated hardware, not in the backend: they are machine
+// parameters, so the session must be built with them.
+SimRunSpec with_hardware_mutation(SimRunSpec spec, mem::Mutation m) {
+  if (m == mem::Mutation::kPreflushNoOwnStore) spec.machine.preflush.own_store_check = false;
+  if (m == mem::Mutation::kPreflushNoNack) spec.machine.preflush.nack = false;
+  return spec;
+}
+
 // Every session of a campaign carries its mutation from the start (the op numbering of the
 // fault-free run must match the trials'), and tracks unfenced flushes when an adversarial image
 // may be drawn.
@@ -45,7 +53,7 @@ bool uses(const std::vector<ImageModel>& images, ImageModel m) {
 }
 
 FaultFree fault_free_run(const SimRunSpec& spec, mem::Mutation mutation) {
-  SimSession s(spec);
+  SimSession s(with_hardware_mutation(spec, mutation));
   prepare(s, mutation, false);
   s.backend().record_fences(true);
   s.run(0);
@@ -248,7 +256,7 @@ TrialResult sequential_trial(const SimRunSpec& spec, std::uint64_t crash_op,
   t.image = setup.image;
   t.image_seed = setup.image_seed;
   try {
-    SimSession s(spec);
+    SimSession s(with_hardware_mutation(spec, setup.mutation));
     prepare(s, setup.mutation, setup.image == ImageModel::kAnyDirty);
     s.backend().arm_crash(crash_op);
     try {
@@ -349,7 +357,7 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
     if (opt.progress) opt.progress(++finished, plans.size());
   });
 
-  SimSession s(opt.spec);
+  SimSession s(with_hardware_mutation(opt.spec, opt.mutation));
   prepare(s, opt.mutation, uses(opt.images, ImageModel::kAnyDirty));
   make_pool_private(s.pool());
   sim::SimBackend& be = s.backend();
@@ -632,8 +640,8 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
 
 std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
   const SimKernel& sk = spec.user ? spec.user->sim : find_sim_kernel(spec.run.kernel);
-  if (!sk.mutants) return {};  // a kernel built without the declarations has none
-  auto ms = sk.mutants(spec.run.scheme).list();
+  // A kernel built without the declarations has none of its own.
+  auto ms = sk.mutants ? sk.mutants(spec.run.scheme).list() : std::vector<mem::Mutation>{};
   // Under a hardware persist barrier (lb*) the BEP code neither flushes nor fences: dropping
   // them changes nothing, so they are no control there (the engine's own mutants are,
   // tests/sim/sim_oracle_test.cpp).
@@ -641,6 +649,12 @@ std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
     std::erase_if(ms, [](mem::Mutation m) {
       return m == mem::Mutation::kNoFlush || m == mem::Mutation::kNoFence;
     });
+  // PreFlush's negative controls apply to every campaign that runs it (the NACK only acts
+  // between cores). Whether a kernel's campaign catches them is a finding, docs/preflush.md.
+  if (spec.machine.preflush.enabled) {
+    ms.push_back(mem::Mutation::kPreflushNoOwnStore);
+    if (spec.machine.cores > 1) ms.push_back(mem::Mutation::kPreflushNoNack);
+  }
   return ms;
 }
 

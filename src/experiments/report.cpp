@@ -13,6 +13,7 @@
 #include "pmlab/experiments/barrier_study.hpp"
 #include "pmlab/experiments/eval.hpp"
 #include "pmlab/experiments/paired_ratio.hpp"
+#include "pmlab/experiments/preflush_study.hpp"
 
 namespace pmlab::eval {
 namespace {
@@ -604,6 +605,7 @@ std::string render_report(const json& results) {
   md += sim_section(results.value("sim", json::array()));
   md += crash_section(results.value("crash", json::array()));
   md += barrier_section(results.value("barriers", json::array()));
+  md += preflush_section(results.value("preflush", json::array()));
   md += checksum_section(results.value("checksum", json::array()));
   md += sensitivity_section(results.value("sensitivity", json::array()));
   return md;

@@ -27,6 +27,9 @@ enum class Mutation : std::uint8_t {
   kIpvCommitBeforeFlush,  // done = kt + 1 persisted before the working version is flushed
   kIpvBarrierAfterWrite,  // barrier + commit after the first panel of the next iteration
   kIpvSkipFlush,          // the working version's last panel is never flushed
+  // PreFlush (thesis Ch. 5, simulator hardware; applicable when --preflush on):
+  kPreflushNoOwnStore,  // an own store to a PreFlushed line is not seen as a misprediction
+  kPreflushNoNack,      // the directory never NACKs a PreFlush on another core's store
 };
 
 [[nodiscard]] constexpr std::string_view to_string(Mutation m) {
@@ -51,6 +54,10 @@ enum class Mutation : std::uint8_t {
       return "ipv-barrier-after-write";
     case Mutation::kIpvSkipFlush:
       return "ipv-skip-flush";
+    case Mutation::kPreflushNoOwnStore:
+      return "preflush-no-own-store";
+    case Mutation::kPreflushNoNack:
+      return "preflush-no-nack";
   }
   return "?";
 }
@@ -63,7 +70,9 @@ inline constexpr Mutation kAllMutations[] = {Mutation::kNoFlush,
                                              Mutation::kCpNoSfence,
                                              Mutation::kIpvCommitBeforeFlush,
                                              Mutation::kIpvBarrierAfterWrite,
-                                             Mutation::kIpvSkipFlush};
+                                             Mutation::kIpvSkipFlush,
+                                             Mutation::kPreflushNoOwnStore,
+                                             Mutation::kPreflushNoNack};
 
 // The mutations a scheme row declares it must be broken by: a constexpr set, so that scheme
 // tables (constexpr tuples) can carry one per row. Empty = no negative control applies.
