@@ -252,9 +252,9 @@ TEST(PreflushMachine, AnotherCoresStoreIsNacked) {
   }
 }
 
-// A one-entry directory: core 0's second PreFlush pushes out the first one's entry, whose
-// PreFlush must then be NACKed at once (it could no longer be on another core's store), so its
-// real flush is not ACKed early and core 1's store reaches NVM.
+// One directory entry per core (two in all): core 0's third PreFlush pushes out the first one's
+// entry, whose PreFlush must then be NACKed at once (no later store could NACK it), so its real
+// flush is not ACKed early and core 1's store reaches NVM.
 TEST(PreflushMachine, DirectoryEvictionNacksAtOnce) {
   SimParams p = machine_params();
   p.cores = p.threads = 2;
@@ -262,12 +262,13 @@ TEST(PreflushMachine, DirectoryEvictionNacksAtOnce) {
   p.preflush.flushed_tags = 4;
   p.l1 = ParamsBuilder().l1(4, 4).build().l1;
   Machine m(p);
-  LineBuffer buf(3);
+  LineBuffer buf(4);
   m.image().add_range(buf.mem.get(), buf.bytes);
   m.store(0, buf.line(0), kX);
   m.flush(0, buf.line(0), FlushMode::kClwb);  // trains X
   m.store(0, buf.line(1), kX);                // PreFlushes line 1
-  m.store(0, buf.line(2), kX);                // PreFlushes line 2: line 1's entry pushed out
+  m.store(0, buf.line(2), kX);                // PreFlushes line 2
+  m.store(0, buf.line(3), kX);                // PreFlushes line 3: line 1's entry pushed out
   EXPECT_EQ(m.stats().preflush->dir_evictions, 1u);
   EXPECT_EQ(m.stats().preflush->dir_back_invalidations, 1u);
   auto* d = reinterpret_cast<double*>(buf.line_ptr(1));
