@@ -229,6 +229,35 @@ def seed002(res, out):
     a2.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(out / "seed002.png", dpi=110)
+
+
+def preflush(res, out):
+    """Thesis Ch. 5: PreFlush speedup - 1 per kernel x flushing scheme, thesis design vs
+    pmlab's line-change extension, and their coverage (the section-5.3.8 oscillation)."""
+    kernels = [k for k in res.get("preflush", []) if k.get("rows") and "knob" not in k["rows"][0]]
+    if not kernels:
+        return
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    labels, sp, cov = [], {"thesis": [], "line-change": []}, {"thesis": [], "line-change": []}
+    for k in kernels:
+        for r in k["rows"]:
+            if r["variant"] == "thesis":
+                labels.append(f'{k["kernel"]} {r["scheme"]}')
+            sp[r["variant"]].append((r["speedup"] - 1) * 100)
+            cov[r["variant"]].append(r.get("coverage", 0) * 100)
+    xs = range(len(labels))
+    for i, v in enumerate(("thesis", "line-change")):
+        a1.bar([x + i * 0.4 for x in xs], sp[v], 0.4, label=v)
+        a2.bar([x + i * 0.4 for x in xs], cov[v], 0.4, label=v)
+    for ax, title, yl in ((a1, "PreFlush speedup - 1 (simulated)", "%"),
+                          (a2, "coverage (early ACKs / flushes)", "%")):
+        ax.set_xticks([x + 0.2 for x in xs])
+        ax.set_xticklabels(labels, rotation=90, fontsize=5)
+        ax.set_title(title)
+        ax.set_ylabel(yl)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out / "preflush.png", dpi=110)
     plt.close(fig)
 
 
@@ -236,7 +265,7 @@ def main():
     res = json.loads(Path(sys.argv[1]).read_text())
     out = Path(sys.argv[2])
     for fn in (native_overhead, sim_writes, sim_kernels, checksum_overhead, sensitivity,
-               crash_recovery, persist_barriers, seed002):
+               crash_recovery, persist_barriers, seed002, preflush):
         fn(res, out)
 
 

@@ -172,6 +172,13 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
           "PreFlush loop code: off (the thesis' design, oscillates on loops, §5.3.8) or "
           "line-change (pmlab's extension: a PC moving to a new line PreFlushes its previous one)")
       ->check(CLI::IsMember({"off", "line-change"}));
+  add_opt(m, "--preflush-design", a.preflush_design,
+          "PreFlush design: optimised (LastStore on sampled sets, thesis §5.3.4-5, default) or "
+          "trace (the baseline: an XOR trace of store PCs on every L1 line, §5.3.3)")
+      ->check(CLI::IsMember({"optimised", "trace"}));
+  add_opt(m, "--preflush-dir-entries", a.preflush_dir_entries,
+          "PreFlush: directory PreFlushers entries per core (FIFO; an evicted entry NACKs its "
+          "PreFlushes)");
   add_opt(m, "--preflush-mutant", a.preflush_mutant,
           "Negative control: no-own-store (skip the own-store misprediction check) or no-nack "
           "(skip the directory's NACK); transparency then fails")
@@ -239,6 +246,8 @@ sim::SimParams build_machine(const MachineArgs& a) {
   if (a.preflush_flushed_tags) p.preflush.flushed_tags = *a.preflush_flushed_tags;
   if (a.preflush_sample) p.preflush.sample_every = *a.preflush_sample;
   if (a.preflush_loop) p.preflush.line_change = *a.preflush_loop == "line-change";
+  if (a.preflush_design) p.preflush.trace = *a.preflush_design == "trace";
+  if (a.preflush_dir_entries) p.preflush.dir_entries = *a.preflush_dir_entries;
   if (a.preflush_mutant) {
     if (!p.preflush.enabled) bad("--preflush-mutant needs --preflush on");
     p.preflush.own_store_check = *a.preflush_mutant != "no-own-store";
@@ -329,6 +338,8 @@ std::string machine_flags(const MachineArgs& a) {
   add("--preflush-flushed-tags", a.preflush_flushed_tags);
   add("--preflush-sample", a.preflush_sample);
   add("--preflush-loop", a.preflush_loop);
+  add("--preflush-design", a.preflush_design);
+  add("--preflush-dir-entries", a.preflush_dir_entries);
   add("--preflush-mutant", a.preflush_mutant);
   add("--barrier", a.barrier);
   if (a.check_order) s += " --check-order";

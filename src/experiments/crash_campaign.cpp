@@ -33,6 +33,8 @@ struct FaultFree {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> helper_spans;  // seed 002's helper core
 };
 
+// PreFlush's mutants live in the simulated hardware, not in the backend: they are machine
+// parameters, so the session must be built with them.
 // Every session of a campaign carries its mutation from the start (the op numbering of the
 // fault-free run must match the trials'), and tracks unfenced flushes when an adversarial image
 // may be drawn.
@@ -41,11 +43,14 @@ void prepare(SimSession& s, mem::Mutation mutation, bool any_dirty) {
   s.backend().track_unfenced(any_dirty);
 }
 
-// The epoch engine's mutations live in the machine (PersistencyParams::debug), which a session
-// builds from its spec: every session of a campaign is made from this.
+// The epoch engine's and PreFlush's mutations live in the machine (PersistencyParams::debug,
+// PreflushParams), which a session builds from its spec: every session of a campaign is made
+// from this.
 SimRunSpec mutated_spec(const SimRunSpec& spec, mem::Mutation m) {
-  if (!mem::epoch_engine_mutation(m)) return spec;
   SimRunSpec s = spec;
+  if (m == mem::Mutation::kPreflushNoOwnStore) s.machine.preflush.own_store_check = false;
+  if (m == mem::Mutation::kPreflushNoNack) s.machine.preflush.nack = false;
+  if (!mem::epoch_engine_mutation(m)) return s;
   auto& d = s.machine.persistency.debug;
   d.no_intra_flush = m == mem::Mutation::kLbNoIntraFlush;
   d.no_replacement_order = m == mem::Mutation::kLbNoReplacementOrder;
@@ -683,8 +688,8 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
 
 std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
   const SimKernel& sk = spec.user ? spec.user->sim : find_sim_kernel(spec.run.kernel);
-  if (!sk.mutants) return {};  // a kernel built without the declarations has none
-  auto ms = sk.mutants(spec.run.scheme).list();
+  // A kernel built without the declarations has none of its own.
+  auto ms = sk.mutants ? sk.mutants(spec.run.scheme).list() : std::vector<mem::Mutation>{};
   // Under a hardware persist barrier (lb*) the BEP code neither flushes nor fences: dropping
   // them changes nothing, so they are no control there (the engine's own mutants are,
   // tests/sim/sim_oracle_test.cpp).
@@ -696,6 +701,12 @@ std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
       return !per.hardware() || (mem::idt_mutation(m) && !per.idt());
     return false;
   });
+  // PreFlush's negative controls apply to every campaign that runs it (the NACK only acts
+  // between cores). Whether a kernel's campaign catches them is a finding, docs/preflush.md.
+  if (spec.machine.preflush.enabled) {
+    ms.push_back(mem::Mutation::kPreflushNoOwnStore);
+    if (spec.machine.cores > 1) ms.push_back(mem::Mutation::kPreflushNoNack);
+  }
   return ms;
 }
 

@@ -19,6 +19,7 @@
 #include "pmlab/experiments/checksum_study.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/experiments/seed002_study.hpp"
+#include "pmlab/experiments/preflush_study.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/stats.hpp"
@@ -263,6 +264,22 @@ std::vector<Step> plan(const EvalOptions& opt) {
                        return bsp_study_bench(bench, b);
                      }});
   }
+  // 3e. PreFlush (thesis Ch. 5): every flushing scheme with the predictor off / on, and a tmm
+  // sensitivity sweep (docs/preflush.md). Quick: n = 64 (tmm 128); full: n = 256.
+  for (const auto& kernel : preflush_kernels())
+    steps.push_back({"preflush", "preflush " + kernel, full ? 60.0 : 2.0, [=, name = kernel] {
+                       PreflushStudyOptions p;
+                       p.n = full ? 256 : (name == "tmm" ? 128 : 64);
+                       p.bs = 16;
+                       p.seed = opt.seed;
+                       return preflush_study_kernel(name, p);
+                     }});
+  steps.push_back({"preflush", "preflush sensitivity", full ? 120.0 : 4.0, [=] {
+                     PreflushStudyOptions p;
+                     p.n = full ? 256 : 128;
+                     p.seed = opt.seed;
+                     return preflush_study_sensitivity(p, full);
+                   }});
   // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
   steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {
                      ChecksumStudyOptions c;
@@ -419,8 +436,8 @@ json run_eval(const EvalOptions& opt) {
                {"mode", opt.full ? "full" : "quick"},
                {"seed", opt.seed},
                {"complete", false}};
-  for (const char* section :
-       {"native", "instructions", "sim", "crash", "barriers", "seed002", "checksum", "sensitivity"})
+  for (const char* section : {"native", "instructions", "sim", "crash", "barriers", "seed002",
+                              "preflush", "checksum", "sensitivity"})
     results[section] = json::array();
   const auto t0 = std::chrono::steady_clock::now();
   double done = 0;

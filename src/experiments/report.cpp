@@ -14,6 +14,7 @@
 #include "pmlab/experiments/eval.hpp"
 #include "pmlab/experiments/paired_ratio.hpp"
 #include "pmlab/experiments/seed002_study.hpp"
+#include "pmlab/experiments/preflush_study.hpp"
 
 namespace pmlab::eval {
 namespace {
@@ -612,6 +613,7 @@ std::string render_report(const json& results) {
   md += crash_section(results.value("crash", json::array()));
   md += barrier_section(results.value("barriers", json::array()));
   md += seed002_section(results.value("seed002", json::array()));
+  md += preflush_section(results.value("preflush", json::array()));
   md += checksum_section(results.value("checksum", json::array()));
   md += sensitivity_section(results.value("sensitivity", json::array()));
   return md;

@@ -54,7 +54,10 @@ Hierarchy::Hierarchy(const SimParams& p)
     cores_[c].filter_mask = entries - 1;
   }
   filter_on_hit_only_ = p.l1.replacement == Replacement::kSrrip;
-  if (p.preflush.enabled) pf_.assign(cores_.size(), Preflusher(p.preflush, p.l1.sets(), p.l1.ways));
+  if (p.preflush.enabled) {
+    pf_.assign(cores_.size(), Preflusher(p.preflush, p.l1.sets(), p.l1.ways));
+    pf_dir_ = PreflushDirectory(std::size_t{p.preflush.dir_entries} * cores_.size());
+  }
   period_ = p.periodic_flush_cycles.value();
   since_.assign(llc_.slots(), detail::kNever);
   restart_sweep();
@@ -407,6 +410,7 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
       // the caches need nothing. With several cores the flush still asks the directory (the
       // NACK race, §5.3.7). Never before the PreFlush itself completes.
       if (!image_.line_durable(LineAddr(line))) ++pf_violations_;
+      pf_dir_.flushed(line, core);
       const std::uint64_t done =
           std::max(t + (params_.cores > 1 ? 2 * llc_.latency().value() : 1), *pf_done);
       cs.flush_done = std::max(cs.flush_done, done);
@@ -533,8 +537,8 @@ void Hierarchy::preflush_store(int core, std::uint64_t line, std::size_t l1_slot
   // The directory NACKs other cores' PreFlushes of this line (§5.3.7). A PreFlushed line is
   // never Exclusive elsewhere, so every other core's store to it reaches the directory.
   if (reached_directory)
-    for (int c = 0; c < params_.cores; ++c)
-      if (c != core) pf_[static_cast<std::size_t>(c)].nack(line);
+    for_each_core(pf_dir_.store(line, core),
+                  [&](int c) { pf_[static_cast<std::size_t>(c)].nack(line); });
   Preflusher& pf = pf_[static_cast<std::size_t>(core)];
   const Preflusher::Prediction pr = pf.on_store(line, l1_slot, pc);
   if (!pr.preflush) return;
@@ -566,7 +570,9 @@ void Hierarchy::preflush_store(int core, std::uint64_t line, std::size_t l1_slot
     since = take_since(kNoSlot, line);
   }
   if (dirty) ++pf_writes_;
-  pf.preflushed(line, pc, flush_round_trip(line, t, dirty, core, since));
+  pf.preflushed(line, pr.key, flush_round_trip(line, t, dirty, core, since));
+  if (const auto v = pf_dir_.record(line, core))
+    for_each_core(v->cores, [&](int c) { pf_[static_cast<std::size_t>(c)].nack(v->line, true); });
 }
 
 void Hierarchy::fence(int core) {
@@ -685,6 +691,7 @@ void Hierarchy::power_fail() {
   rb_.power_fail();
   wc_.clear();  // bytes still in write-combining buffers are lost
   for (auto& pf : pf_) pf.clear();
+  pf_dir_.clear();
   // Dirty stretches cut by the failure end without a write: they count nowhere.
   std::fill(since_.begin(), since_.end(), detail::kNever);
   private_since_.clear();
@@ -981,9 +988,12 @@ SimStats Hierarchy::stats() const {
       p.tag_evictions += x.tag_evictions;
       p.uncovered_flushes += x.uncovered_flushes;
       p.signatures_inserted += x.signatures_inserted;
+      p.dir_back_invalidations += x.dir_back_invalidations;
       p.storage_bytes_per_core = x.storage_bytes_per_core;
     }
     p.nvm_writes = pf_writes_;
+    p.dir_evictions = pf_dir_.evictions();
+    p.dir_occupancy_max = pf_dir_.occupancy_max();
     p.transparency_violations = pf_violations_;
     s.preflush = p;
   }

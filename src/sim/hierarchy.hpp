@@ -180,6 +180,7 @@ class Hierarchy {
   RowBufferModel rb_;  // fed only when params_.nvm.row_buffer.enabled
   CoherenceStats coh_;
   std::vector<Preflusher> pf_;
+  PreflushDirectory pf_dir_{0};  // the directory's PreFlushers table (PreFlush on only)
   std::uint64_t pf_writes_ = 0,
                 pf_violations_ = 0;      // per core when SimParams::preflush.enabled, else empty
   std::unique_ptr<EpochEngine> epochs_;  // only under a hardware persist barrier (lb*)

@@ -64,9 +64,11 @@ std::uint64_t PreflushParams::storage_bytes(std::uint64_t l1_sets, std::uint64_t
   // Bits per entry (thesis §5.3.4): LastStore 32 PC bits + VT + PreFlushed + type; a signature
   // 32 PC bits + 2-bit confidence + type; a FlushedTags entry a 42-bit tag + 32-bit signature +
   // valid; a directory PreFlushers entry a 42-bit tag + an 8-core bitmap.
+  // The baseline trace design (§5.3.3): 32 trace bits + VT on every line, no sampling.
   const std::uint64_t sampled_lines = (l1_sets + sample_every - 1) / sample_every * l1_ways;
+  const std::uint64_t line_bits = trace ? l1_sets * l1_ways * 33 : sampled_lines * 35;
   const std::uint64_t sig_bits = line_change ? 35 + 42 : 35;  // + the previous line's tag
-  const std::uint64_t bits = sampled_lines * 35 + std::uint64_t{signatures} * sig_bits +
+  const std::uint64_t bits = line_bits + std::uint64_t{signatures} * sig_bits +
                              std::uint64_t{flushed_tags} * 75 + std::uint64_t{dir_entries} * 50;
   return (bits + 7) / 8;
 }
@@ -78,6 +80,11 @@ void PreflushParams::validate() const {
     bad(fmt::format("preflush.flushed_tags must be in [1, 65536] (got {})", flushed_tags));
   if (sample_every < 1)
     bad(fmt::format("preflush.sample_every must be at least 1 (got {})", sample_every));
+  if (dir_entries < 1 || dir_entries > 65536)
+    bad(fmt::format("preflush.dir_entries must be in [1, 65536] (got {})", dir_entries));
+  if (trace && line_change)
+    bad("preflush: the line-change loop extension keys on store PCs, so it needs the optimised "
+        "design, not the trace design");
 }
 
 void LevelParams::validate() const {
@@ -273,6 +280,7 @@ nlohmann::json to_json(const SimParams& p) {
                      {"own_store_check", p.preflush.own_store_check},
                      {"nack", p.preflush.nack},
                      {"loop", p.preflush.line_change ? "line-change" : "off"},
+                     {"design", p.preflush.trace ? "trace" : "optimised"},
                      {"storage_bytes_per_core", p.preflush.storage_bytes(p.l1.sets(), p.l1.ways)}};
   if (p.persistency.barrier != Barrier::kSoftware) {
     j["persistency"] = {{"barrier", std::string(to_string(p.persistency.barrier))}};

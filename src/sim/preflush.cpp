@@ -36,6 +36,17 @@ void Preflusher::confirm(std::uint32_t pc, bool up) {
 
 Preflusher::Prediction Preflusher::on_store(std::uint64_t line, std::size_t slot,
                                             std::uint32_t pc) {
+  // The baseline design (§5.3.3) keys signatures on the line's trace, the XOR of its store PCs
+  // since the last flush (VT = 0 starts a new one; the XOR of one PC an even number of times
+  // is 0, the thesis' own aliasing); the optimised design keys them on the storing PC alone.
+  std::uint32_t key = pc;
+  if (p_.trace && slot != kNoSlot) {
+    Last& e = last_[slot];
+    e.pc = e.valid && e.line == line ? e.pc ^ pc : pc;
+    e.line = line;
+    e.valid = true;
+    key = e.pc;
+  }
   Prediction r;
   if (Tag* t = find_tag(line); t != nullptr) {
     if (p_.own_store_check) {  // (1)
@@ -43,7 +54,7 @@ Preflusher::Prediction Preflusher::on_store(std::uint64_t line, std::size_t slot
       confirm(t->pc, false);
       t->valid = false;
     }
-  } else if (Signature* s = find_sig(pc); s != nullptr && p_.line_change) {
+  } else if (Signature* s = find_sig(key); s != nullptr && p_.line_change) {
     // pmlab's loop extension: the PC has moved on, so its previous line saw its last store.
     if (s->conf >= 2 && s->has_prev && s->prev_line != line && find_tag(s->prev_line) == nullptr) {
       s->used = ++now_;
@@ -53,12 +64,13 @@ Preflusher::Prediction Preflusher::on_store(std::uint64_t line, std::size_t slot
     s->used = ++now_;
     r = {true, s->clwb, line};
   }
+  if (r.preflush) r.key = key;
   if (p_.line_change)
     if (Signature* s = find_sig(pc); s != nullptr) {
       s->prev_line = line;
       s->has_prev = true;
     }
-  if (sampled(slot)) last_[slot] = {line, pc, true};  // (3)
+  if (!p_.trace && sampled(slot)) last_[slot] = {line, pc, true};  // (3)
   return r;
 }
 
@@ -97,10 +109,10 @@ std::optional<std::uint64_t> Preflusher::on_flush(std::uint64_t line, std::size_
   return std::nullopt;
 }
 
-void Preflusher::nack(std::uint64_t line) {
+void Preflusher::nack(std::uint64_t line, bool evicted) {
   Tag* t = find_tag(line);
   if (t == nullptr || !p_.nack) return;
-  ++stats_.nacked;
+  ++(evicted ? stats_.dir_back_invalidations : stats_.nacked);
   confirm(t->pc, false);
   t->valid = false;
 }
@@ -110,6 +122,63 @@ void Preflusher::clear() {
   std::fill(tags_.begin(), tags_.end(), Tag{});
   std::fill(last_.begin(), last_.end(), Last{});
   tag_head_ = 0;
+}
+
+std::optional<PreflushDirectory::Victim> PreflushDirectory::record(std::uint64_t line, int core) {
+  const std::uint64_t bit = std::uint64_t{1} << core;
+  if (auto it = map_.find(line); it != map_.end()) {
+    it->second.cores |= bit;
+    return std::nullopt;
+  }
+  std::optional<Victim> out;
+  if (map_.size() >= capacity_) {
+    // Oldest live entry; FIFO slots of entries already forgotten are skipped.
+    while (!fifo_.empty()) {
+      const auto [l, st] = fifo_.front();
+      fifo_.pop_front();
+      if (auto it = map_.find(l); it != map_.end() && it->second.stamp == st) {
+        out = Victim{l, it->second.cores};
+        map_.erase(it);
+        ++evictions_;
+        break;
+      }
+    }
+  }
+  map_[line] = {bit, ++stamp_};
+  fifo_.emplace_back(line, stamp_);
+  occupancy_max_ = std::max(occupancy_max_, map_.size());
+  // Keep the FIFO from growing with forgotten slots: it never holds more than twice the table.
+  if (fifo_.size() > 2 * capacity_ + 16)
+    std::erase_if(fifo_, [&](const auto& e) {
+      const auto it = map_.find(e.first);
+      return it == map_.end() || it->second.stamp != e.second;
+    });
+  return out;
+}
+
+void PreflushDirectory::forget(std::unordered_map<std::uint64_t, Entry>::iterator it) {
+  map_.erase(it);  // its FIFO slot goes stale and is skipped
+}
+
+std::uint64_t PreflushDirectory::store(std::uint64_t line, int core) {
+  const auto it = map_.find(line);
+  if (it == map_.end()) return 0;
+  const std::uint64_t others = it->second.cores & ~(std::uint64_t{1} << core);
+  it->second.cores &= ~others;
+  if (it->second.cores == 0) forget(it);
+  return others;
+}
+
+void PreflushDirectory::flushed(std::uint64_t line, int core) {
+  const auto it = map_.find(line);
+  if (it == map_.end()) return;
+  it->second.cores &= ~(std::uint64_t{1} << core);
+  if (it->second.cores == 0) forget(it);
+}
+
+void PreflushDirectory::clear() {
+  map_.clear();
+  fifo_.clear();
 }
 
 }  // namespace pmlab::sim

@@ -3,7 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "pmlab/sim/params.hpp"
@@ -11,7 +14,8 @@
 
 namespace pmlab::sim {
 
-// The predictor's tables and rules (Fig. 5.5, optimised design), free of timing and caches:
+// The predictor's tables and rules (Fig. 5.5, optimised design; or the baseline trace design of
+// §5.3.3 with PreflushParams::trace), free of timing and caches:
 // the Hierarchy asks it on every store and flush, carries out the PreFlushes it predicts, and
 // reports other cores' stores to PreFlushed lines (the directory's NACK, §5.3.7). L1 slots are
 // numbered set * ways + way, as Cache numbers them.
@@ -25,20 +29,24 @@ class Preflusher {
     bool preflush = false;   // start a PreFlush of the line now
     bool clwb = true;        // of this kind (the signature's type bit); else clflushopt
     std::uint64_t line = 0;  // the line to PreFlush (another one with line_change)
+    std::uint32_t key = 0;   // the signature that predicted it (a PC, or a trace)
   };
   // A store by `pc` to `line`, now in L1 slot `slot`. (1) An own store to a PreFlushed line is a
   // misprediction: the entry goes, its signature loses confidence. (2) Otherwise a signature at
   // confidence >= 2 predicts this was the line's last store. (3) Sampled sets remember the PC.
   Prediction on_store(std::uint64_t line, std::size_t slot, std::uint32_t pc);
-  // (2) continued: the predicted PreFlush was carried out and completes at `done`.
-  void preflushed(std::uint64_t line, std::uint32_t pc, std::uint64_t done);
+  // (2) continued: the PreFlush predicted by signature `key` was carried out and completes at
+  // `done`.
+  void preflushed(std::uint64_t line, std::uint32_t key, std::uint64_t done);
   // A real flush of `line` (L1 slot `slot` or kNoSlot). (4) PreFlushed: returns the PreFlush's
   // completion time (ACK early), the signature gains confidence. Else trains: the sampled
   // line's last store PC gains confidence (5) or becomes a new signature at weak-high (6), and
   // its LastStore entry goes (7).
   std::optional<std::uint64_t> on_flush(std::uint64_t line, std::size_t slot, bool clwb);
-  // Another core's store reached the directory for `line`: drop its entry (NACK).
-  void nack(std::uint64_t line);
+  // Another core's store reached the directory for `line`: drop its entry (NACK). With
+  // `evicted`, the directory lost its record of the PreFlush instead (its table was full), so
+  // it can no longer NACK it later and must now.
+  void nack(std::uint64_t line, bool evicted = false);
   void clear();  // power failure: no predictor state survives
 
   [[nodiscard]] const PreflushStats& stats() const { return stats_; }
@@ -64,11 +72,12 @@ class Preflusher {
   // keeping the line here has the same effect without an eviction hook.
   struct Last {
     std::uint64_t line = 0;
-    std::uint32_t pc = 0;
+    std::uint32_t pc = 0;  // LastStore's PC, or the trace design's XOR of the line's store PCs
     bool valid = false;
   };
   [[nodiscard]] bool sampled(std::size_t slot) const {
-    return slot != kNoSlot && (slot / ways_) % p_.sample_every == 0;
+    // The baseline design keeps a trace on every line; sampling is the optimised design's.
+    return slot != kNoSlot && (p_.trace || (slot / ways_) % p_.sample_every == 0);
   }
   Signature* find_sig(std::uint32_t pc);
   Tag* find_tag(std::uint64_t line);
@@ -79,9 +88,47 @@ class Preflusher {
   std::vector<Signature> sigs_;
   std::vector<Tag> tags_;
   std::size_t tag_head_ = 0;  // FIFO replacement
-  std::vector<Last> last_;    // per L1 slot (only sampled sets used)
+  std::vector<Last> last_;    // per L1 slot (only sampled sets used, or every one for traces)
   std::uint64_t now_ = 0;
   PreflushStats stats_;
+};
+
+// The directory's PreFlushers table (§5.3.7): which cores hold a PreFlush of a line, so another
+// core's store can NACK them. The thesis gives no size; pmlab's is `capacity` entries, FIFO. An
+// entry pushed out must NACK its cores at once: a PreFlush the directory forgot could never be
+// NACKed, and an early ACK could then hide another core's store (the mutant no-nack's bug).
+class PreflushDirectory {
+ public:
+  explicit PreflushDirectory(std::size_t capacity) : capacity_(capacity) {}
+
+  struct Victim {
+    std::uint64_t line = 0;
+    std::uint64_t cores = 0;  // bitmap of the cores to NACK
+  };
+  // `core` PreFlushed `line`. Returns the entry pushed out to make room, if any.
+  std::optional<Victim> record(std::uint64_t line, int core);
+  // A store by `core` reached the directory: the other cores holding a PreFlush of `line`
+  // (bitmap), now forgotten.
+  std::uint64_t store(std::uint64_t line, int core);
+  // `core`'s real flush was ACKed by its PreFlush: the directory forgets it (§5.3.7's race fix).
+  void flushed(std::uint64_t line, int core);
+  void clear();  // power failure
+
+  [[nodiscard]] std::uint64_t evictions() const { return evictions_; }
+  [[nodiscard]] std::size_t occupancy_max() const { return occupancy_max_; }
+
+ private:
+  struct Entry {
+    std::uint64_t cores = 0;
+    std::uint64_t stamp = 0;  // matches its FIFO slot while live
+  };
+  void forget(std::unordered_map<std::uint64_t, Entry>::iterator it);
+
+  std::size_t capacity_;
+  std::unordered_map<std::uint64_t, Entry> map_;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> fifo_;  // (line, stamp), oldest first
+  std::uint64_t stamp_ = 0, evictions_ = 0;
+  std::size_t occupancy_max_ = 0;
 };
 
 }  // namespace pmlab::sim

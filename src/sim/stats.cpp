@@ -116,6 +116,9 @@ nlohmann::json to_json(const SimStats& s) {
                      {"tag_evictions", p.tag_evictions},
                      {"uncovered_flushes", p.uncovered_flushes},
                      {"signatures_inserted", p.signatures_inserted},
+                     {"dir_evictions", p.dir_evictions},
+                     {"dir_back_invalidations", p.dir_back_invalidations},
+                     {"dir_occupancy_max", p.dir_occupancy_max},
                      {"transparency_violations", p.transparency_violations},
                      {"storage_bytes_per_core", p.storage_bytes_per_core},
                      // coverage: flushes ACKed early; accuracy: PreFlushes that were used.

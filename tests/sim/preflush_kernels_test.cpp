@@ -2,9 +2,11 @@
 // durable bytes behind its live bytes, and the results stay exact; the own-store mutant breaks it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 
@@ -72,6 +74,38 @@ TEST(PreflushKernels, EveryEarlyAckIsDurable) {
 TEST(PreflushKernels, OwnStoreMutantIsCaught) {
   EXPECT_GT(run_all(false, sim::FlushMode::kClwb, 1).violations, 0u);
   EXPECT_GT(run_all(false, sim::FlushMode::kClwb, 1, true).violations, 0u);
+}
+
+// `pmlab crash --mutate preflush-*`: declared whenever PreFlush runs (the NACK with several
+// cores), and the own-store mutant fails a tmm campaign that the unmutated predictor passes.
+TEST(PreflushKernels, MutantsAreCampaignControls) {
+  CampaignOptions c;
+  c.spec.run.kernel = "tmm";
+  c.spec.run.scheme = "wal-ii";
+  c.spec.run.n = 32;
+  c.spec.run.bs = 8;
+  c.spec.run.threads = 2;
+  MachineOverrides o;
+  o.cores = 2;
+  c.spec.machine = machine_from("pact17", o);
+  c.spec.machine.flush_mc_hop = 20;
+  c.spec.flush = sim::FlushMode::kClwb;
+  const auto has = [&](mem::Mutation m) {
+    const auto ms = applicable_mutations(c.spec);
+    return std::find(ms.begin(), ms.end(), m) != ms.end();
+  };
+  EXPECT_FALSE(has(mem::Mutation::kPreflushNoOwnStore));
+  c.spec.machine.preflush.enabled = true;
+  EXPECT_TRUE(has(mem::Mutation::kPreflushNoOwnStore));
+  EXPECT_TRUE(has(mem::Mutation::kPreflushNoNack));
+  EXPECT_EQ(mutation_from_string("preflush-no-nack"), mem::Mutation::kPreflushNoNack);
+  c.trials = 60;
+  c.seed = 7;
+  const auto ok = run_campaign(c);
+  EXPECT_EQ(ok.passed, ok.trials);
+  c.mutation = mem::Mutation::kPreflushNoOwnStore;
+  const auto bad = run_campaign(c);
+  EXPECT_LT(bad.passed, bad.trials);
 }
 
 }  // namespace

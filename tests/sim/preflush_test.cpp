@@ -121,6 +121,46 @@ TEST(PreflushPredictor, DefaultStorageIsTheThesisBudget) {
   EXPECT_NEAR(static_cast<double>(b), 3800.0, 190.0) << b;
 }
 
+// The baseline design (§5.3.3): the signature is the line's XOR trace of store PCs, so a line
+// stored by X then Y trains X^Y, and only that sequence predicts; a lone X does not.
+TEST(PreflushPredictor, TraceDesignKeysOnTheStoreSequence) {
+  PreflushParams p = small();
+  p.trace = true;
+  Preflusher pf(p, 4, 2);
+  pf.on_store(100, 2, kX);  // every set keeps a trace (no sampling in the baseline)
+  pf.on_store(100, 2, kY);
+  EXPECT_FALSE(pf.on_flush(100, 2, true).has_value());
+  EXPECT_EQ(pf.stats().signatures_inserted, 1u);
+  EXPECT_FALSE(pf.on_store(200, 3, kX).preflush);  // trace X: no signature
+  const auto pr = pf.on_store(200, 3, kY);         // trace X^Y: trained
+  ASSERT_TRUE(pr.preflush);
+  EXPECT_EQ(pr.key, kX ^ kY);
+  pf.preflushed(200, pr.key, 5);
+  EXPECT_TRUE(pf.on_flush(200, 3, true).has_value());
+  EXPECT_EQ(pf.stats().correct, 1u);
+  const PreflushParams opt = small();
+  EXPECT_GT(p.storage_bytes(1024 / 16, 16), opt.storage_bytes(1024 / 16, 16));
+}
+
+// The directory's PreFlushers table is FIFO; a pushed-out entry returns its cores (to NACK),
+// a store returns the other cores and forgets them, an early-ACKed flush forgets its core.
+TEST(PreflushPredictor, DirectoryTableEvictsOldestAndReportsCores) {
+  PreflushDirectory d(2);
+  EXPECT_FALSE(d.record(10, 0).has_value());
+  EXPECT_FALSE(d.record(10, 1).has_value());  // same line: one entry, two cores
+  EXPECT_FALSE(d.record(11, 0).has_value());
+  const auto v = d.record(12, 2);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->line, 10u);
+  EXPECT_EQ(v->cores, 0b11u);
+  EXPECT_EQ(d.evictions(), 1u);
+  EXPECT_EQ(d.store(12, 0), 0b100u);  // core 2's PreFlush of 12 is NACKed and forgotten
+  EXPECT_EQ(d.store(12, 1), 0u);
+  d.flushed(11, 0);
+  EXPECT_EQ(d.store(11, 1), 0u);
+  EXPECT_FALSE(d.record(13, 0).has_value());  // room again: 11 and 12 were forgotten
+}
+
 SimParams machine_params(std::uint64_t hop = 0) {
   SimParams p = ParamsBuilder().l1(1, 4).build();
   p.preflush.enabled = true;
@@ -210,6 +250,33 @@ TEST(PreflushMachine, AnotherCoresStoreIsNacked) {
     EXPECT_EQ(m.stats().preflush->nacked, nack ? 1u : 0u);
     EXPECT_EQ(m.stats().preflush->transparency_violations, nack ? 0u : 1u);
   }
+}
+
+// One directory entry per core (two in all): core 0's third PreFlush pushes out the first one's
+// entry, whose PreFlush must then be NACKed at once (no later store could NACK it), so its real
+// flush is not ACKed early and core 1's store reaches NVM.
+TEST(PreflushMachine, DirectoryEvictionNacksAtOnce) {
+  SimParams p = machine_params();
+  p.cores = p.threads = 2;
+  p.preflush.dir_entries = 1;
+  p.preflush.flushed_tags = 4;
+  p.l1 = ParamsBuilder().l1(4, 4).build().l1;
+  Machine m(p);
+  LineBuffer buf(4);
+  m.image().add_range(buf.mem.get(), buf.bytes);
+  m.store(0, buf.line(0), kX);
+  m.flush(0, buf.line(0), FlushMode::kClwb);  // trains X
+  m.store(0, buf.line(1), kX);                // PreFlushes line 1
+  m.store(0, buf.line(2), kX);                // PreFlushes line 2
+  m.store(0, buf.line(3), kX);                // PreFlushes line 3: line 1's entry pushed out
+  EXPECT_EQ(m.stats().preflush->dir_evictions, 1u);
+  EXPECT_EQ(m.stats().preflush->dir_back_invalidations, 1u);
+  auto* d = reinterpret_cast<double*>(buf.line_ptr(1));
+  *d = 3.0;
+  m.store(1, buf.line(1), kY);
+  m.flush(0, buf.line(1), FlushMode::kClwb);
+  EXPECT_EQ(m.image().durable(d), 3.0);
+  EXPECT_EQ(m.stats().preflush->transparency_violations, 0u);
 }
 
 TEST(PreflushMachine, RoundTripTiming) {

@@ -35,6 +35,9 @@ enum class Mutation : std::uint8_t {
   kLbPerBankNoArbiter,    // Fig. 7a: 2 LLC banks flush their lines independently
   kIdtIgnoreDeps,         // lb-idt, lb++: dependences are recorded but never enforced
   kIdtDepOnlyWaw,         // lb-idt, lb++: a WAW conflict only records a dependence
+  // PreFlush (thesis Ch. 5, simulator hardware; applicable when --preflush on):
+  kPreflushNoOwnStore,  // an own store to a PreFlushed line is not seen as a misprediction
+  kPreflushNoNack,      // the directory never NACKs a PreFlush on another core's store
 };
 
 [[nodiscard]] constexpr std::string_view to_string(Mutation m) {
@@ -71,6 +74,10 @@ enum class Mutation : std::uint8_t {
       return "idt-ignore-deps";
     case Mutation::kIdtDepOnlyWaw:
       return "idt-dep-only-waw";
+    case Mutation::kPreflushNoOwnStore:
+      return "preflush-no-own-store";
+    case Mutation::kPreflushNoNack:
+      return "preflush-no-nack";
   }
   return "?";
 }
@@ -89,7 +96,9 @@ inline constexpr Mutation kAllMutations[] = {Mutation::kNoFlush,
                                              Mutation::kLbNoSplit,
                                              Mutation::kLbPerBankNoArbiter,
                                              Mutation::kIdtIgnoreDeps,
-                                             Mutation::kIdtDepOnlyWaw};
+                                             Mutation::kIdtDepOnlyWaw,
+                                             Mutation::kPreflushNoOwnStore,
+                                             Mutation::kPreflushNoNack};
 
 // The epoch engine's mutations (hardware barriers only); the idt- ones need IDT (lb-idt, lb++).
 [[nodiscard]] constexpr bool epoch_engine_mutation(Mutation m) {

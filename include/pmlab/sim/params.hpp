@@ -83,7 +83,8 @@ struct PreflushParams {
   std::uint32_t signatures = 128;   // fully associative, LRU; 32-bit PC + 2-bit conf + type bit
   std::uint32_t flushed_tags = 64;  // FIFO; 42-bit tag + 32-bit signature + valid
   std::uint32_t sample_every = 2;   // LastStore kept on every Nth L1 set (35 bits per line)
-  std::uint32_t dir_entries = 64;   // directory PreFlushers entries counted in the budget
+  std::uint32_t dir_entries = 64;   // directory PreFlushers entries per core (FIFO, 42-bit tag +
+                                    // core bitmap), modelled and counted in the budget
   // Negative controls only (the transparency proof must catch them): skip the own-store
   // misprediction check, or skip the directory's NACK on another core's store.
   bool own_store_check = true;
@@ -93,6 +94,9 @@ struct PreflushParams {
   // line PreFlushes the previous one, instead of predicting its current store is the last.
   // +42 bits per signature. false = the thesis' design, which oscillates on loop code.
   bool line_change = false;
+  // The thesis' baseline design (§5.3.3) instead of the optimised one: a trace (XOR of the
+  // store PCs since the last flush, 32 bits + VT) on every L1 line, signatures keyed on traces.
+  bool trace = false;
 
   // Bytes of predictor state per core for an L1 of `l1_lines` lines in `l1_sets` sets.
   [[nodiscard]] std::uint64_t storage_bytes(std::uint64_t l1_sets, std::uint64_t l1_ways) const;

@@ -95,6 +95,11 @@ struct PreflushStats {
   std::uint64_t tag_evictions = 0;        // FlushedTags entries pushed out (FIFO) unused
   std::uint64_t uncovered_flushes = 0;    // real flushes without a FlushedTags hit
   std::uint64_t signatures_inserted = 0;  // new signatures (a flush of a sampled line)
+  // The directory's PreFlushers table (PreflushParams::dir_entries per core): entries pushed
+  // out, and the PreFlushes those evictions had to NACK at once (lost early ACKs).
+  std::uint64_t dir_evictions = 0;
+  std::uint64_t dir_back_invalidations = 0;
+  std::uint64_t dir_occupancy_max = 0;
   // Early ACKs whose line's durable bytes differed from its live bytes: 0 unless a negative
   // control (PreflushParams::own_store_check / nack off) broke transparency.
   std::uint64_t transparency_violations = 0;
