@@ -15,6 +15,7 @@
 
 #include "pmlab/core/error.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
+#include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/experiments/checksum_study.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
@@ -242,6 +243,19 @@ std::vector<Step> plan(const EvalOptions& opt) {
                        return barrier_study_bench(bench, b);
                      }});
   }
+  // 3c. Thesis Ch. 4 (Fig. 4.3): GEMM variants x {base, eager, lazy} x packing, row writes on
+  // thesis-ch4. Quick: n = 256 with a 1 MiB LLC so that A, B, C (1.5 MiB) overflow it.
+  for (const auto& v : {"naive", "gepp1", "gepp2", "gepm1", "gepm2", "gemp1", "gemp2"}) {
+    steps.push_back({"gemm", fmt::format("thesis ch4 gemm {}", v), full ? 400.0 : 4.0,
+                     [=, v = std::string(v)] {
+                       GemmStudyOptions g;
+                       g.n = full ? 1024 : 256;
+                       g.bs = full ? 64 : 32;
+                       g.llc_bytes = full ? 0 : 1u << 20;
+                       g.seed = opt.seed;
+                       return gemm_study_variant(v, g);
+                     }});
+  }
   // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
   steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {
                      ChecksumStudyOptions c;
@@ -376,6 +390,8 @@ std::vector<std::string> failed_checks(const json& results) {
                                      c.value("scheme", "?"),
                                      c["trials"].get<std::uint64_t>() - c.value("passed", 0ull),
                                      c["trials"].get<std::uint64_t>()));
+  if (results.contains("gemm"))
+    for (auto& f : gemm_failed_checks(results["gemm"])) failed.push_back(std::move(f));
   return failed;
 }
 
@@ -388,7 +404,7 @@ json run_eval(const EvalOptions& opt) {
                {"seed", opt.seed},
                {"complete", false}};
   for (const char* section :
-       {"native", "instructions", "sim", "crash", "barriers", "checksum", "sensitivity"})
+       {"native", "instructions", "sim", "crash", "barriers", "gemm", "checksum", "sensitivity"})
     results[section] = json::array();
   const auto t0 = std::chrono::steady_clock::now();
   double done = 0;

@@ -11,6 +11,7 @@
 
 #include "paper_numbers.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
+#include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/experiments/eval.hpp"
 #include "pmlab/experiments/paired_ratio.hpp"
 
@@ -604,6 +605,7 @@ std::string render_report(const json& results) {
   md += sim_section(results.value("sim", json::array()));
   md += crash_section(results.value("crash", json::array()));
   md += barrier_section(results.value("barriers", json::array()));
+  md += gemm_section(results.value("gemm", json::array()));
   md += checksum_section(results.value("checksum", json::array()));
   md += sensitivity_section(results.value("sensitivity", json::array()));
   return md;
