@@ -15,10 +15,10 @@
 
 #include "pmlab/core/error.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
-#include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/experiments/checksum_study.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
+#include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/stats.hpp"
@@ -246,15 +246,15 @@ std::vector<Step> plan(const EvalOptions& opt) {
   // 3c. Thesis Ch. 4 (Fig. 4.3): GEMM variants x {base, eager, lazy} x packing, row writes on
   // thesis-ch4. Quick: n = 256 with a 1 MiB LLC so that A, B, C (1.5 MiB) overflow it.
   for (const auto& v : {"naive", "gepp1", "gepp2", "gepm1", "gepm2", "gemp1", "gemp2"}) {
-    steps.push_back({"gemm", fmt::format("thesis ch4 gemm {}", v), full ? 400.0 : 4.0,
-                     [=, v = std::string(v)] {
-                       GemmStudyOptions g;
-                       g.n = full ? 1024 : 256;
-                       g.bs = full ? 64 : 32;
-                       g.llc_bytes = full ? 0 : 1u << 20;
-                       g.seed = opt.seed;
-                       return gemm_study_variant(v, g);
-                     }});
+    steps.push_back(
+        {"gemm", fmt::format("thesis ch4 gemm {}", v), full ? 400.0 : 4.0, [=, v = std::string(v)] {
+           GemmStudyOptions g;
+           g.n = full ? 1024 : 256;
+           g.bs = full ? 64 : 32;
+           g.llc_bytes = full ? 0 : 1u << 20;
+           g.seed = opt.seed;
+           return gemm_study_variant(v, g);
+         }});
   }
   // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
   steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {

@@ -11,8 +11,8 @@
 
 #include "paper_numbers.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
-#include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/experiments/eval.hpp"
+#include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/experiments/paired_ratio.hpp"
 
 namespace pmlab::eval {
