@@ -114,11 +114,11 @@ TEST(Gemm, SchemesComputeTheSameBitsAndFinishEveryPanel) {
 // --pack-mem dram: the packing buffers' traffic leaves the NVM statistics (and the row buffer)
 // and shows up as dram_reads/dram_writes; C's bits and the unpacked run's counts are unchanged.
 TEST(Gemm, PackMemDramKeepsPackingBuffersOutOfTheNvmStatistics) {
-  const std::size_t n = 48;
+  const std::size_t n = 96;
   Mats m(n);
   const auto want = m.reference();
   sim::SimParams p = sim::preset("thesis-ch4");
-  p.llc.size_bytes = 16 * 1024;  // A, B, C (54 KiB) overflow it
+  p.llc.size_bytes = 128 * 1024;  // A, B, C (216 KiB) overflow it; >= the private caches
   p.threads = 2;
   const auto run = [&](Variant v, bool pack, bool dram) {
     std::fill(m.c.begin(), m.c.end(), 0.0);
