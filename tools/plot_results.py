@@ -258,6 +258,38 @@ def preflush(res, out):
         ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(out / "preflush.png", dpi=110)
+
+
+def gemm_rows(res, out):
+    """Thesis Fig. 4.3 shape: row writes / naive base per variant and config (log scale)."""
+    variants = [v for v in res.get("gemm", []) if "cells" in v]
+    naive = next((v for v in variants if v["variant"] == "naive"), None)
+    if naive is None:
+        return
+    nb = next(c for c in naive["cells"] if c["config"] == "base")
+    configs = ["base", "base-packed", "eager", "eager-packed", "lazy", "lazy-packed"]
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 6))
+    width = 0.8 / len(configs)
+    for i, cfg in enumerate(configs):
+        xs, rw, sp = [], [], []
+        for j, v in enumerate(variants):
+            c = next((c for c in v["cells"] if c["config"] == cfg), None)
+            if c is None:
+                continue
+            xs.append(j + i * width)
+            rw.append(c["row_writes"] / max(nb["row_writes"], 1))
+            sp.append(nb["cycles"] / max(c["cycles"], 1))
+        a1.bar(xs, rw, width, label=cfg)
+        a2.bar(xs, sp, width, label=cfg)
+    for ax, title in ((a1, "row writes / naive (log)"), (a2, "speedup vs naive")):
+        ax.set_xticks([j + 0.4 for j in range(len(variants))])
+        ax.set_xticklabels([v["variant"] for v in variants])
+        ax.set_title(f"Thesis Fig. 4.3 shape, n={naive['n']}: {title}")
+        ax.legend(fontsize=6, ncol=3)
+    a1.set_yscale("log")
+    a1.axhline(17, color="black", lw=0.8, ls="--")  # thesis: GEPP1 = 17x naive
+    fig.tight_layout()
+    fig.savefig(out / "gemm_row_writes.png", dpi=110)
     plt.close(fig)
 
 
@@ -265,7 +297,8 @@ def main():
     res = json.loads(Path(sys.argv[1]).read_text())
     out = Path(sys.argv[2])
     for fn in (native_overhead, sim_writes, sim_kernels, checksum_overhead, sensitivity,
-               crash_recovery, persist_barriers, seed002, preflush):
+               crash_recovery, persist_barriers, seed002, preflush,
+               gemm_rows):
         fn(res, out)
 
 

@@ -20,6 +20,7 @@
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/experiments/seed002_study.hpp"
 #include "pmlab/experiments/preflush_study.hpp"
+#include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/stats.hpp"
@@ -280,6 +281,19 @@ std::vector<Step> plan(const EvalOptions& opt) {
                      p.seed = opt.seed;
                      return preflush_study_sensitivity(p, full);
                    }});
+  // 3f. Thesis Ch. 4 (Fig. 4.3): GEMM variants x {base, eager, lazy} x packing, row writes on
+  // thesis-ch4. Quick: n = 256 with a 1 MiB LLC so that A, B, C (1.5 MiB) overflow it.
+  for (const auto& v : {"naive", "gepp1", "gepp2", "gepm1", "gepm2", "gemp1", "gemp2"}) {
+    steps.push_back(
+        {"gemm", fmt::format("thesis ch4 gemm {}", v), full ? 400.0 : 4.0, [=, v = std::string(v)] {
+           GemmStudyOptions g;
+           g.n = full ? 1024 : 256;
+           g.bs = full ? 64 : 32;
+           g.llc_bytes = full ? 0 : 1u << 20;
+           g.seed = opt.seed;
+           return gemm_study_variant(v, g);
+         }});
+  }
   // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
   steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {
                      ChecksumStudyOptions c;
@@ -425,6 +439,8 @@ std::vector<std::string> failed_checks(const json& results) {
                 fmt::format("crash {} {}: negative control {} not detected (0 of {} trials failed)",
                             c.value("kernel", "?"), c.value("scheme", "?"),
                             r.value("mutation", "?"), r.value("trials", 0ull)));
+  if (results.contains("gemm"))
+    for (auto& f : gemm_failed_checks(results["gemm"])) failed.push_back(std::move(f));
   return failed;
 }
 
@@ -437,7 +453,7 @@ json run_eval(const EvalOptions& opt) {
                {"seed", opt.seed},
                {"complete", false}};
   for (const char* section : {"native", "instructions", "sim", "crash", "barriers", "seed002",
-                              "preflush", "checksum", "sensitivity"})
+                              "preflush", "gemm", "checksum", "sensitivity"})
     results[section] = json::array();
   const auto t0 = std::chrono::steady_clock::now();
   double done = 0;

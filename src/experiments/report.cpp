@@ -12,6 +12,7 @@
 #include "paper_numbers.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
 #include "pmlab/experiments/eval.hpp"
+#include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/experiments/paired_ratio.hpp"
 #include "pmlab/experiments/seed002_study.hpp"
 #include "pmlab/experiments/preflush_study.hpp"
@@ -614,6 +615,7 @@ std::string render_report(const json& results) {
   md += barrier_section(results.value("barriers", json::array()));
   md += seed002_section(results.value("seed002", json::array()));
   md += preflush_section(results.value("preflush", json::array()));
+  md += gemm_section(results.value("gemm", json::array()));
   md += checksum_section(results.value("checksum", json::array()));
   md += sensitivity_section(results.value("sensitivity", json::array()));
   return md;

@@ -1,15 +1,17 @@
 // GEMM (thesis Ch. 4) as the drivers see it: arrays, A and B inputs, the variant and packing from
-// its own parameters (variant, pack, mr, nr), scheme table (base, ep-lazy, ep-eager, lp),
+// its own parameters (variant, pack, mr, nr), scheme table (base, ep-lazy, ep-eager, lp, hr),
 // verification against naive.
 #include <string_view>
 #include <tuple>
 #include <vector>
 
+#include "pmlab/core/error.hpp"
 #include "pmlab/kernels/checks.hpp"
 #include "pmlab/kernels/gemm.hpp"
 #include "pmlab/kernels/inputs.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_kernel.hpp"
+#include "pmlab/scheme/partial_copy.hpp"
 #include "pmlab/scheme/rows.hpp"
 
 namespace pmlab::run {
@@ -27,6 +29,8 @@ gm::Config config_of(const pool::RunParams& p) {
   c.pack = p.kernel_param("pack", 0) != 0;
   c.mr = static_cast<std::uint32_t>(p.kernel_param("mr", c.mr));
   c.nr = static_cast<std::uint32_t>(p.kernel_param("nr", c.nr));
+  c.row_order = p.kernel_param("order", 0) != 0;
+  c.pack_dram = p.kernel_param("pack-mem", 0) != 0;
   return c;
 }
 
@@ -51,6 +55,41 @@ constexpr auto ep_scheme(std::string_view name) {
                   return gm::recover_ep<G>(be, c.op, c.index_records(c.op.panels()), r.recovery);
                 },
                 .mutants = kEagerMutants};
+}
+
+// Hybrid Recompute (thesis §3.2.1) on ep-lazy: 1/kHrParts of C copied durably after every kc
+// step, round robin, so an unfinished panel restarts from the newest copy instead of zero. Only
+// GEPP has a step after which all of C is consistent (the others finish panel after panel), so
+// `hr` is offered for gepp1/gepp2 (Gemm::validate). 8 parts: at n/bs = 16 steps, every part is
+// copied twice per run (docs/gemm.md).
+constexpr std::size_t kHrParts = 8;
+scheme::PartialCopier copier_of(const Ctx& c) {
+  return {c.op.c.data(), c.pool.array<double>("hr_copy"),
+          c.pool.array<scheme::PartState>("hr_parts"), c.op.n * c.op.n, kHrParts};
+}
+
+constexpr auto hr_scheme() {
+  return Scheme{
+      .name = "hr",
+      .arrays =
+          [](const pool::RunParams& p) {
+            return std::vector{
+                ep_index_spec(shape_of(p).panels()),
+                pool::ArraySpec{"hr_copy", scheme::PartialCopier::copy_bytes(p.n * p.n)},
+                pool::ArraySpec{"hr_parts", scheme::PartialCopier::state_bytes(kHrParts)}};
+          },
+      .run =
+          [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+            const auto copier = copier_of(c);
+            gm::run_ep<gm::Grain::kLazy>(be, c.op, c.index_records(c.op.panels()), first, &copier);
+          },
+      .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "restore latest partial copy + recompute";
+        const auto copier = copier_of(c);
+        return gm::recover_ep<gm::Grain::kLazy>(be, c.op, c.index_records(c.op.panels()),
+                                                r.recovery, &copier);
+      },
+      .mutants = kEagerMutants};
 }
 
 // The outer iteration is a kc step for GEPP1/GEPP2 and "all done" (0 or 1) for the others.
@@ -84,6 +123,7 @@ constexpr auto kSchemes = std::tuple{
              });
            },
            .mutants = kLpMutants},
+    hr_scheme(),
 };
 
 struct Gemm {
@@ -109,10 +149,23 @@ struct Gemm {
             {.name = "nr",
              .help = "micro-tile columns (default 8)",
              .min = 1,
-             .max = gm::Config::kMaxMicro}};
+             .max = gm::Config::kMaxMicro},
+            {.name = "order",
+             .help = "micro-tile order in GEBP/GEPDOT: goto (nr-column slivers, default) or rows "
+                     "(mr-row slivers; docs/gemm.md)",
+             .choices = {"goto", "rows"}},
+            {.name = "pack-mem",
+             .help = "where packing buffers live: nvm (default, the thesis' all-PCM machine) or "
+                     "dram (the simulator leaves them out of the NVM statistics)",
+             .choices = {"nvm", "dram"}}};
   }
   static void validate(const pool::RunParams& p) {
     require_sizes(kName, p, kMaxN);
+    if (p.scheme == "hr" && !shape_of(p).steps_outer())
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("gemm: scheme hr needs a GEPP variant (gepp1, gepp2), whose kc "
+                              "steps leave all of C consistent; --variant {} has none",
+                              gm::to_string(shape_of(p).cfg.variant)));
     require_table_fits(kName, p, lp::ChecksumTable::bytes_for(shape_of(p).table_slots()),
                        "panel and kc step");
   }

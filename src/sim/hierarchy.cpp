@@ -254,8 +254,12 @@ std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_sto
     return 0;
   }
   ++llc_.counters().misses;
-  ++nvm_.reads;
-  if (params_.nvm.row_buffer.enabled) rb_.on_read(line);
+  if (!volatile_.empty() && is_volatile(line)) {
+    ++nvm_.dram_reads;  // same latency (the model has one memory), not an NVM read
+  } else {
+    ++nvm_.reads;
+    if (params_.nvm.row_buffer.enabled) rb_.on_read(line);
+  }
   lat = llc_lat + nvm_read_cycles_;
   s = llc_.victim_for(line);
   llc_slot = s;
@@ -380,6 +384,10 @@ std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::ui
     ++vol_.episodes;
     vol_.total_cycles += d;
     vol_.max_cycles = std::max(vol_.max_cycles, d);
+  }
+  if (!volatile_.empty() && is_volatile(line)) {
+    ++nvm_.dram_writes;  // DRAM: not persistent, not queued at the NVM controller
+    return t;
   }
   ++nvm_.writes;
   ++nvm_.writes_by_cause[static_cast<std::size_t>(cause)];

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cache.hpp"
@@ -31,6 +32,11 @@ class Hierarchy {
  public:
   explicit Hierarchy(const SimParams& p);
   ~Hierarchy();
+  // Machine::add_volatile / remove_volatile.
+  void add_volatile(std::uint64_t first, std::uint64_t last) { volatile_.push_back({first, last}); }
+  void remove_volatile(std::uint64_t first, std::uint64_t last) {
+    std::erase(volatile_, std::pair{first, last});
+  }
 
   // `l1_slot`: the line's L1 slot or kNoSlot when the caller has searched, else kUnsearched.
   static constexpr std::size_t kUnsearched = kNoSlot - 1;
@@ -178,6 +184,13 @@ class Hierarchy {
   std::uint64_t fence_stall_ = 0;
   NvmStats nvm_;
   RowBufferModel rb_;  // fed only when params_.nvm.row_buffer.enabled
+  // Volatile (DRAM) line ranges [first, last): outside the NVM statistics and the crash image.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> volatile_;
+  [[nodiscard]] bool is_volatile(std::uint64_t line) const {
+    for (const auto& [lo, hi] : volatile_)
+      if (line >= lo && line < hi) return true;
+    return false;
+  }
   CoherenceStats coh_;
   std::vector<Preflusher> pf_;
   PreflushDirectory pf_dir_{0};  // the directory's PreFlushers table (PreFlush on only)

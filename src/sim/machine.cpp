@@ -112,6 +112,12 @@ void Machine::power_fail() {
 void Machine::reset_stats() {
   impl_->reset_stats();
 }
+void Machine::add_volatile(LineAddr first, LineAddr last) {
+  impl_->add_volatile(first.value(), last.value());
+}
+void Machine::remove_volatile(LineAddr first, LineAddr last) {
+  impl_->remove_volatile(first.value(), last.value());
+}
 CrashImage& Machine::image() {
   return impl_->image();
 }

@@ -86,6 +86,10 @@ nlohmann::json to_json(const SimStats& s) {
     by_cause[std::string(to_string(static_cast<WriteCause>(i)))] = s.nvm.writes_by_cause[i];
   j["write_queue_stall_cycles"] = s.nvm.write_queue_stall_cycles;
   if (s.nvm.row_buffer) j["row_buffer"] = to_json(*s.nvm.row_buffer);
+  if (s.nvm.dram_reads + s.nvm.dram_writes > 0) {  // absent unless volatile ranges were used
+    j["dram_reads"] = s.nvm.dram_reads;
+    j["dram_writes"] = s.nvm.dram_writes;
+  }
   auto& levels = j["levels"] = nlohmann::json::object();
   for (const LevelStats& l : s.levels) {
     levels[l.name] = {{"hits", l.hits},

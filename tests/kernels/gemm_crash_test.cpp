@@ -18,7 +18,8 @@ namespace {
 using scheme_test::Crash;
 using scheme_test::CrashBackend;
 
-enum class Kind { kLazy, kEager, kLp, kLazyNoZero, kLpNoZero };
+enum class Kind { kLazy, kEager, kLp, kLazyNoZero, kLpNoZero, kHr, kHrNoRestore };
+constexpr std::size_t kHrParts = 3;  // few parts, so that small runs have copies to restore
 
 // Mutants of the recoveries: recompute an unfinished panel on top of what NVM holds.
 std::size_t recover_ep_no_zero(CrashBackend& be, const Operands& op,
@@ -31,6 +32,20 @@ std::size_t recover_ep_no_zero(CrashBackend& be, const Operands& op,
   return op.outer_count();
 }
 
+// Mutant of Hybrid Recompute's recovery: continue an unfinished panel from its counter on top
+// of what NVM holds, without restoring the copy.
+std::size_t recover_hr_no_restore(CrashBackend& be, const Operands& op,
+                                  const scheme::IndexRecordTable<1>& rec) {
+  for (std::size_t p = 0; p < op.panels(); ++p) {
+    const std::uint64_t count = rec[p].get(be, 0);
+    if (count < done_count(op, p, Grain::kLazy)) {
+      recompute_panel(be, op, p, count);
+      rec[p].set(be, 0, done_count(op, p, Grain::kLazy));
+    }
+  }
+  return op.outer_count();
+}
+
 struct Fixture {
   std::size_t n, bs;
   Variant v;
@@ -40,9 +55,21 @@ struct Fixture {
   std::unique_ptr<double[], scheme_test::FreeDeleter> c;
   std::unique_ptr<scheme::IndexRecordLayout<1>[], scheme_test::FreeDeleter> recs;
   std::unique_ptr<std::byte[], scheme_test::FreeDeleter> slots;
+  std::unique_ptr<double[], scheme_test::FreeDeleter> copies;
+  std::unique_ptr<scheme::PartState[], scheme_test::FreeDeleter> parts;
+  bool rows = false;  // Config::row_order
 
-  Fixture(std::size_t n_, std::size_t bs_, Variant v_, Kind k)
-      : n(n_), bs(bs_), v(v_), kind(k), a(n * n), b(n * n), c(scheme_test::zeroed<double>(n * n)) {
+  Fixture(std::size_t n_, std::size_t bs_, Variant v_, Kind k, bool rows_ = false)
+      : n(n_),
+        bs(bs_),
+        v(v_),
+        kind(k),
+        a(n * n),
+        b(n * n),
+        c(scheme_test::zeroed<double>(n * n)),
+        copies(scheme_test::zeroed<double>(2 * n * n)),
+        parts(scheme_test::zeroed<scheme::PartState>(kHrParts)),
+        rows(rows_) {
     for (std::size_t i = 0; i < n * n; ++i) {
       a[i] = input_value(3, 0, i);
       b[i] = input_value(3, 1, i);
@@ -52,8 +79,11 @@ struct Fixture {
   }
   // Unpacked: the crash backend would roll freed packing buffers back into the heap.
   Operands op() {
-    return {{a.data(), n, n}, {b.data(), n, n}, {c.get(), n, n}, n, bs, {v, false, 4, 8}};
+    Config cfg{v, false, 4, 8};
+    cfg.row_order = rows;
+    return {{a.data(), n, n}, {b.data(), n, n}, {c.get(), n, n}, n, bs, cfg};
   }
+  scheme::PartialCopier copier() { return {c.get(), copies.get(), parts.get(), n * n, kHrParts}; }
   scheme::IndexRecordTable<1> rec() { return {recs.get(), op().panels()}; }
   lp::ChecksumTable table() {
     return {reinterpret_cast<lp::ChecksumSlot*>(slots.get()), op().table_slots()};
@@ -68,6 +98,11 @@ struct Fixture {
       case Kind::kLp:
       case Kind::kLpNoZero:
         return run_lp<lp::ChecksumKind::kModular>(be, op(), table(), first);
+      case Kind::kHr:
+      case Kind::kHrNoRestore: {
+        const auto cp = copier();
+        return run_ep<Grain::kLazy>(be, op(), rec(), first, &cp);
+      }
     }
   }
   std::size_t recover(CrashBackend& be) {
@@ -79,6 +114,12 @@ struct Fixture {
         return recover_ep<Grain::kEager>(be, op(), rec(), st);
       case Kind::kLazyNoZero:
         return recover_ep_no_zero(be, op(), rec());
+      case Kind::kHr: {
+        const auto cp = copier();
+        return recover_ep<Grain::kLazy>(be, op(), rec(), st, &cp);
+      }
+      case Kind::kHrNoRestore:
+        return recover_hr_no_restore(be, op(), rec());
       case Kind::kLp:
         return recover_lp<lp::ChecksumKind::kModular>(be, op(), table(), st);
       case Kind::kLpNoZero: {
@@ -115,19 +156,19 @@ struct Fixture {
 
 // Trials with a cut anywhere, a random legal image, up to two more cuts in recovery/resume.
 // Returns the number of trials whose result differs from the reference.
-int failing_trials(Variant v, Kind kind, int trials) {
+int failing_trials(Variant v, Kind kind, int trials, bool rows = false) {
   std::mt19937_64 rng(static_cast<std::uint64_t>(v) * 31 + static_cast<std::uint64_t>(kind));
   int failed = 0;
   for (int trial = 0; trial < trials; ++trial) {
     const std::size_t n = 13 + static_cast<std::size_t>(trial % 3) * 6, bs = 4 + trial % 3;
     std::uint64_t total = 0;
     {
-      Fixture g(n, bs, v, kind);
+      Fixture g(n, bs, v, kind, rows);
       CrashBackend clean;
       g.run(clean, 0);
       total = clean.ops();
     }
-    Fixture f(n, bs, v, kind);
+    Fixture f(n, bs, v, kind, rows);
     CrashBackend be(rng(), 1 + trial % 2, trial % 2 == 1);
     std::size_t first = 0;
     bool in_recovery = false;
@@ -168,6 +209,22 @@ TEST(GemmCrash, TheTrialsCatchRecoveriesThatDoNotZeroAnUnfinishedPanel) {
     EXPECT_GT(failing_trials(v, Kind::kLazyNoZero, 40), 0) << to_string(v);
     EXPECT_GT(failing_trials(v, Kind::kLpNoZero, 40), 0) << to_string(v);
   }
+}
+
+// Hybrid Recompute (GEPP only): restored from the newest partial copy, bit-exact; the same trials
+// catch a recovery that continues from the counter without restoring.
+TEST(GemmCrash, HybridRecomputeRecoversBitExactlyAndItsMutantIsCaught) {
+  for (Variant v : {Variant::kGepp1, Variant::kGepp2}) {
+    EXPECT_EQ(failing_trials(v, Kind::kHr, 40), 0) << to_string(v);
+    EXPECT_GT(failing_trials(v, Kind::kHrNoRestore, 40), 0) << to_string(v);
+  }
+}
+
+// The row micro-tile order changes the store order and the eager slivers, not the recovery.
+TEST(GemmCrash, RowOrderRecoversBitExactly) {
+  for (Variant v : {Variant::kGepp1, Variant::kGepm2})
+    for (Kind k : {Kind::kLazy, Kind::kEager, Kind::kLp})
+      EXPECT_EQ(failing_trials(v, k, 20, true), 0) << to_string(v) << " " << static_cast<int>(k);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pmlab/lp/checksum.hpp"
@@ -19,6 +20,7 @@
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
 #include "pmlab/scheme/index_record.hpp"
+#include "pmlab/scheme/partial_copy.hpp"
 
 namespace pmlab::kernels::gemm {
 
@@ -55,6 +57,14 @@ struct Config {
   bool pack = false;
   std::uint32_t mr = 4;  // micro-tile rows
   std::uint32_t nr = 8;  // micro-tile columns: one 64-byte line of C per micro-row
+  // Micro-tile order inside GEBP and GEPDOT. false: Goto/BLIS (nr-column slivers outer, mr rows
+  // inner), so consecutive C stores go to different rows of C. true: row order (mr-row slivers
+  // outer, nr columns inner), the order the thesis' §4.6.1 explanation ("a horizontal panel ...
+  // subsequent writes experience row buffer hits") presumes. GEPB is row order in both.
+  bool row_order = false;
+  // Packing buffers in DRAM (--pack-mem dram): the simulator keeps their traffic out of the NVM
+  // statistics. Default NVM, as on the thesis' all-PCM machine. Natively it changes nothing.
+  bool pack_dram = false;
 
   static constexpr std::uint32_t kMaxMicro = 255;
 };
@@ -153,6 +163,33 @@ Src pack(B& be, const mem::MatrixView<const double>& m, std::size_t r0, std::siz
   return {buf.data(), w, r0, c0};
 }
 
+// A packing buffer with room for the largest block (n x bs), reserved once so it never moves:
+// with --pack-mem dram the simulator's backend marks it volatile for its lifetime.
+template <mem::Backend B>
+class PackBuffer {
+ public:
+  PackBuffer(B& be, const Operands& op)
+      : be_(be), bytes_(op.cfg.pack ? op.n * std::min(op.bs, op.n) * sizeof(double) : 0) {
+    buf_.reserve(bytes_ / sizeof(double));
+    dram_ = op.cfg.pack_dram && bytes_ > 0;
+    if constexpr (requires { be.mark_volatile(buf_.data(), bytes_); })
+      if (dram_) be_.mark_volatile(buf_.data(), bytes_);
+  }
+  ~PackBuffer() {
+    if constexpr (requires { be_.unmark_volatile(buf_.data(), bytes_); })
+      if (dram_) be_.unmark_volatile(buf_.data(), bytes_);
+  }
+  PackBuffer(const PackBuffer&) = delete;
+  PackBuffer& operator=(const PackBuffer&) = delete;
+  [[nodiscard]] std::vector<double>& vec() { return buf_; }
+
+ private:
+  B& be_;
+  std::size_t bytes_;
+  bool dram_ = false;
+  std::vector<double> buf_;
+};
+
 // The operands one unit (panel p, step s) reads; packed blocks live in `bufs`.
 struct UnitSrc {
   Src a, b;
@@ -175,6 +212,7 @@ void walk_unit(const Operands& op, std::size_t p, std::size_t s, Tile&& tile, Sl
       }
       return;
     case Inner::kGebp:
+      if (op.cfg.row_order) break;  // walked like GEPB below
       for (std::size_t j = r.j0; j < r.j1; j += nr) {
         const std::size_t je = std::min(j + nr, r.j1);
         for (std::size_t i = r.i0; i < r.i1; i += mr) tile(i, std::min(i + mr, r.i1), j, je);
@@ -189,11 +227,22 @@ void walk_unit(const Operands& op, std::size_t p, std::size_t s, Tile&& tile, Sl
       }
       return;
     case Inner::kGepdot:
-      for (std::size_t j = r.j0; j < r.j1; j += nr)
+      if (op.cfg.row_order)
         for (std::size_t i = r.i0; i < r.i1; i += mr)
-          tile(i, std::min(i + mr, r.i1), j, std::min(j + nr, r.j1));
+          for (std::size_t j = r.j0; j < r.j1; j += nr)
+            tile(i, std::min(i + mr, r.i1), j, std::min(j + nr, r.j1));
+      else
+        for (std::size_t j = r.j0; j < r.j1; j += nr)
+          for (std::size_t i = r.i0; i < r.i1; i += mr)
+            tile(i, std::min(i + mr, r.i1), j, std::min(j + nr, r.j1));
       sliver(r.i0, r.i1, r.j0, r.j1);
       return;
+  }
+  // GEBP in row order: mr-row slivers (the eager persist point is then an mr x nc sliver).
+  for (std::size_t i = r.i0; i < r.i1; i += mr) {
+    const std::size_t ie = std::min(i + mr, r.i1);
+    for (std::size_t j = r.j0; j < r.j1; j += nr) tile(i, ie, j, std::min(j + nr, r.j1));
+    sliver(i, ie, r.j0, r.j1);
   }
 }
 
@@ -264,18 +313,22 @@ struct Packer {
 // src) runs one unit (the scheme wraps run_unit with its hooks). GEPP: steps outer, units of a
 // step in parallel; GEPM1/GEMP1: panels in parallel, steps inside; GEPM2/GEMP2: the outer block
 // index in parallel, the inner one and the steps inside; naive: row panels in parallel.
-template <mem::Backend B, class UnitFn>
-void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn) {
+// after_step(s) runs on the master once every unit of GEPP step s is done (Hybrid Recompute's
+// partial copy); the other variants have no global step boundary and never call it.
+template <mem::Backend B, class UnitFn, class AfterStep>
+void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn,
+                 AfterStep&& after_step) {
   if (first >= op.outer_count()) return;
   if (op.steps_outer()) {
-    std::vector<double> shared;
+    PackBuffer<B> shared(be, op);
     for (std::size_t s = first; s < op.steps(); ++s) {
       Packer packer{op};
-      packer.pack_step(be, s, shared);
+      packer.pack_step(be, s, shared.vec());
       be.parallel_for(0, op.panels(), [&](std::size_t p) {
-        std::vector<double> abuf, bbuf;
-        unit_fn(be, p, s, packer.unit(be, p, s, abuf, bbuf));
+        PackBuffer<B> abuf(be, op), bbuf(be, op);
+        unit_fn(be, p, s, packer.unit(be, p, s, abuf.vec(), bbuf.vec()));
       });
+      after_step(s);
     }
     return;
   }
@@ -283,11 +336,16 @@ void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn)
   const std::size_t per_group = op.panels() / groups;
   be.parallel_for(0, groups, [&](std::size_t g) {
     const Packer packer{op};
-    std::vector<double> abuf, bbuf;
+    PackBuffer<B> abuf(be, op), bbuf(be, op);
     for (std::size_t p = g * per_group; p < (g + 1) * per_group; ++p)
       for (std::size_t s = 0; s < op.steps(); ++s)
-        unit_fn(be, p, s, packer.unit(be, p, s, abuf, bbuf));
+        unit_fn(be, p, s, packer.unit(be, p, s, abuf.vec(), bbuf.vec()));
   });
+}
+
+template <mem::Backend B, class UnitFn>
+void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn) {
+  run_variant(be, op, first, std::forward<UnitFn>(unit_fn), [](std::size_t) {});
 }
 
 template <mem::Backend B>
@@ -340,6 +398,7 @@ enum class Grain : std::uint8_t { kLazy, kEager };
     case Inner::kRows:
       return r.i1 - r.i0;
     case Inner::kGebp:
+      if (op.cfg.row_order) return (r.i1 - r.i0 + op.cfg.mr - 1) / op.cfg.mr;
       return (r.j1 - r.j0 + op.cfg.nr - 1) / op.cfg.nr;
     case Inner::kGepb:
       return (r.i1 - r.i0 + op.cfg.mr - 1) / op.cfg.mr;
@@ -354,27 +413,34 @@ enum class Grain : std::uint8_t { kLazy, kEager };
   return op.inner() == Inner::kGepdot ? 1 : op.steps();
 }
 
+// `copier` (Hybrid Recompute, GEPP only): 1/parts of C copied durably after every kc step.
 template <Grain G, mem::Backend B>
 void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
-            std::size_t first = 0) {
-  run_variant(be, op, first, [&](B& b, std::size_t p, std::size_t s, const UnitSrc& src) {
-    const auto r = rec[p];
-    if constexpr (G == Grain::kEager) {
-      std::uint64_t count = s * slivers_per_unit(op, p);
-      run_unit(
-          b, op, p, s, src, [](double) {},
-          [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) {
-            persist_rect(b, op, {i0, i1, j0, j1});
-            r.set(b, 0, ++count);
-          });
-    } else {
-      run_unit(
-          b, op, p, s, src, [](double) {}, [](auto...) {});
-      if (op.inner() == Inner::kGepdot && s + 1 < op.steps()) return;  // block not finished
-      persist_rect(b, op, op.panel_rect(p));
-      r.set(b, 0, op.inner() == Inner::kGepdot ? 1 : s + 1);
-    }
-  });
+            std::size_t first = 0, const scheme::PartialCopier* copier = nullptr) {
+  const auto after_step = [&](std::size_t s) {
+    if (copier != nullptr) copier->save(be, s, s + 1);
+  };
+  run_variant(
+      be, op, first,
+      [&](B& b, std::size_t p, std::size_t s, const UnitSrc& src) {
+        const auto r = rec[p];
+        if constexpr (G == Grain::kEager) {
+          std::uint64_t count = s * slivers_per_unit(op, p);
+          run_unit(
+              b, op, p, s, src, [](double) {},
+              [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) {
+                persist_rect(b, op, {i0, i1, j0, j1});
+                r.set(b, 0, ++count);
+              });
+        } else {
+          run_unit(
+              b, op, p, s, src, [](double) {}, [](auto...) {});
+          if (op.inner() == Inner::kGepdot && s + 1 < op.steps()) return;  // block not finished
+          persist_rect(b, op, op.panel_rect(p));
+          r.set(b, 0, op.inner() == Inner::kGepdot ? 1 : s + 1);
+        }
+      },
+      after_step);
 }
 
 // Recomputes panel p from zero through all its steps (unpacked: the bits are the same), then
@@ -391,16 +457,47 @@ void recompute_panel(B& be, const Operands& op, std::size_t p, std::size_t from_
 // Recovery (Fig. 3.4): every panel whose counter says unfinished may hold a partial update that
 // cannot be undone in place, so it is zeroed and recomputed from kk = 0 (thesis §4.4.1); a
 // finished panel was flushed before its counter was set. Recovery finishes the run.
+// Hybrid Recompute (GEPP, lazy counters): an unfinished panel is rebuilt from the newest copy
+// of each of its row segments' parts (C after `done` whole kc steps, done <= the panel's own
+// count, so never ahead of what the panel has durably reached) or from zero, then recomputed
+// from that step on. The FP order is unchanged (per element ascending k from a stored value).
+template <mem::Backend B>
+void rebuild_panel_from_copies(B& be, const Operands& op, std::size_t p, std::uint64_t limit,
+                               const scheme::PartialCopier& copier) {
+  const auto r = op.panel_rect(p);
+  double* const c = op.c.data();
+  const std::size_t ldc = op.c.ld();
+  for (std::size_t i = r.i0; i < r.i1; ++i)
+    copier.restore(be, i * ldc + r.j0, i * ldc + r.j1, limit,
+                   [&](std::size_t lo, std::size_t hi, std::uint64_t done) {
+                     const std::size_t k0 = std::min<std::size_t>(done * op.bs, op.n);
+                     for (std::size_t e = lo; e < hi; ++e) {
+                       const std::size_t j = e - i * ldc;
+                       double acc = be.load(c + e);
+                       for (std::size_t k = k0; k < op.n; ++k)
+                         acc = std::fma(be.load(op.a.at(i, k)), be.load(op.b.at(k, j)), acc);
+                       be.store(c + e, acc);
+                     }
+                   });
+  persist_rect(be, op, r);
+}
+
 template <Grain G, mem::Backend B>
 [[nodiscard]] std::size_t recover_ep(B& be, const Operands& op,
                                      const scheme::IndexRecordTable<1>& rec,
-                                     lp::RecoveryStats& stats) {
+                                     lp::RecoveryStats& stats,
+                                     const scheme::PartialCopier* copier = nullptr) {
   std::vector<std::uint8_t> redo(op.panels(), 0);
   be.parallel_for(0, op.panels(), [&](std::size_t p) {
-    if (rec[p].get(be, 0) >= done_count(op, p, G)) return;
+    const std::uint64_t count = rec[p].get(be, 0);
+    if (count >= done_count(op, p, G)) return;
     redo[p] = 1;
-    zero_rect(be, op, op.panel_rect(p));
-    recompute_panel(be, op, p, 0);
+    if (copier != nullptr) {
+      rebuild_panel_from_copies(be, op, p, count, *copier);
+    } else {
+      zero_rect(be, op, op.panel_rect(p));
+      recompute_panel(be, op, p, 0);
+    }
     rec[p].set(be, 0, done_count(op, p, G));
   });
   for (auto r : redo) {

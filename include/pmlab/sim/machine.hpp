@@ -192,6 +192,10 @@ class Machine {
   // accepted by the controller are in the image). Stats and clocks are kept.
   void power_fail();
   void reset_stats();
+  // Lines [first, last) are DRAM (volatile): their misses and write-backs leave the NVM
+  // statistics, the row buffer and the crash image. Off unless called; remove with the same pair.
+  void add_volatile(LineAddr first, LineAddr last);
+  void remove_volatile(LineAddr first, LineAddr last);
 
   [[nodiscard]] CrashImage& image();
   [[nodiscard]] const CrashImage& image() const;

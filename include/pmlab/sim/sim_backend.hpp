@@ -194,6 +194,18 @@ class SimBackend {
   void register_persistent(const void* base, std::size_t len) {
     machine_.image().add_range(base, len);
   }
+  // Marks [base, base+len) as DRAM (e.g. gemm's packing buffers with --pack-mem dram): its
+  // traffic leaves the NVM statistics; unmark_volatile with the same arguments undoes it.
+  void mark_volatile(const void* base, std::size_t len) {
+    machine_.add_volatile(line_of(base), end_line(base, len));
+  }
+  void unmark_volatile(const void* base, std::size_t len) {
+    machine_.remove_volatile(line_of(base), end_line(base, len));
+  }
+  // The line after the last byte of [base, base+len).
+  [[nodiscard]] static LineAddr end_line(const void* base, std::size_t len) {
+    return LineAddr(line_of(static_cast<const char*>(base) + (len > 0 ? len - 1 : 0)).value() + 1);
+  }
   // Crash before op k (k > ops(), else kInvalidArgument; also after stop_modelling()).
   void arm_crash(std::uint64_t k);
   // Calls hook(k) just before op k instead (k > ops()): if it returns true the power fails

@@ -55,6 +55,10 @@ struct NvmStats {
   std::array<std::uint64_t, kWriteCauseCount> writes_by_cause{};
   std::uint64_t write_queue_stall_cycles = 0;  // core cycles lost to a full write queue
   std::optional<RowBufferStats> row_buffer;    // only when the row-buffer model is on
+  // Lines in ranges marked volatile (DRAM, e.g. gemm --pack-mem dram): their LLC misses and
+  // write-backs, kept out of reads/writes and the row buffer. Reported only when nonzero.
+  std::uint64_t dram_reads = 0;
+  std::uint64_t dram_writes = 0;
 
   [[nodiscard]] std::uint64_t writes_for(WriteCause c) const {
     return writes_by_cause[static_cast<std::size_t>(c)];
