@@ -14,8 +14,8 @@
 #include "pmlab/experiments/eval.hpp"
 #include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/experiments/paired_ratio.hpp"
-#include "pmlab/experiments/seed002_study.hpp"
 #include "pmlab/experiments/preflush_study.hpp"
+#include "pmlab/experiments/seed002_study.hpp"
 
 namespace pmlab::eval {
 namespace {

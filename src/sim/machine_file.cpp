@@ -178,7 +178,8 @@ json to_machine_file(const SimParams& p) {
             {"dir_entries", pf.dir_entries},
             {"own_store_check", pf.own_store_check},
             {"nack", pf.nack},
-            {"line_change", pf.line_change}}},
+            {"line_change", pf.line_change},
+            {"trace", pf.trace}}},
           {"persistency",
            {{"barrier", std::string(to_string(ps.barrier))},
             {"max_inflight", ps.max_inflight},
@@ -270,6 +271,7 @@ SimParams from_machine_file(const json& doc, const std::string& source) {
     f.get("own_store_check", pf.own_store_check);
     f.get("nack", pf.nack);
     f.get("line_change", pf.line_change);
+    f.get("trace", pf.trace);
     f.finish();
   }
   if (const json* psj = r.find("persistency")) {
