@@ -34,17 +34,7 @@ cgk::Operands shape_of(const pool::RunParams& p) {
 }
 
 // Outer iteration = CG iteration.
-constexpr auto kSchemes = std::tuple{
-    restart_base_scheme(),
-    iterative_lp_scheme<shape_of>(),
-    wal_scheme<shape_of>(),
-    cp_scheme<shape_of>(),
-    cp_clflush_scheme<shape_of>(),
-    cp_par_clflush_scheme<shape_of>(),
-    cp_nt_scheme<shape_of>(),
-    iterative_ipv_scheme<shape_of, scheme::IpvFlush::kSync>("ipv-sync"),
-    iterative_ipv_scheme<shape_of, scheme::IpvFlush::kAsync>("ipv"),
-};
+constexpr auto kSchemes = iterative_schemes<shape_of>();
 
 struct Cg {
   using Operands = cgk::Operands;
@@ -59,10 +49,7 @@ struct Cg {
                      "narrowed to the largest odd count <= n for n < 7)",
              .min = 1,
              .max = 1u << 10},
-            {.name = "iters",
-             .help = "solver iterations (default: cg 15, NPB's niter; jacobi 11)",
-             .min = 1,
-             .max = 1u << 20}};
+            iterations_param()};
   }
   static void validate(const pool::RunParams& p) {
     require_sizes(kName, p, 1u << 24);

@@ -32,17 +32,7 @@ jk::Operands shape_of(const pool::RunParams& p) {
 }
 
 // Outer iteration = Jacobi sweep.
-constexpr auto kSchemes = std::tuple{
-    restart_base_scheme(),
-    iterative_lp_scheme<shape_of>(),
-    wal_scheme<shape_of>(),
-    cp_scheme<shape_of>(),
-    cp_clflush_scheme<shape_of>(),
-    cp_par_clflush_scheme<shape_of>(),
-    cp_nt_scheme<shape_of>(),
-    iterative_ipv_scheme<shape_of, scheme::IpvFlush::kSync>("ipv-sync"),
-    iterative_ipv_scheme<shape_of, scheme::IpvFlush::kAsync>("ipv"),
-};
+constexpr auto kSchemes = iterative_schemes<shape_of>();
 
 struct Jacobi {
   using Operands = jk::Operands;
@@ -52,10 +42,7 @@ struct Jacobi {
   static constexpr const auto& schemes = kSchemes;
 
   static std::vector<KernelParamSpec> params() {
-    return {{.name = "iters",
-             .help = "solver iterations (default: cg 15, NPB's niter; jacobi 11)",
-             .min = 1,
-             .max = 1u << 20},
+    return {iterations_param(),
             {.name = "mg-like",
              .help = "NAS MG's shape: the update covers the interior, then a second loop scales "
                      "the whole grid (non-uniform: ipv falls back to a non-temporal copy)",

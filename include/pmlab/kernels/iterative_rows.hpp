@@ -1,9 +1,10 @@
-// The scheme rows of iterative.hpp's kernels that rows.hpp does not have: LP over three state
-// buffers and in-place versioning (ipv-sync, ipv), one line each in cg's and jacobi's tables.
+// The scheme rows of iterative.hpp's kernels that rows.hpp does not have (LP over three state
+// buffers, in-place versioning ipv-sync and ipv), and the whole table cg and jacobi share.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -88,6 +89,30 @@ constexpr auto iterative_ipv_scheme(std::string_view name) {
         return d;
       },
       .mutants = kIpvMutants};
+}
+
+// Every scheme of an iterative kernel (outer iteration = one solver iteration), in table order.
+template <auto ShapeOf>
+constexpr auto iterative_schemes() {
+  return std::tuple{
+      restart_base_scheme(),
+      iterative_lp_scheme<ShapeOf>(),
+      wal_scheme<ShapeOf>(),
+      cp_scheme<ShapeOf>(),
+      cp_clflush_scheme<ShapeOf>(),
+      cp_par_clflush_scheme<ShapeOf>(),
+      cp_nt_scheme<ShapeOf>(),
+      iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kSync>("ipv-sync"),
+      iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kAsync>("ipv"),
+  };
+}
+
+// The solver-iteration count every iterative kernel declares (--iters), stored in the pool.
+inline KernelParamSpec iterations_param() {
+  return {.name = "iters",
+          .help = "solver iterations (default: cg 15, NPB's niter; jacobi 11)",
+          .min = 1,
+          .max = 1u << 20};
 }
 
 }  // namespace pmlab::run
