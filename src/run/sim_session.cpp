@@ -205,7 +205,9 @@ SimRunResult simulate(const SimRunSpec& spec, const SimProgress& progress) {
   if (progress) {
     const double total = static_cast<double>(std::max<std::uint64_t>(1, session.estimated_ops()));
     // Schemes add ops to the base kernel's, so the estimate is capped below 1.
-    be.on_loop_end([&] { progress(std::min(0.999, static_cast<double>(be.ops()) / total)); });
+    // `total` by value: the callback outlives this block.
+    be.on_loop_end(
+        [&, total] { progress(std::min(0.999, static_cast<double>(be.ops()) / total)); });
   }
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
