@@ -60,7 +60,10 @@ Sizes sizes_for(const std::string& kernel, bool full) {
       // jacobi's state is n^2 doubles: from n = 24 on the campaign's 4 KiB LLC has written the
       // whole output back before LP's checksums and cp's publish, so no crash image separates
       // them and those negative controls go undetected (0 of 100); n = 16 keeps it cached.
-      {"jacobi", {{256, 96, 16}, {512, 256, 16}}},
+      // Their sim sizes overflow the 512 KiB LLC with the state base writes (at n = 96 base
+      // writes nothing and every write ratio is n/a).
+      {"jacobi", {{256, 256, 16}, {512, 512, 16}}},
+      {"cg", {{256, 12000, 32}, {4096, 40000, 32}}},
   };
   auto it = table.find(kernel);
   if (it == table.end()) return full ? Sizes{512, 256, 48} : Sizes{256, 96, 32};
