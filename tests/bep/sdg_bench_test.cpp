@@ -1,5 +1,5 @@
-// sdg (seed 004 BEP) as a benchmark: fault-free runs natively and in the simulator, crash
-// campaigns under the software barrier (crashes in recovery included) and the negative control.
+// sdg (seed 004 BEP) as a benchmark: fault-free runs natively (tests/bep/undo_log_bench_test.cpp
+// has its simulated runs and crash campaigns, shared with rbtree), tiny graphs and its size limit.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -58,64 +58,6 @@ TEST(BepSdgBench, NativeEpochPersistencyWithFourAndEightThreads) {
     const auto c = run_native(be, s, true);
     EXPECT_EQ(c.bad, 0u) << threads << " threads: " << c.first;
   }
-}
-
-TEST(BepSdgBench, SimulatedRunsVerifyWithoutCrash) {
-  for (const auto b : {sim::Barrier::kSoftware, sim::Barrier::kNone})
-    for (const char* scheme : {"tx", "base"})
-      test::expect_simulated_run_verifies(test::bench_spec("sdg", scheme, 64, 4, 16, b));
-}
-
-// Fine-grained interleaving (fibers switching every few ops): the lock is a simulated atomic
-// section (SimBackend::atomically), so ops of different threads never interleave inside it.
-TEST(BepSdgBench, FiberInterleavingKeepsTheLockAtomic) {
-  for (const char* scheme : {"tx", "base"}) {
-    auto spec = test::bench_spec("sdg", scheme, 64, 4, 16);
-    spec.machine.interleave_quantum = 3;
-    test::expect_simulated_run_verifies(spec);
-  }
-}
-
-// The barrier mode changes when lines persist, never the program: the same loads and stores
-// (and, the simulator being deterministic, the same final content) under sw and none.
-TEST(BepSdgBench, BarrierModeDoesNotChangeTheProgram) {
-  const auto sw = run::simulate(test::bench_spec("sdg", "tx", 64, 4, 16));
-  const auto none = run::simulate(test::bench_spec("sdg", "tx", 64, 4, 16, sim::Barrier::kNone));
-  EXPECT_EQ(sw.stats.loads, none.stats.loads);
-  EXPECT_EQ(sw.stats.stores, none.stats.stores);
-  EXPECT_GT(sw.stats.fences, 0u);
-  EXPECT_EQ(none.stats.fences, 0u);
-}
-
-// The hardware barriers (the epoch engine): the same program as sw, and the same final content.
-TEST(BepSdgBench, HardwareBarriersRunTheSameProgramAndVerify) {
-  const auto sw = run::simulate(test::bench_spec("sdg", "tx", 64, 4, 16));
-  for (const auto b :
-       {sim::Barrier::kLb, sim::Barrier::kLbIdt, sim::Barrier::kLbPf, sim::Barrier::kLbPlusPlus}) {
-    const auto spec = test::bench_spec("sdg", "tx", 64, 4, 16, b);
-    const auto hw = run::simulate(spec);
-    EXPECT_EQ(hw.stats.loads, sw.stats.loads) << sim::to_string(b);
-    EXPECT_EQ(hw.stats.stores, sw.stats.stores) << sim::to_string(b);
-    test::expect_simulated_run_verifies(spec);
-  }
-}
-
-TEST(BepSdgBench, CrashCampaignUnderTheSoftwareBarrierAllPass) {
-  const auto r = test::campaign(test::bench_spec("sdg", "tx", 48, 4, 12), 200);
-  test::expect_all_pass(r);
-  std::uint64_t in_recovery = 0, undone = 0;
-  for (const auto& t : r.results) {
-    in_recovery += t.crashes_in_recovery;
-    undone += t.recovery.regions_recomputed;
-  }
-  EXPECT_GT(in_recovery, 0u);  // some restarts were cut inside the rollback
-  EXPECT_GT(undone, 0u);       // and some crashes left an ACTIVE log to undo
-}
-
-// Negative control: the same campaign with the barriers off must fail some trials.
-TEST(BepSdgBench, CrashCampaignWithoutBarriersFails) {
-  const auto r = test::campaign(test::bench_spec("sdg", "tx", 48, 4, 12, sim::Barrier::kNone), 200);
-  EXPECT_LT(r.passed, r.trials);
 }
 
 TEST(BepSdgBench, RefusesAGraphBeyondItsKeyArithmetic) {
