@@ -17,6 +17,7 @@
 #include "pmlab/bep/epoch_tracked.hpp"
 #include "pmlab/bep/node_pool.hpp"
 #include "pmlab/bep/progress.hpp"
+#include "pmlab/bep/replay_check.hpp"
 #include "pmlab/bep/tx.hpp"
 #include "pmlab/core/error.hpp"
 
@@ -452,10 +453,7 @@ void run_base(B& b, std::uint64_t* heap, const Shape& s) {
   });
 }
 
-struct Check {
-  std::uint64_t keys = 0, bad = 0;
-  std::string first;
-};
+using Check = SetCheck;
 
 // The tree's invariants, then its key set against the replay of `done` ops of every thread.
 [[nodiscard]] inline Check check_all(std::uint64_t* heap, const Shape& s, std::uint64_t done) {
@@ -473,15 +471,7 @@ struct Check {
     c.first = std::move(e);
     return c;
   }
-  std::vector<std::uint64_t> missing, extra;
-  std::set_difference(want.begin(), want.end(), got.begin(), got.end(),
-                      std::back_inserter(missing));
-  std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
-  c.bad = missing.size() + extra.size();
-  if (!missing.empty())
-    c.first = fmt::format("key {} missing (the replay has it)", missing.front());
-  else if (!extra.empty())
-    c.first = fmt::format("key {} present (the replay has not)", extra.front());
+  compare_with_replay(c, want, got, "key");
   return c;
 }
 
