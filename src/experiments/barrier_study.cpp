@@ -163,40 +163,46 @@ json bsp_study_bench(const std::string& bench, const BarrierStudyOptions& o) {
           {"ops", o.ops},   {"entries", o.entries}, {"bsp_rows", rows}};
 }
 
+// Geometric means of a ratio per configuration, in the order configurations first appear
+// (the benchmarks' rows list them in the same order); non-positive ratios are left out.
+class GeomeanByConfig {
+ public:
+  void add(const std::string& config, double ratio) {
+    auto [it, fresh] = logs_.try_emplace(config, 0.0, 0);
+    if (fresh) order_.push_back(config);
+    if (ratio > 0) it->second = {it->second.first + std::log(ratio), it->second.second + 1};
+  }
+  [[nodiscard]] const std::vector<std::string>& order() const { return order_; }
+  [[nodiscard]] double geomean(const std::string& config) const {
+    const auto [s, n] = logs_.at(config);
+    return n > 0 ? std::exp(s / n) : 0.0;
+  }
+  [[nodiscard]] int count(const std::string& config) const { return logs_.at(config).second; }
+
+ private:
+  std::map<std::string, std::pair<double, int>> logs_;  // sum of logs, count
+  std::vector<std::string> order_;
+};
+
 json bsp_study_summary(const json& benches) {
-  std::map<std::string, std::pair<double, int>> logs;
-  std::vector<std::string> order;
-  for (const auto& b : benches) {
-    if (!b.contains("bsp_rows")) continue;
-    for (const auto& r : b["bsp_rows"]) {
-      const std::string c = r.value("config", "?");
-      if (!logs.count(c)) order.push_back(c);
-      const double v = r.value("vs_np", 0.0);
-      auto& g = logs[c];
-      if (v > 0) g = {g.first + std::log(v), g.second + 1};
-    }
-  }
+  GeomeanByConfig g;
+  for (const auto& b : benches)
+    if (b.contains("bsp_rows"))
+      for (const auto& r : b["bsp_rows"]) g.add(r.value("config", "?"), r.value("vs_np", 0.0));
   json out = json::array();
-  for (const auto& c : order) {
-    const auto [s, n] = logs[c];
-    out.push_back(
-        {{"config", c}, {"geomean_vs_np", n > 0 ? std::exp(s / n) : 0.0}, {"benches", n}});
-  }
+  for (const auto& c : g.order())
+    out.push_back({{"config", c}, {"geomean_vs_np", g.geomean(c)}, {"benches", g.count(c)}});
   return out;
 }
 
 json barrier_study_summary(const json& benches) {
-  std::map<std::string, std::pair<double, int>> log_vs_lb;  // sum of logs, count
-  std::map<std::string, std::pair<double, int>> conflict;   // sum of %, count
-  std::vector<std::string> order;
+  GeomeanByConfig g;
+  std::map<std::string, std::pair<double, int>> conflict;  // sum of %, count
   for (const auto& b : benches) {
     if (!b.contains("rows")) continue;
     for (const auto& r : b["rows"]) {
       const std::string c = r.value("config", "?");
-      if (!log_vs_lb.count(c)) order.push_back(c);
-      const double v = r.value("vs_lb", 0.0);
-      auto& g = log_vs_lb[c];
-      if (v > 0) g = {g.first + std::log(v), g.second + 1};
+      g.add(c, r.value("vs_lb", 0.0));
       if (r.contains("epochs")) {
         auto& k = conflict[c];
         k = {k.first + r["epochs"].value("conflict_pct", 0.0), k.second + 1};
@@ -204,9 +210,8 @@ json barrier_study_summary(const json& benches) {
     }
   }
   json out = json::array();
-  for (const auto& c : order) {
-    const auto [s, n] = log_vs_lb[c];
-    json r = {{"config", c}, {"geomean_vs_lb", n > 0 ? std::exp(s / n) : 0.0}, {"benches", n}};
+  for (const auto& c : g.order()) {
+    json r = {{"config", c}, {"geomean_vs_lb", g.geomean(c)}, {"benches", g.count(c)}};
     if (conflict.count(c) && conflict[c].second > 0)
       r["mean_conflict_pct"] = conflict[c].first / conflict[c].second;
     out.push_back(std::move(r));
