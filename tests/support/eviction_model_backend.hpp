@@ -1,6 +1,7 @@
 // A test backend that records every line version so a "power failure" can persist any legal subset.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -44,7 +45,10 @@ class EvictionModelBackend {
     ++stores_;
     auto line = line_base(p);
     auto& h = history_[line];
-    if (h.versions.empty()) h.versions.push_back(snapshot(line));  // value at the start
+    if (h.versions.empty()) {
+      h.versions.push_back(snapshot(line));  // value at the start
+      h.first_touch = stores_;
+    }
     *p = v;
     h.versions.push_back(snapshot(line));
   }
@@ -78,7 +82,15 @@ class EvictionModelBackend {
   // newest version (otherwise a uniformly random legal one).
   void apply_crash_image(double latest_bias = 0.5) {
     std::bernoulli_distribution latest(latest_bias);
-    for (auto& [line, h] : history_) {
+    // Lines in the order the run first stored to them, so a seed draws the same image on every
+    // run (the hash map's order, and addresses, depend on where the allocator put the buffers,
+    // which made failures unreplayable).
+    std::vector<std::pair<std::uint64_t, std::uintptr_t>> lines;
+    lines.reserve(history_.size());
+    for (const auto& [line, h] : history_) lines.emplace_back(h.first_touch, line);
+    std::sort(lines.begin(), lines.end());
+    for (auto [first_touch, line] : lines) {
+      auto& h = history_[line];
       std::size_t pick = h.versions.size() - 1;
       if (!latest(rng_)) {
         std::uniform_int_distribution<std::size_t> d(h.durable, h.versions.size() - 1);
@@ -96,6 +108,7 @@ class EvictionModelBackend {
   struct History {
     std::vector<Line> versions;
     std::size_t durable = 0;  // index of the oldest version the crash may leave
+    std::uint64_t first_touch = 0;  // store count when the line was first stored to
   };
   static std::uintptr_t line_base(const void* p) {
     return reinterpret_cast<std::uintptr_t>(p) & ~(std::uintptr_t{kCacheLineBytes} - 1);

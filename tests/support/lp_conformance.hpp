@@ -203,7 +203,11 @@ TYPED_TEST_P(LpConformance, LpRecoveryIsExactFromRandomCrashPointsUnderAnyEvicti
   for (std::uint64_t t = 0; t < trials; ++t) {
     const auto size = K::random_size(rng);
     const std::size_t n = size.first, bs = size.second;
-    const auto kind = lp::kAllChecksumKinds[rng() % 5];
+    auto kind = lp::kAllChecksumKinds[rng() % 5];
+    // A one-value tile (bs = 1) is Adler-32's blind spot: a stale value shares its checksum
+    // about once in 10^5 (LpChecksum.Adler32MissesSomeStaleValues..., docs/lp-checksums.md), so
+    // such trials use CRC32C; larger regions keep Adler-32 in the draw.
+    if (kind == lp::ChecksumKind::kAdler32 && bs == 1) kind = lp::ChecksumKind::kCrc32c;
     SCOPED_TRACE(::testing::Message()
                  << "trial " << t << " n=" << n << " bs=" << bs << " " << lp::to_string(kind));
     typename K::Fixture f(n, bs, rng());
