@@ -215,9 +215,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
                    ->capture_default_str();
   auto* o_thr =
       cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
-  auto* o_ck = cmd->add_option("--checksum", args->checksum,
-                               "LP checksum: modular, parity, adler32, modular-parity, crc32c")
-                   ->capture_default_str();
+  auto* o_ck =
+      cmd->add_option("--checksum", args->checksum,
+                      "LP checksum: modular, parity, adler32, modular-parity, crc32c (adler32 can "
+                      "miss a stale value in a one-value tile, --bs 1: docs/lp-checksums.md)")
+          ->capture_default_str();
   auto* o_seed = cmd->add_option("--seed", args->seed, "Seed of the deterministic input matrices")
                      ->capture_default_str();
   args->kernel_options.add_to(*cmd);

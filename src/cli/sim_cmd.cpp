@@ -261,7 +261,8 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", a->threads,
                   "Logical threads (default: the preset's; thread t runs on core t % cores)");
   cmd->add_option("--checksum", a->checksum,
-                  "LP checksum: modular, parity, adler32, modular-parity, crc32c")
+                  "LP checksum: modular, parity, adler32, modular-parity, crc32c (adler32 can miss "
+                  "a stale value in a one-value tile, --bs 1: docs/lp-checksums.md)")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the deterministic inputs")->capture_default_str();
   a->kernel_options.add_to(*cmd);

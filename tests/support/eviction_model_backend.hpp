@@ -107,7 +107,7 @@ class EvictionModelBackend {
   using Line = std::array<unsigned char, kCacheLineBytes>;
   struct History {
     std::vector<Line> versions;
-    std::size_t durable = 0;  // index of the oldest version the crash may leave
+    std::size_t durable = 0;        // index of the oldest version the crash may leave
     std::uint64_t first_touch = 0;  // store count when the line was first stored to
   };
   static std::uintptr_t line_base(const void* p) {
