@@ -42,7 +42,7 @@ inline void fill_work(double* l, const double* a, std::size_t n) {
 // A (read-only input) and L (in place: lower(A) at first, the factor at the end).
 // Tile (i, j), i >= j, undergoes ops 0..j: op q < j is the update at step q
 // (L_ij -= L_iq·L_jqᵀ), op j the factorization at step j (POTRF if i == j, else TRSM).
-struct Operands : tiled::Factorization {
+struct Operands : tiled::InPlaceTiles<Operands> {
   mem::MatrixView<const double> a;
   mem::MatrixView<double> l;
   tiled::Tiling tiling;
@@ -85,38 +85,6 @@ struct Operands : tiled::Factorization {
     std::vector<Tile> g;
     for (std::size_t i = m; i < tiles(); ++i) g.push_back({i, m});
     return g;
-  }
-  template <class Fn>
-  void for_each_element(Tile t, Fn&& fn) const {
-    const std::size_t i0 = tiling.begin(t.i), j0 = tiling.begin(t.j);
-    for (std::size_t r = 0; r < tiling.len(t.i); ++r)
-      for (std::size_t c = 0; c < row_cols(t, r); ++c) fn(i0 + r, j0 + c);
-  }
-  template <lp::ChecksumKind K, mem::Backend B>
-  [[nodiscard]] lp::ChecksumValue checksum(B& be, Tile t) const {
-    lp::Accumulator<K> acc;
-    for_each_element(t, [&](std::size_t i, std::size_t j) { acc.add(be.load(l.at(i, j))); });
-    return acc.value();
-  }
-  template <mem::Backend B>
-  [[nodiscard]] bool equals_input(B& be, Tile t) const {
-    bool same = true;
-    for_each_element(t, [&](std::size_t i, std::size_t j) {
-      same = same && std::bit_cast<std::uint64_t>(be.load(l.at(i, j))) ==
-                         std::bit_cast<std::uint64_t>(be.load(a.at(i, j)));
-    });
-    return same;
-  }
-  template <mem::Backend B>
-  void restore_input(B& be, Tile t) const {
-    for_each_element(
-        t, [&](std::size_t i, std::size_t j) { be.store(l.at(i, j), be.load(a.at(i, j))); });
-  }
-  template <mem::Backend B>
-  void persist_tile(B& be, Tile t) const {
-    scheme::flush_block(be, l.at(tiling.begin(t.i), tiling.begin(t.j)), tiling.len(t.i),
-                        tiling.len(t.j), l.ld());
-    be.fence();
   }
   template <mem::Backend B, class OnStore>
   void apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const;

@@ -34,7 +34,7 @@ inline void fill_input(double* a, std::size_t n, std::uint64_t seed) {
 // diagonal implicit). Tile (i, j) undergoes ops 0..m, m = min(i, j): op q < m is the update at
 // step q (W_ij -= L_iq·U_qj), op m the factorization at step m (GETRF on the diagonal, the
 // triangular solve for U_mj in block row m, for L_im in block column m).
-struct Operands : tiled::Factorization {
+struct Operands : tiled::InPlaceTiles<Operands> {
   mem::MatrixView<const double> a;
   mem::MatrixView<double> w;
   tiled::Tiling tiling;
@@ -62,6 +62,8 @@ struct Operands : tiled::Factorization {
   // (T-q)² tiles; sum of squares T(T+1)(2T+1)/6 in all.
   [[nodiscard]] static std::size_t squares(std::size_t m) { return m * (m + 1) * (2 * m + 1) / 6; }
   [[nodiscard]] std::size_t table_slots() const { return squares(tiles()); }
+  // Every column of a tile's row belongs to it (LU's tiles are full squares, edges short).
+  [[nodiscard]] std::size_t row_cols(Tile t, std::size_t /*r*/) const { return tiling.len(t.j); }
   [[nodiscard]] std::size_t slot(std::size_t q, Tile t) const {
     const std::size_t rest = tiles() - q;
     return squares(tiles()) - squares(rest) + (t.i - q) * rest + (t.j - q);
@@ -73,38 +75,6 @@ struct Operands : tiled::Factorization {
     for (std::size_t j = m + 1; j < tiles(); ++j) g.push_back({m, j});
     for (std::size_t i = m + 1; i < tiles(); ++i) g.push_back({i, m});
     return g;
-  }
-  template <class Fn>
-  void for_each_element(Tile t, Fn&& fn) const {
-    const std::size_t i0 = tiling.begin(t.i), j0 = tiling.begin(t.j);
-    for (std::size_t r = 0; r < tiling.len(t.i); ++r)
-      for (std::size_t c = 0; c < tiling.len(t.j); ++c) fn(i0 + r, j0 + c);
-  }
-  template <lp::ChecksumKind K, mem::Backend B>
-  [[nodiscard]] lp::ChecksumValue checksum(B& be, Tile t) const {
-    lp::Accumulator<K> acc;
-    for_each_element(t, [&](std::size_t i, std::size_t j) { acc.add(be.load(w.at(i, j))); });
-    return acc.value();
-  }
-  template <mem::Backend B>
-  [[nodiscard]] bool equals_input(B& be, Tile t) const {
-    bool same = true;
-    for_each_element(t, [&](std::size_t i, std::size_t j) {
-      same = same && std::bit_cast<std::uint64_t>(be.load(w.at(i, j))) ==
-                         std::bit_cast<std::uint64_t>(be.load(a.at(i, j)));
-    });
-    return same;
-  }
-  template <mem::Backend B>
-  void restore_input(B& be, Tile t) const {
-    for_each_element(
-        t, [&](std::size_t i, std::size_t j) { be.store(w.at(i, j), be.load(a.at(i, j))); });
-  }
-  template <mem::Backend B>
-  void persist_tile(B& be, Tile t) const {
-    scheme::flush_block(be, w.at(tiling.begin(t.i), tiling.begin(t.j)), tiling.len(t.i),
-                        tiling.len(t.j), w.ld());
-    be.fence();
   }
   template <mem::Backend B, class OnStore>
   void apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/index_record.hpp"
+#include "pmlab/scheme/lines.hpp"
 
 namespace pmlab::kernels::tiled {
 
@@ -34,6 +36,62 @@ struct Tiling {
   [[nodiscard]] std::size_t tiles() const { return (n + bs - 1) / bs; }
   [[nodiscard]] std::size_t begin(std::size_t t) const { return t * bs; }
   [[nodiscard]] std::size_t len(std::size_t t) const { return std::min(bs, n - t * bs); }
+};
+
+// The per-tile operations of an in-place tiled factorization's recovery, written once for every
+// such kernel. `Self` (the kernel's Operands, deriving from this) provides `a` (the read-only
+// input), `work()` (the matrix factored in place), `tiling` and `row_cols(t, r)`: how many
+// columns of tile t's row r belong to the tile (Cholesky's diagonal tiles are lower triangles).
+template <class Self>
+struct InPlaceTiles : Factorization {
+  // Calls fn(i, j) for every element of tile t, row by row.
+  template <class Fn>
+  void for_each_element(Tile t, Fn&& fn) const {
+    const auto& s = self();
+    const std::size_t i0 = s.tiling.begin(t.i), j0 = s.tiling.begin(t.j);
+    for (std::size_t r = 0; r < s.tiling.len(t.i); ++r)
+      for (std::size_t c = 0; c < s.row_cols(t, r); ++c) fn(i0 + r, j0 + c);
+  }
+  // The tile's checksum as stored by LP, in element order.
+  template <lp::ChecksumKind K, mem::Backend B>
+  [[nodiscard]] lp::ChecksumValue checksum(B& be, Tile t) const {
+    lp::Accumulator<K> acc;
+    const auto w = self().work();
+    for_each_element(t, [&](std::size_t i, std::size_t j) { acc.add(be.load(w.at(i, j))); });
+    return acc.value();
+  }
+  // Whether the tile still holds the input, bit for bit (no op has touched it yet).
+  template <mem::Backend B>
+  [[nodiscard]] bool equals_input(B& be, Tile t) const {
+    const auto w = self().work();
+    const auto& a = self().a;
+    bool same = true;
+    for_each_element(t, [&](std::size_t i, std::size_t j) {
+      same = same && std::bit_cast<std::uint64_t>(be.load(w.at(i, j))) ==
+                         std::bit_cast<std::uint64_t>(be.load(a.at(i, j)));
+    });
+    return same;
+  }
+  // Puts the input back into the tile (recovery restarts its ops from the first).
+  template <mem::Backend B>
+  void restore_input(B& be, Tile t) const {
+    const auto w = self().work();
+    const auto& a = self().a;
+    for_each_element(
+        t, [&](std::size_t i, std::size_t j) { be.store(w.at(i, j), be.load(a.at(i, j))); });
+  }
+  // Flushes the tile's lines and fences.
+  template <mem::Backend B>
+  void persist_tile(B& be, Tile t) const {
+    const auto& s = self();
+    const auto w = s.work();
+    scheme::flush_block(be, w.at(s.tiling.begin(t.i), s.tiling.begin(t.j)), s.tiling.len(t.i),
+                        s.tiling.len(t.j), w.ld());
+    be.fence();
+  }
+
+ private:
+  [[nodiscard]] const Self& self() const { return static_cast<const Self&>(*this); }
 };
 
 // x -> (a, b) with a >= b >= 0 and x = a(a+1)/2 + b: enumerates a lower triangle row by row.
