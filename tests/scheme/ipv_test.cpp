@@ -141,6 +141,15 @@ TEST(SchemeIpv, NativeHelperThreadRunMatchesTheReference) {
     EXPECT_TRUE(f.result_ok()) << n;
     EXPECT_EQ(f.h[0].complete, 1u);
     EXPECT_EQ(f.h[0].done, (n + 7) / 8);
+    // The helper's times reach the backend (and from there `pmlab run`'s report) when it stops.
+    EXPECT_FALSE(be.helper_times().placement.empty()) << n;
+    EXPECT_GT(be.helper_times().busy_ns, 0u) << n;
+  }
+  {  // a backend whose run used no helper reports none
+    IpvFixture f(33, 8);
+    mem::PlainBackend be({}, 1);
+    tm::run_ipv(be, f.op(), f.st(), tm::IpvFlush::kSync);
+    EXPECT_TRUE(be.helper_times().placement.empty());
   }
   if (persist::cpu_supports(persist::FlushKind::kClwb)) {
     IpvFixture f(40, 8);
@@ -148,6 +157,14 @@ TEST(SchemeIpv, NativeHelperThreadRunMatchesTheReference) {
     tm::run_ipv(be, f.op(), f.st(), tm::IpvFlush::kAsync);
     EXPECT_TRUE(f.result_ok());
   }
+}
+
+TEST(SchemeAsyncFlush, HiddenFractionIsTheShareOfFlushTimeTheMainThreadDidNotWaitFor) {
+  EXPECT_EQ((mem::HelperTimes{}).hidden_fraction(), 0.0);  // nothing flushed: nothing hidden
+  EXPECT_DOUBLE_EQ((mem::HelperTimes{1000, 250, "cpu 1"}).hidden_fraction(), 0.75);
+  EXPECT_EQ((mem::HelperTimes{1000, 1000, "cpu 1"}).hidden_fraction(), 0.0);
+  // Waiting longer than the helper flushed (scheduling, the queue's own latency) hides nothing.
+  EXPECT_EQ((mem::HelperTimes{1000, 3000, "cpu 1"}).hidden_fraction(), 0.0);
 }
 
 TEST(SchemeAsyncFlush, HelperCompletesEveryTicketBeforeTheBarrierReturns) {

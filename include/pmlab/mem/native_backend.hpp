@@ -4,9 +4,12 @@
 #include <omp.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <utility>
 
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/helper_times.hpp"
 #include "pmlab/persist/persister.hpp"
 
 namespace pmlab::mem {
@@ -46,10 +49,21 @@ class NativeBackend {
   [[nodiscard]] const P& persister() const {
     return persister_;
   }
+  // The flush helper's times over this backend's life (a run).
+  [[nodiscard]] const HelperTimes& helper_times() const {
+    return helper_times_;
+  }
+  void add_helper_times(std::uint64_t busy_ns, std::uint64_t exposed_ns,
+                        const std::string& placement) {
+    helper_times_.busy_ns += busy_ns;
+    helper_times_.exposed_ns += exposed_ns;
+    helper_times_.placement = placement;
+  }
 
  private:
   P persister_;
   int threads_;
+  HelperTimes helper_times_;
 };
 
 static_assert(Backend<NativeBackend<persist::NoPersist>>);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pmlab/lp/recovery.hpp"
+#include "pmlab/mem/helper_times.hpp"
 #include "pmlab/persist/flush.hpp"
 #include "pmlab/persist/persister.hpp"
 #include "pmlab/pool/pool.hpp"
@@ -30,6 +31,8 @@ struct RunReport {
   // Process CPU time (all threads) over the same span as compute_seconds: below
   // compute_seconds * threads when other processes took the cores (pmlab bench's busy check).
   double compute_cpu_seconds = 0;
+  // Seed 002's flush helper thread (ipv): empty placement when the scheme used none.
+  mem::HelperTimes helper;
 };
 
 struct VerifyResult {

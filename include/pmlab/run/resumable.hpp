@@ -150,6 +150,7 @@ template <ResumableKernel K>
       report.compute_seconds = seconds_since(t1);
       report.compute_cpu_seconds = process_cpu_seconds() - cpu1;
     });
+    report.helper = be.helper_times();
     // "done" only once the result is durable, whatever the scheme left in the caches.
     const OutputBytes out = K::output(ctx.op);
     pool.persist(out.data, out.bytes);

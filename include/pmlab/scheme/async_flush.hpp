@@ -87,6 +87,14 @@ class AsyncFlusher {
       b_.helper_barrier();
   }
   [[nodiscard]] const FlushHelper* helper() const { return helper_.get(); }
+  // flush_finalize: the helper stops; natively its times go to the backend, for the run report.
+  ~AsyncFlusher() {
+    if constexpr (kIsNativeBackend<B>)
+      if (helper_)
+        b_.add_helper_times(helper_->busy_ns(), helper_->exposed_ns(), helper_->placement());
+  }
+  AsyncFlusher(const AsyncFlusher&) = delete;
+  AsyncFlusher& operator=(const AsyncFlusher&) = delete;
 
  private:
   B& b_;

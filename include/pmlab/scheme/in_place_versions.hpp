@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/mutation.hpp"
@@ -70,20 +71,23 @@ void run_in_place_versions(B& be, const InPlaceVersions& st, IpvFlush how, std::
   const bool skip_flush = mem::mutated(be, mem::Mutation::kIpvSkipFlush);
   const bool barrier_late = mem::mutated(be, mem::Mutation::kIpvBarrierAfterWrite);
   const bool commit_early = mem::mutated(be, mem::Mutation::kIpvCommitBeforeFlush);
-  AsyncFlusher<B> flusher(be);  // flush_init: starts the helper natively
+  // flush_init: starts the helper natively, only for the asynchronous variant (ipv-sync flushes
+  // in place and must not have a thread competing for the other core).
+  std::optional<AsyncFlusher<B>> flusher;
+  if (how == IpvFlush::kAsync) flusher.emplace(be);
   const auto flush_working = [&](double* out) {
     // skip-flush: version 1, the scheme's own array, is never flushed. (Leaving out a part of
     // every version instead, e.g. tmm's last panel, is masked by the caches: with two threads
     // and an odd tile count the last panel is not the last one written, and a small LLC writes
     // it back before any commit a crash could follow.)
     if (skip_flush && out == st.v[1]) return;
-    if (how == IpvFlush::kAsync)
-      flusher.flush_async({out, m * sizeof(double)});
+    if (flusher)
+      flusher->flush_async({out, m * sizeof(double)});
     else
       be.persist(out, m * sizeof(double));
   };
   const auto barrier_and_commit = [&](std::size_t t) {
-    flusher.flush_barrier();
+    if (flusher) flusher->flush_barrier();
     if (!commit_early) detail::ipv_commit(be, st, t);
   };
   for (std::size_t t = first; t < n_it; ++t) {
@@ -106,7 +110,7 @@ void run_in_place_versions(B& be, const InPlaceVersions& st, IpvFlush how, std::
     if (commit_early) detail::ipv_commit(be, st, t + 1);
     flush_working(out);  // flush_async: version (t + 1) % 2 is no longer updated in t
   }
-  flusher.flush_barrier();
+  if (flusher) flusher->flush_barrier();
   detail::ipv_commit(be, st, n_it);
   if (n_it % 2 == 1) copy_durable(be, st.v[0], st.v[1], m);
   be.store(&st.header->complete, std::uint64_t{1});
