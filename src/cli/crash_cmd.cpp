@@ -306,24 +306,24 @@ void add_crash_command(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   std::vector<std::string> mutations{"none"};
   for (const mem::Mutation m : mem::kAllMutations) mutations.emplace_back(mem::to_string(m));
-  cmd->add_option(
-         "--mutate", a->mutate,
-         "Test aid (negative control): run a deliberately broken protocol, which the "
-         "campaign should detect (exit 1). Only the mutations the scheme's row declares "
-         "are accepted (others: exit 2, naming them). no-flush / no-fence: the "
-         "simulator drops every flush / fence; no-validate: LP recovery trusts every "
-         "written checksum slot; commit-early: the undo log's flag is cleared and a "
-         "checkpoint published before the data they commit are durable (WAL, "
-         "checkpoint); cp-no-flush / cp-no-sfence: the copy of cp-clflush, "
-         "cp-par-clflush and cp-nt is never flushed / never fenced before the publish; "
-         "ipv-commit-before-flush / ipv-barrier-after-write / ipv-skip-flush (ipv, "
-         "ipv-sync): the commit word is persisted before the working version is "
-         "flushed / the barrier and commit come after the next iteration's first panel "
-         "/ the working version's last panel is never flushed; lb-no-intra-flush, "
-         "lb-no-replacement-order, lb-no-split, lb-per-bank-no-arbiter, "
-         "idt-ignore-deps, idt-dep-only-waw (tx rows under --barrier lb*, lb-no-split and idt- "
-         "only with IDT): the epoch engine breaks one of its rules (docs/simulator.md); "
-         "the campaign then also runs the persist-order oracle")
+  cmd->add_option("--mutate", a->mutate,
+                  "Test aid (negative control): run a deliberately broken protocol, which the "
+                  "campaign should detect (exit 1). Only the mutations the scheme's row declares "
+                  "are accepted (others: exit 2, naming them). no-flush / no-fence: the "
+                  "simulator drops every flush / fence; no-validate: LP recovery trusts every "
+                  "written checksum slot; commit-early: the undo log's flag is cleared and a "
+                  "checkpoint published before the data they commit are durable (WAL, "
+                  "checkpoint); cp-no-flush / cp-no-sfence: the copy of cp-clflush, "
+                  "cp-par-clflush and cp-nt is never flushed / never fenced before the publish; "
+                  "ipv-commit-before-flush / ipv-barrier-after-write / ipv-skip-flush (ipv, "
+                  "ipv-sync): the commit word is persisted before the working version is "
+                  "flushed / the barrier and commit come after the next iteration's first panel "
+                  "/ the working version's last panel is never flushed; lb-no-intra-flush, "
+                  "lb-no-replacement-order, lb-no-split, lb-per-bank-no-arbiter, "
+                  "idt-ignore-deps, idt-dep-only-waw (tx rows under --barrier lb*; no-split, "
+                  "idt- only with IDT): the epoch engine breaks one of its rules "
+                  "(docs/simulator.md); "
+                  "the campaign then also runs the persist-order oracle")
       ->capture_default_str()
       ->check(CLI::IsMember(mutations));
   cmd->add_flag("--quiet", a->quiet,
