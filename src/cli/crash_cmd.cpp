@@ -320,8 +320,9 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                   "flushed / the barrier and commit come after the next iteration's first panel "
                   "/ the working version's last panel is never flushed; lb-no-intra-flush, "
                   "lb-no-replacement-order, lb-no-split, lb-per-bank-no-arbiter, "
-                  "idt-ignore-deps, idt-dep-only-waw (tx rows under --barrier lb*, idt- only "
-                  "with IDT): the epoch engine breaks one of its rules (docs/simulator.md); "
+                  "idt-ignore-deps, idt-dep-only-waw (tx rows under --barrier lb*; no-split, "
+                  "idt- only with IDT): the epoch engine breaks one of its rules "
+                  "(docs/simulator.md); "
                   "the campaign then also runs the persist-order oracle")
       ->capture_default_str()
       ->check(CLI::IsMember(mutations));
