@@ -410,6 +410,7 @@ template <EpochBackend B>
 void run_tx(B& b, std::uint64_t* heap, TxLog* logs, const Shape& s) {
   const Tree t = tree_of(heap, s);
   Arenas arenas = arenas_of(t, s);
+  order_sections_after_commits(b, logs);
   run_thread_ops(
       b, s.threads, s.ops, [&](std::size_t th) { return tx_done(b, logs[th]); },
       [&](std::size_t th, std::size_t j) {

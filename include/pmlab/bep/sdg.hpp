@@ -348,6 +348,7 @@ void run_tx(B& b, std::uint64_t* heap, TxLog* logs, const Shape& s) {
   const Graph g = graph_of(heap, s);
   const EdgeSpace space(s.n);
   Arenas arenas = arenas_of(g, space, s);
+  order_sections_after_commits(b, logs);
   const auto tx_op = [&](std::size_t th, const Planned& p) {
     Deferred<B> d(b);
     const auto freed = p.any ? apply_op(d, b, g, arenas, p, th)

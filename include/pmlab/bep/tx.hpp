@@ -92,6 +92,15 @@ class Tx {
   std::uint64_t done_ = 0;
 };
 
+// In the simulator, a critical section that runs a transaction reads the previous holder's
+// commit (its state word) on entry, so that under a hardware barrier it persists after it:
+// EpochTracked::order_critical_sections_after.
+template <EpochBackend B>
+void order_sections_after_commits(B& b, const TxLog* logs) {
+  if constexpr (requires { b.order_critical_sections_after(&logs[0].state, sizeof(TxLog)); })
+    b.order_critical_sections_after(&logs[0].state, sizeof(TxLog));
+}
+
 // Rolls back an interrupted transaction of this log; true if there was one. Idempotent.
 template <EpochBackend B>
 bool tx_recover(B& b, TxLog& log, std::byte* heap) {
