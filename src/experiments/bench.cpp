@@ -402,6 +402,16 @@ nlohmann::json to_json(const BenchResult& r) {
     j["relative_half_width"] =
         std::isfinite(p.relative_half_width) ? nlohmann::json(p.relative_half_width) : nullptr;
     j["reason"] = p.reason;
+    // Diagnostics of the interval (docs/measurement.md, "Drift"): its two parts, the halves.
+    const auto interval_json = [](const std::optional<experiments::ConfidenceInterval>& ci) {
+      return ci ? nlohmann::json{ci->low, ci->high} : nlohmann::json(nullptr);
+    };
+    j["bootstrap_ci95"] = interval_json(p.bootstrap_ci95);
+    j["block_ci95"] = interval_json(p.block_ci95);
+    j["blocks"] = p.blocks;
+    j["first_half_ratio"] = optional_json(p.first_half_ratio);
+    j["second_half_ratio"] = optional_json(p.second_half_ratio);
+    j["drifted"] = p.drifted;
     j["text"] = experiments::format_ratio(p);
     j["stop"] = stop_name(p.stop);
     j["pairs_measured"] = p.pairs_measured;
@@ -413,7 +423,8 @@ nlohmann::json to_json(const BenchResult& r) {
     j["elapsed_seconds"] = p.elapsed_seconds;
     nlohmann::json pairs = nlohmann::json::array();
     for (const auto& q : p.pairs)
-      pairs.push_back({{"base_seconds", q.timing.base_seconds},
+      pairs.push_back({{"ratio", q.ratio},
+                       {"base_seconds", q.timing.base_seconds},
                        {"scheme_seconds", q.timing.scheme_seconds},
                        {"base_cpu_seconds", q.timing.base_cpu_seconds},
                        {"scheme_cpu_seconds", q.timing.scheme_cpu_seconds},
