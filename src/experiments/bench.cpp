@@ -350,6 +350,16 @@ BenchResult run_bench(const BenchOptions& opt) {
         r.load_before ? fmt::format("{:.2f}", *r.load_before) : "n/a",
         r.load_after ? fmt::format("{:.2f}", *r.load_after) : "n/a", r.cores,
         experiments::PairedRatioOptions{}.healthy_cpu_fraction));
+  // Every scheme does base's work plus its own, so a scheme reliably faster than base is not
+  // the scheme's cost: the two loops differ, or the build placed them differently (the same
+  // kernels moved by tens of points between builds; docs/measurement.md, "Drift").
+  for (const auto& s : r.schemes)
+    if (s.paired && s.paired->resolved && s.paired->ci95 && s.paired->ci95->high < 1)
+      r.warnings.push_back(fmt::format(
+          "{} resolved faster than base ({}): it runs base's work plus its own, so this is a "
+          "different loop or code placement of this build, not the scheme's cost "
+          "(docs/measurement.md)",
+          s.scheme, experiments::format_ratio(*s.paired)));
   if (opt.threads > 1 && r.omp_wait_policy != "passive" && r.omp_wait_policy != "PASSIVE")
     r.warnings.push_back(
         "OpenMP threads may spin-wait at barriers (OMP_WAIT_POLICY is not passive): on a shared "
@@ -412,6 +422,7 @@ nlohmann::json to_json(const BenchResult& r) {
     j["first_half_ratio"] = optional_json(p.first_half_ratio);
     j["second_half_ratio"] = optional_json(p.second_half_ratio);
     j["drifted"] = p.drifted;
+    j["faster_than_base"] = p.ci95 && p.ci95->high < 1;  // implausible for a scheme: see warnings
     j["text"] = experiments::format_ratio(p);
     j["stop"] = stop_name(p.stop);
     j["pairs_measured"] = p.pairs_measured;
