@@ -352,7 +352,7 @@ BenchResult run_bench(const BenchOptions& opt) {
         experiments::PairedRatioOptions{}.healthy_cpu_fraction));
   // Every scheme does base's work plus its own, so a scheme reliably faster than base is not
   // the scheme's cost: the two loops differ, or the build placed them differently (the same
-  // kernels moved by tens of points between builds; docs/measurement.md, "Drift").
+  // kernels moved by up to 17 points between builds; docs/measurement.md, "Drift").
   for (const auto& s : r.schemes)
     if (s.paired && s.paired->resolved && s.paired->ci95 && s.paired->ci95->high < 1)
       r.warnings.push_back(fmt::format(
