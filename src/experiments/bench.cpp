@@ -350,6 +350,16 @@ BenchResult run_bench(const BenchOptions& opt) {
         r.load_before ? fmt::format("{:.2f}", *r.load_before) : "n/a",
         r.load_after ? fmt::format("{:.2f}", *r.load_after) : "n/a", r.cores,
         experiments::PairedRatioOptions{}.healthy_cpu_fraction));
+  // Every scheme does base's work plus its own, so a scheme reliably faster than base is not
+  // the scheme's cost: the two loops differ, or the build placed them differently (the same
+  // kernels moved by up to 17 points between builds; docs/measurement.md, "Drift").
+  for (const auto& s : r.schemes)
+    if (s.paired && s.paired->resolved && s.paired->ci95 && s.paired->ci95->high < 1)
+      r.warnings.push_back(fmt::format(
+          "{} resolved faster than base ({}): it runs base's work plus its own, so this is a "
+          "different loop or code placement of this build, not the scheme's cost "
+          "(docs/measurement.md)",
+          s.scheme, experiments::format_ratio(*s.paired)));
   if (opt.threads > 1 && r.omp_wait_policy != "passive" && r.omp_wait_policy != "PASSIVE")
     r.warnings.push_back(
         "OpenMP threads may spin-wait at barriers (OMP_WAIT_POLICY is not passive): on a shared "
@@ -402,6 +412,17 @@ nlohmann::json to_json(const BenchResult& r) {
     j["relative_half_width"] =
         std::isfinite(p.relative_half_width) ? nlohmann::json(p.relative_half_width) : nullptr;
     j["reason"] = p.reason;
+    // Diagnostics of the interval (docs/measurement.md, "Drift"): its two parts, the halves.
+    const auto interval_json = [](const std::optional<experiments::ConfidenceInterval>& ci) {
+      return ci ? nlohmann::json{ci->low, ci->high} : nlohmann::json(nullptr);
+    };
+    j["bootstrap_ci95"] = interval_json(p.bootstrap_ci95);
+    j["block_ci95"] = interval_json(p.block_ci95);
+    j["blocks"] = p.blocks;
+    j["first_half_ratio"] = optional_json(p.first_half_ratio);
+    j["second_half_ratio"] = optional_json(p.second_half_ratio);
+    j["drifted"] = p.drifted;
+    j["faster_than_base"] = p.ci95 && p.ci95->high < 1;  // implausible for a scheme: see warnings
     j["text"] = experiments::format_ratio(p);
     j["stop"] = stop_name(p.stop);
     j["pairs_measured"] = p.pairs_measured;
@@ -413,7 +434,8 @@ nlohmann::json to_json(const BenchResult& r) {
     j["elapsed_seconds"] = p.elapsed_seconds;
     nlohmann::json pairs = nlohmann::json::array();
     for (const auto& q : p.pairs)
-      pairs.push_back({{"base_seconds", q.timing.base_seconds},
+      pairs.push_back({{"ratio", q.ratio},
+                       {"base_seconds", q.timing.base_seconds},
                        {"scheme_seconds", q.timing.scheme_seconds},
                        {"base_cpu_seconds", q.timing.base_cpu_seconds},
                        {"scheme_cpu_seconds", q.timing.scheme_cpu_seconds},

@@ -129,6 +129,10 @@ struct RatioEstimatorOptions {
   // Widens the percentile interval for small samples (Hesterberg's "expanded percentile"),
   // where the plain percentile bootstrap is known to be too narrow.
   bool expand_small_samples = true;
+  // Most time-ordered blocks for the between-block interval (estimate_ratio_over_time). Pairs
+  // are cut into min(max_blocks, n / 2) consecutive blocks, so a block holds at least one
+  // B S S B quad; at least 3 blocks are needed for a t-interval.
+  std::size_t max_blocks = 8;
 };
 
 struct RatioEstimate {
@@ -296,6 +300,79 @@ inline RatioEstimate estimate_ratio(std::span<const double> ratios,
   return estimate;
 }
 
+// The estimate of ratios given in the order they were measured, with an interval that also
+// holds when the machine changed during the campaign. The bootstrap above treats the pairs as
+// exchangeable: a level shift half-way (a process starting, a frequency or page-placement
+// change that affects the two members differently) splits the ratios into two tight clusters,
+// and the bootstrap's interval lies between them, narrow and wrong for both. Here:
+// - blocks: the pairs are cut into k consecutive blocks; the mean log ratio per block gives a
+//   Student t interval with k - 1 degrees of freedom. Drift between blocks shows as dispersion
+//   of the block means, so it widens this interval where the bootstrap would not notice;
+// - halves: first and second half of the pairs each get their own bootstrap interval; when
+//   the two are disjoint the ratio changed during the run ("drifted"), and no single interval
+//   describes it.
+// The reported interval is the hull of the whole-sample bootstrap and the block interval.
+struct TimeOrderedEstimate {
+  RatioEstimate estimate;  // ratio: the trimmed mean; interval: hull of bootstrap and blocks
+  std::optional<ConfidenceInterval> bootstrap;  // whole sample, order ignored
+  std::optional<ConfidenceInterval> blocks;     // between-block t interval (>= 3 blocks)
+  std::size_t block_count = 0;
+  std::optional<RatioEstimate> first_half, second_half;  // with >= 4 ratios
+  bool drifted = false;                                  // the halves' intervals are disjoint
+};
+
+namespace detail {
+
+inline std::optional<ConfidenceInterval> block_interval(std::span<const double> logs,
+                                                        std::size_t blocks, double confidence) {
+  if (blocks < 3) return std::nullopt;
+  const std::size_t n = logs.size();
+  std::vector<double> means;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t first = b * n / blocks, last = (b + 1) * n / blocks;
+    double sum = 0;
+    for (std::size_t i = first; i < last; ++i) sum += logs[i];
+    means.push_back(sum / static_cast<double>(last - first));
+  }
+  const double k = static_cast<double>(blocks);
+  double mean = 0;
+  for (const double m : means) mean += m / k;
+  double squares = 0;
+  for (const double m : means) squares += (m - mean) * (m - mean);
+  const double half =
+      student_t_quantile(1 - (1 - confidence) / 2, k - 1) * std::sqrt(squares / (k - 1) / k);
+  return ConfidenceInterval{std::exp(mean - half), std::exp(mean + half)};
+}
+
+}  // namespace detail
+
+inline TimeOrderedEstimate estimate_ratio_over_time(std::span<const double> ratios,
+                                                    const RatioEstimatorOptions& options = {}) {
+  TimeOrderedEstimate result;
+  result.estimate = estimate_ratio(ratios, options);  // validates options and ratios
+  result.bootstrap = result.estimate.interval;
+  const std::size_t n = ratios.size();
+  std::vector<double> logs;
+  logs.reserve(n);
+  for (const double r : ratios) logs.push_back(std::log(r));
+  result.block_count = std::min(options.max_blocks, n / 2);
+  result.blocks = detail::block_interval(logs, result.block_count, options.confidence);
+  if (result.blocks && result.estimate.interval) {
+    ConfidenceInterval& hull = *result.estimate.interval;
+    hull.low = std::min(hull.low, result.blocks->low);
+    hull.high = std::max(hull.high, result.blocks->high);
+    result.estimate.relative_half_width = (hull.high - hull.low) / 2 / result.estimate.ratio;
+  }
+  if (n >= 4) {
+    result.first_half = estimate_ratio(ratios.first(n / 2), options);
+    result.second_half = estimate_ratio(ratios.subspan(n / 2), options);
+    const auto& a = *result.first_half->interval;
+    const auto& b = *result.second_half->interval;
+    result.drifted = a.high < b.low || b.high < a.low;
+  }
+  return result;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Adaptive paired measurement
 
@@ -338,8 +415,15 @@ struct PairedRatioResult {
   // over the healthy pairs; over all pairs when the machine was busy (then it is unresolved
   // and the interval shows how much the contamination spread the ratios).
   double ratio = 1;
-  std::optional<ConfidenceInterval> ci95;  // nullopt with fewer than 2 counted pairs
+  // Hull of the bootstrap and the between-block interval (estimate_ratio_over_time); nullopt
+  // with fewer than 2 counted pairs.
+  std::optional<ConfidenceInterval> ci95;
   double relative_half_width = std::numeric_limits<double>::infinity();
+  std::optional<ConfidenceInterval> bootstrap_ci95;  // diagnostics: the hull's two parts
+  std::optional<ConfidenceInterval> block_ci95;
+  std::size_t blocks = 0;
+  std::optional<double> first_half_ratio, second_half_ratio;  // counted pairs, time order
+  bool drifted = false;   // the halves' intervals are disjoint: never resolved
   bool resolved = false;  // the interval met the target on healthy pairs of a non-busy machine
   std::string reason;     // why not resolved; empty when resolved
   StopCause stop = StopCause::kMaxPairs;
@@ -489,17 +573,23 @@ inline PairedRatioResult summarize(std::vector<PairRecord> pairs, StopCause stop
   }
   result.pairs_used = ratios.size();
   if (!ratios.empty()) {
-    const RatioEstimate estimate = estimate_ratio(ratios, options.estimator);
-    result.ratio = estimate.ratio;
-    result.ci95 = estimate.interval;
-    result.relative_half_width = estimate.relative_half_width;
+    const TimeOrderedEstimate over_time = estimate_ratio_over_time(ratios, options.estimator);
+    result.ratio = over_time.estimate.ratio;
+    result.ci95 = over_time.estimate.interval;
+    result.relative_half_width = over_time.estimate.relative_half_width;
+    result.bootstrap_ci95 = over_time.bootstrap;
+    result.block_ci95 = over_time.blocks;
+    result.blocks = over_time.block_count;
+    if (over_time.first_half) result.first_half_ratio = over_time.first_half->ratio;
+    if (over_time.second_half) result.second_half_ratio = over_time.second_half->ratio;
+    result.drifted = over_time.drifted;
     result.base_median_seconds = median(base_seconds);
     result.scheme_median_seconds = median(scheme_seconds);
   }
 
   const bool enough_pairs = !result.cpu_busy && result.pairs_used >= options.min_pairs;
   const bool narrow_enough = result.relative_half_width <= options.target_relative_half_width;
-  result.resolved = enough_pairs && narrow_enough;
+  result.resolved = enough_pairs && narrow_enough && !result.drifted;
   result.pairs = std::move(pairs);
   if (result.resolved) return result;
 
@@ -509,6 +599,10 @@ inline PairedRatioResult summarize(std::vector<PairRecord> pairs, StopCause stop
   else if (!enough_pairs)
     why = fmt::format("too few healthy pairs: {} of {} (need {})", result.pairs_used,
                       result.pairs_measured, options.min_pairs);
+  else if (result.drifted)
+    why = fmt::format("drifted: first half of the pairs {}, second half {}",
+                      percent(*result.first_half_ratio - 1, 1),
+                      percent(*result.second_half_ratio - 1, 1));
   else
     why = fmt::format("interval ±{:.1f}% wider than the ±{:.1f}% target",
                       100 * result.relative_half_width, 100 * options.target_relative_half_width);
