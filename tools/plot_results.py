@@ -44,6 +44,12 @@ def native_overhead(res, out):
     plt.close(fig)
 
 
+def ratio(row, key):
+    """A ratio vs base; results.json writes null when base was 0 (n/a): NaN, which is not drawn."""
+    v = row.get(key) if row else None
+    return float("nan") if v is None else v
+
+
 def sim_writes(res, out):
     blocks = [b for b in res.get("sim", []) if "rows" in b and b["kernel"] == "tmm"]
     if not blocks:
@@ -53,8 +59,10 @@ def sim_writes(res, out):
         rows = [r for r in b["rows"] if r["scheme"] != "base"]
         names = [r["scheme"] for r in rows]
         x = range(len(rows))
-        ax.bar([i - 0.2 for i in x], [r["writes_vs_base"] for r in rows], 0.4, label="NVM writes")
-        ax.bar([i + 0.2 for i in x], [r["cycles_vs_base"] for r in rows], 0.4, label="cycles")
+        writes = [ratio(r, "writes_vs_base") for r in rows]
+        cycles = [ratio(r, "cycles_vs_base") for r in rows]
+        ax.bar([i - 0.2 for i in x], writes, 0.4, label="NVM writes")
+        ax.bar([i + 0.2 for i in x], cycles, 0.4, label="cycles")
         ax.set_xticks(list(x))
         ax.set_xticklabels(names, rotation=70, fontsize=7)
         ax.axhline(1.0, color="black", linewidth=0.8)
@@ -90,7 +98,7 @@ def sim_kernels(res, out):
             ys = []
             for b in kernels:
                 row = next((r for r in b["rows"] if family(r["scheme"]) == fam), None)
-                ys.append(row["writes_vs_base"] if row else float("nan"))
+                ys.append(ratio(row, "writes_vs_base"))
             xs = [i - 0.4 + width * (fi + 0.5) for i in range(len(kernels))]
             ax.bar(xs, ys, width, label=fam, color=colors[fam])
         ax.set_xticks(range(len(kernels)))
@@ -144,7 +152,7 @@ def sensitivity(res, out):
             ys = []
             for p in pts:
                 row = next((r for r in p["rows"] if r["scheme"] == scheme), None)
-                ys.append(100 * (row["cycles_vs_base"] - 1) if row else float("nan"))
+                ys.append(100 * (ratio(row, "cycles_vs_base") - 1))
             ax.plot(labels, ys, marker="o", color=color, label=scheme)
         ax.set_title(f"sensitivity: {study}")
         ax.set_ylabel("cycles overhead vs base (%)")

@@ -100,7 +100,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     schemes_of_kernels += fmt::format(" {}: {};", d.name, fmt::join(d.schemes, ","));
   }
   cmd->add_option("kernel", args->kernel, "Kernel to benchmark: " + kernels)->required();
-  cmd->add_option("--schemes", args->schemes,
+  // --scheme: the other verbs' spelling, accepted here too (one scheme or a list).
+  cmd->add_option("--schemes,--scheme", args->schemes,
                   "Comma-separated schemes of the kernel (default: all; base is always "
                   "included):" +
                       schemes_of_kernels)

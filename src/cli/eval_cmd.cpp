@@ -11,8 +11,10 @@
 #include "build_info.hpp"
 #include "commands.hpp"
 #include "interrupt.hpp"
+#include "machine_options.hpp"
 #include "pmlab/core/progress.hpp"
 #include "pmlab/experiments/eval.hpp"
+#include "pmlab/sim/machine_file.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -21,6 +23,7 @@ struct EvalArgs {
   bool quick = false, full = false, json = false, quiet = false;
   std::string out = "results";
   std::uint64_t seed = 1;
+  std::optional<std::string> config;  // --config: preset name or machine file
 };
 
 int do_eval(const EvalArgs& a) {
@@ -28,6 +31,14 @@ int do_eval(const EvalArgs& a) {
   opt.full = a.full;
   opt.out_dir = a.out;
   opt.seed = a.seed;
+  opt.meta = build_meta();
+  if (a.config) {
+    // Loaded before anything runs: a bad file is a usage error (exit 2) naming file and key.
+    opt.machine = is_machine_file(*a.config) ? sim::load_machine_file(*a.config)
+                                             : run::machine_from(*a.config, {});
+    opt.machine->validate();
+    opt.machine_name = *a.config;
+  }
   // First Ctrl-C or SIGTERM: finish the current measurement, write the partial report, exit
   // 130. A second one ends the process at once.
   std::optional<InterruptScope> interrupts(std::in_place, OnInterrupt::kStopAfterStep);
@@ -79,6 +90,11 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--full", a->full, "The papers' sizes (hours)")->excludes(q);
   cmd->add_option("--out", a->out, "Output directory")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed for inputs and crash campaigns")->capture_default_str();
+  cmd->add_option("--config", a->config,
+                  "Machine of the simulated kernel studies (sim, crash campaigns, sensitivity) "
+                  "instead of the papers' lp-isca18 and pact17: a preset name or a machine file "
+                  "(as `pmlab sim --config`; crash campaigns keep their small caches on top of "
+                  "it; the seed-specific studies keep their papers' machines; docs/cli.md)");
   cmd->add_flag("--json", a->json, "Print the results document as JSON");
   cmd->add_flag("--quiet", a->quiet,
                 "No progress bar, and no step lines when stderr is not a terminal");

@@ -79,14 +79,20 @@ bool simulable(const run::SimRunSpec& spec) {
   }
 }
 
+// The machine a kernel study starts from: a preset by name, or the user's --config machine.
+struct Machine {
+  std::string name;
+  const sim::SimParams* given = nullptr;  // --config; null: the preset `name`
+};
+
 run::SimRunSpec sim_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n,
-                         const std::string& preset, const run::MachineOverrides& o) {
+                         const Machine& m, const run::MachineOverrides& o) {
   run::SimRunSpec spec;
   spec.run.kernel = kernel;
   spec.run.scheme = scheme;
   spec.run.n = n;
   spec.run.bs = 16;
-  spec.machine = run::machine_from(preset, o);
+  spec.machine = m.given ? run::machine_from(*m.given, o) : run::machine_from(m.name, o);
   spec.run.threads = static_cast<std::uint32_t>(spec.machine.threads);
   // Like the papers, NVM writes are LLC write-backs plus flushes: lines still dirty at the end
   // are not counted (no drain). Every size below therefore overflows the LLC, or base would
@@ -101,8 +107,10 @@ json sim_figures(const sim::SimStats& s) {
           {"fences", s.fences},         {"llc_misses", s.llc().misses}};
 }
 
-double ratio(double a, double b) {
-  return b > 0 ? a / b : (a > 0 ? -1 : 1);
+// a / b, or null when b is 0: x/0 and 0/0 say nothing (`pmlab sim --json` writes null too; the
+// report prints "n/a", the plots skip the point).
+json ratio(double a, double b) {
+  return b > 0 ? json(a / b) : json(nullptr);
 }
 
 // Simulates `schemes` and base with the same spec; one row per scheme, normalized to base.
@@ -183,8 +191,13 @@ std::vector<Step> plan(const EvalOptions& opt) {
   // deterministic companion of the native column. ~1 min at its moderate sizes on 2 cores.
   steps.push_back(
       {"instructions", "instruction counts", 60.0, [] { return instruction_counts(); }});
-  // 2. Simulated cycles and NVM writes vs base under both papers' machines.
-  for (const std::string preset : {"lp-isca18", "pact17"}) {
+  // 2. Simulated cycles and NVM writes vs base under both papers' machines (or --config's).
+  const Machine given{opt.machine_name, opt.machine ? &*opt.machine : nullptr};
+  const Machine lp_isca18 = opt.machine ? given : Machine{"lp-isca18"};
+  std::vector<Machine> machines{lp_isca18};
+  if (!opt.machine) machines.push_back({"pact17"});
+  for (const Machine& machine : machines) {
+    const std::string preset = machine.name;
     for (const auto& k : run::kernel_drivers()) {
       const Sizes sz = sizes_for(k.name, full);
       steps.push_back({"sim", fmt::format("sim {} {}", preset, k.name), full ? 900.0 : 6.0,
@@ -193,8 +206,8 @@ std::vector<Step> plan(const EvalOptions& opt) {
                          // n = 1024 tmm (24 MiB / 8 MiB = 3) at n = 256: its 8 MiB LLC is
                          // scaled to 512 KiB. --full runs the preset unchanged.
                          run::MachineOverrides o;
-                         if (!full && preset == "pact17") o.llc_size = 512u << 10;
-                         auto spec = sim_spec(name, "base", sz.sim_n, preset, o);
+                         if (!full && !machine.given && preset == "pact17") o.llc_size = 512u << 10;
+                         auto spec = sim_spec(name, "base", sz.sim_n, machine, o);
                          if (!simulable(spec))
                            return json{{"kernel", name},
                                        {"preset", preset},
@@ -221,7 +234,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
              o.llc_size = 4096;
              o.l1_ways = 4;
              o.l2_size = 0;
-             auto spec = sim_spec(name, s, sz.crash_n, "lp-isca18", o);
+             auto spec = sim_spec(name, s, sz.crash_n, lp_isca18, o);
              spec.run.bs = 8;
              spec.run.threads = 2;
              if (!simulable(spec))
@@ -328,7 +341,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
         {"sensitivity", "LLC " + llc, full ? 200.0 : 3.0, [=] {
            run::MachineOverrides o;
            o.llc_size = llc == "256K" ? 256u << 10 : llc == "512K" ? 512u << 10 : 1u << 20;
-           auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
+           auto rows = sim_rows(sim_spec("tmm", "base", sens_n, lp_isca18, o), {"lp", "ep-ii"});
            return json{{"study", "llc"}, {"value", llc}, {"n", sens_n}, {"rows", rows}};
          }});
   }
@@ -338,7 +351,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
            run::MachineOverrides o;
            o.nvm_read_ns = r;
            o.nvm_write_ns = w;
-           auto rows = sim_rows(sim_spec("tmm", "base", sens_n, "lp-isca18", o), {"lp", "ep-ii"});
+           auto rows = sim_rows(sim_spec("tmm", "base", sens_n, lp_isca18, o), {"lp", "ep-ii"});
            return json{{"study", "nvm"},
                        {"value", fmt::format("{:.0f}/{:.0f}", r, w)},
                        {"n", sens_n},
@@ -350,7 +363,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
   // (the longest a line stays dirty before reaching NVM) for base, LP and EagerRecompute.
   steps.push_back(
       {"sensitivity", "periodic flush", full ? 900.0 : 12.0, [=] {
-         auto spec = sim_spec("tmm", "base", sens_n, "lp-isca18", {});
+         auto spec = sim_spec("tmm", "base", sens_n, lp_isca18, {});
          const auto base = run::simulate(spec).stats;
          spec.run.scheme = "lp";
          const auto lp = run::simulate(spec).stats;
@@ -364,7 +377,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
            run::MachineOverrides o;
            o.periodic_flush_cycles = std::max<std::uint64_t>(
                1, static_cast<std::uint64_t>(frac * static_cast<double>(lp.cycles.value())));
-           const auto r = run::simulate(sim_spec("tmm", "lp", sens_n, "lp-isca18", o)).stats;
+           const auto r = run::simulate(sim_spec("tmm", "lp", sens_n, lp_isca18, o)).stats;
            points.push_back({{"fraction_of_run", frac},
                              {"period_cycles", *o.periodic_flush_cycles},
                              {"writes_vs_base", ratio(static_cast<double>(r.nvm.writes),
@@ -388,7 +401,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
         {"sensitivity", fmt::format("{} threads", t), full ? 200.0 : 3.0, [=] {
            run::MachineOverrides o;
            o.cores = t;
-           auto spec = sim_spec("tmm", "base", sens_n, "lp-isca18", o);
+           auto spec = sim_spec("tmm", "base", sens_n, lp_isca18, o);
            spec.run.threads = static_cast<std::uint32_t>(t);
            auto rows = sim_rows(spec, {"lp", "ep-ii", "ep-jj"});
            return json{{"study", "threads"}, {"value", t}, {"n", sens_n}, {"rows", rows}};
@@ -459,6 +472,10 @@ json run_eval(const EvalOptions& opt) {
                {"mode", opt.full ? "full" : "quick"},
                {"seed", opt.seed},
                {"complete", false}};
+  if (!opt.meta.is_null()) results["meta"] = opt.meta;
+  // The machine of the kernel studies when --config replaced the papers' presets.
+  if (opt.machine)
+    results["machine"] = {{"config", opt.machine_name}, {"params", sim::to_json(*opt.machine)}};
   for (const char* section : {"native", "instructions", "sim", "crash", "barriers", "seed002",
                               "preflush", "gemm", "checksum", "sensitivity"})
     results[section] = json::array();

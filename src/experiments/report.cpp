@@ -25,8 +25,12 @@ using nlohmann::json;
 std::string pct(double ratio) {
   return fmt::format("{:+.1f}%", (ratio - 1.0) * 100.0);
 }
-std::string times(double ratio) {
-  return ratio < 0 ? "n/a" : fmt::format("{:.3f}x", ratio);
+// A ratio from results.json: null when its base was 0 (nothing to normalise to).
+std::string pct(const json& ratio) {
+  return ratio.is_number() ? pct(ratio.get<double>()) : "n/a";
+}
+std::string times(const json& ratio) {
+  return ratio.is_number() ? fmt::format("{:.3f}x", ratio.get<double>()) : "n/a";
 }
 
 template <class Map>
@@ -209,6 +213,8 @@ std::string gmean_table(const json& res) {
       const std::string s = r["scheme"];
       if (s == "base" || s.ends_with("-jj") || s.starts_with("hr-jj") || s == "hr-ii-x32") continue;
       const std::string family = s.substr(0, s.find('-'));
+      // A null ratio (base wrote nothing) has no logarithm: the kernel leaves the mean.
+      if (!r["cycles_vs_base"].is_number() || !r["writes_vs_base"].is_number()) continue;
       const double c = r["cycles_vs_base"].get<double>(), w = r["writes_vs_base"].get<double>();
       if (c <= 0 || w <= 0) continue;
       auto& acc = log_sum[{k["preset"], family}];
@@ -275,8 +281,8 @@ std::string sim_section(const json& res) {
       }
       if (pw.starts_with("–")) pw = "–";
       if (pt.starts_with("–")) pt = "–";
-      md += fmt::format("| {} | {} | {} | {} | {} |\n", s, times(r["cycles_vs_base"].get<double>()),
-                        times(r["writes_vs_base"].get<double>()), pw, pt);
+      md += fmt::format("| {} | {} | {} | {} | {} |\n", s, times(r["cycles_vs_base"]),
+                        times(r["writes_vs_base"]), pw, pt);
     }
     md += "\n";
   }
@@ -407,9 +413,10 @@ std::string checksum_section(const json& res) {
   return md;
 }
 
-std::string sensitivity_section(const json& res) {
+std::string sensitivity_section(const json& res, const std::string& machine) {
   std::string md =
-      "## Sensitivity (simulator, tmm, lp-isca18; LP paper §VI-C)\n\n"
+      "## Sensitivity (simulator, tmm, " + machine +
+      "; LP paper §VI-C)\n\n"
       "| study | value | LP cycles | LP writes | EagerRecompute (ii) cycles | EagerRecompute (ii) "
       "writes | paper (LP time) |\n"
       "|---|---|---|---|---|---|---|\n";
@@ -424,11 +431,10 @@ std::string sensitivity_section(const json& res) {
     const auto* ep = find_row(s["rows"], "ep-ii");
     std::string value = s["value"].is_string() ? s["value"].get<std::string>() : s["value"].dump();
     std::string paper = s["study"] == "llc" ? lookup(paper::kFig15aLlc, value) : "–";
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", s["study"].get<std::string>(),
-                      value, lp ? pct((*lp)["cycles_vs_base"].get<double>()) : "–",
-                      lp ? pct((*lp)["writes_vs_base"].get<double>()) : "–",
-                      ep ? pct((*ep)["cycles_vs_base"].get<double>()) : "–",
-                      ep ? pct((*ep)["writes_vs_base"].get<double>()) : "–", paper);
+    md += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} |\n", s["study"].get<std::string>(), value,
+        lp ? pct((*lp)["cycles_vs_base"]) : "–", lp ? pct((*lp)["writes_vs_base"]) : "–",
+        ep ? pct((*ep)["cycles_vs_base"]) : "–", ep ? pct((*ep)["writes_vs_base"]) : "–", paper);
   }
   // Both summary sentences are computed from the rows above.
   double lp_llc_worst = -1;
@@ -437,9 +443,10 @@ std::string sensitivity_section(const json& res) {
     if (!s.contains("rows")) continue;
     const auto* lp = find_row(s["rows"], "lp");
     const auto* ep = find_row(s["rows"], "ep-ii");
-    if (s.value("study", "") == "llc" && lp)
+    if (s.value("study", "") == "llc" && lp && (*lp)["cycles_vs_base"].is_number())
       lp_llc_worst = std::max(lp_llc_worst, std::abs((*lp)["cycles_vs_base"].get<double>() - 1));
-    if (s.value("study", "") == "threads" && ep && s["value"].is_number())
+    if (s.value("study", "") == "threads" && ep && s["value"].is_number() &&
+        (*ep)["cycles_vs_base"].is_number())
       ep_by_threads.emplace_back(s["value"].get<int>(), (*ep)["cycles_vs_base"].get<double>());
   }
   md +=
@@ -474,12 +481,11 @@ std::string sensitivity_section(const json& res) {
         "T = 0.08% of the run, < 2% at 33%).\n\n"
         "| T (fraction of the run) | T (cycles) | extra writes vs base | periodic write-backs "
         "| longest a line stayed dirty (cycles) |\n|---|---|---|---|---|\n",
-        s["n"].get<std::uint64_t>(), pct(s["lp_writes_vs_base"].get<double>()),
-        pct(s["ep_writes_vs_base"].get<double>()));
+        s["n"].get<std::uint64_t>(), pct(s["lp_writes_vs_base"]), pct(s["ep_writes_vs_base"]));
     for (const auto& p : s["points"])
       md += fmt::format(
           "| {:.2f}% | {} | {} | {} | {} |\n", 100 * p["fraction_of_run"].get<double>(),
-          p["period_cycles"].get<std::uint64_t>(), pct(p["writes_vs_base"].get<double>()),
+          p["period_cycles"].get<std::uint64_t>(), pct(p["writes_vs_base"]),
           p["periodic_writes"].get<std::uint64_t>(), p["max_dirty_cycles"].get<std::uint64_t>());
     const auto& v = s["volatility_max_cycles"];
     const double b = static_cast<double>(v["base"].get<std::uint64_t>());
@@ -529,26 +535,30 @@ std::string native_state(const json& results) {
 }  // namespace
 
 std::string render_headline(const json& results) {
-  std::string md =
-      "| kernel | LP native time vs base [95% CI] | LP sim writes (lp-isca18) | EagerRecompute sim "
+  // `pmlab eval --config M` simulates on M instead of the papers' presets.
+  const std::string machine =
+      results.contains("machine") ? results["machine"].value("config", "?") : "lp-isca18";
+  std::string md = fmt::format(
+      "| kernel | LP native time vs base [95% CI] | LP sim writes ({}) | EagerRecompute sim "
       "writes | WAL sim "
       "writes | crash trials passed; negative controls detected |\n"
-      "|---|---|---|---|---|---|\n";
+      "|---|---|---|---|---|---|\n",
+      machine);
   std::map<std::string, std::string> lp_native, lp_writes, ep_writes, wal_writes, crash;
   for (const auto& k : results.value("native", json::array()))
     if (k.contains("schemes"))
       if (const auto* r = find_row(k["schemes"], "lp")) lp_native[k["kernel"]] = native_cell(*r);
   for (const auto& k : results.value("sim", json::array())) {
-    if (!k.contains("rows") || k["preset"] != "lp-isca18") continue;
+    if (!k.contains("rows") || k["preset"] != machine) continue;
     if (const auto* r = find_row(k["rows"], "lp"))
-      lp_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
+      lp_writes[k["kernel"]] = times((*r)["writes_vs_base"]);
     // tmm's ii variants stand for the family, the other kernels have one of each.
     for (const char* ep : {"ep-ii", "ep"})
       if (const auto* r = find_row(k["rows"], ep))
-        ep_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
+        ep_writes[k["kernel"]] = times((*r)["writes_vs_base"]);
     for (const char* wal : {"wal-ii", "wal"})
       if (const auto* r = find_row(k["rows"], wal))
-        wal_writes[k["kernel"]] = times((*r)["writes_vs_base"].get<double>());
+        wal_writes[k["kernel"]] = times((*r)["writes_vs_base"]);
   }
   // Passed / trials, and the negative controls detected / run, summed over the kernel's
   // campaigns of this run.
@@ -596,8 +606,11 @@ std::string render_report(const json& results) {
     md += "\n";
   }
   md += fmt::format(
-      "Reproduce: `pmlab eval --{} --seed {}` ({:.0f} s here). Raw data: results.json.\n\n",
-      results.value("mode", "quick"), results.value("seed", 1), results.value("wall_seconds", 0.0));
+      "Reproduce: `pmlab eval --{} --seed {}{}` ({:.0f} s here). Raw data: results.json.\n\n",
+      results.value("mode", "quick"), results.value("seed", 1),
+      results.contains("machine") ? " --config " + results["machine"].value("config", "?")
+                                  : std::string(),
+      results.value("wall_seconds", 0.0));
   md += "## Headline\n\n" + render_headline(results) + "\n" + native_state(results);
   md +=
       "Paper (LP, ISCA 2018): LP native time +0.8–2.1% (Table VII); tmm NVM writes LP 1.003x, "
@@ -617,7 +630,9 @@ std::string render_report(const json& results) {
   md += preflush_section(results.value("preflush", json::array()));
   md += gemm_section(results.value("gemm", json::array()));
   md += checksum_section(results.value("checksum", json::array()));
-  md += sensitivity_section(results.value("sensitivity", json::array()));
+  md += sensitivity_section(
+      results.value("sensitivity", json::array()),
+      results.contains("machine") ? results["machine"].value("config", "?") : "lp-isca18");
   return md;
 }
 

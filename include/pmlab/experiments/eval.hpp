@@ -5,10 +5,13 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "pmlab/sim/params.hpp"
 
 namespace pmlab::eval {
 
@@ -16,6 +19,13 @@ struct EvalOptions {
   bool full = false;  // paper sizes (hours) instead of the quick default (minutes)
   std::string out_dir = "results";
   std::uint64_t seed = 1;
+  // `pmlab eval --config`: the machine of the kernel studies (sim, crash campaigns,
+  // sensitivity) in place of the papers' presets (lp-isca18 and pact17), named `machine_name`
+  // in results.json and the report. Empty: the presets.
+  std::optional<sim::SimParams> machine;
+  std::string machine_name;
+  // Put into results.json as "meta" (version, git revision, compiler, CPU, date: the CLI's).
+  nlohmann::json meta;
   // Called with (fraction done, seconds left estimate, what is running now).
   std::function<void(double, double, const std::string&)> progress;
   // Polled between measurements; when it becomes true the evaluation stops and the report is
