@@ -78,6 +78,8 @@ struct Operands : iterative::State {
 inline void set_shape(Operands& op, std::size_t iterations) {
   op.elements = Operands::state_elements(op.n);
   op.iterations = iterations;
+  op.vectors = 3;  // z, r, p; then the scalars
+  op.vector_elements = op.n;
   op.region_elements = op.bs;
   op.updates = scheme::IpvUpdates::kUniform;
 }
@@ -106,9 +108,9 @@ void initial_state(B& be, const Operands& op) {
 // One CG iteration: q = A·p, alpha = rho / (p·q), z += alpha·p, r -= alpha·q, rho' = r·r,
 // beta = rho' / rho, p = r + beta·p. The SpMV and p·q come before the first store into `out`,
 // so the IPV helper's flush of the last iteration overlaps them.
-template <mem::Backend B, class Hook>
+template <mem::Backend B, class Hook, class Fold = iterative::NoFold>
 void iterate(B& be, const Operands& op, std::size_t, const double* in, double* out,
-             Hook&& before_first_write) {
+             Hook&& before_first_write, Fold&& fold = Fold{}) {
   const std::size_t n = op.n, w = op.w, nb = op.blocks();
   const double *z_in = in, *r_in = in + n, *p_in = in + 2 * n;
   double *z_out = out, *r_out = out + n, *p_out = out + 2 * n;
@@ -130,27 +132,43 @@ void iterate(B& be, const Operands& op, std::size_t, const double* in, double* o
   before_first_write();
   be.parallel_for(0, nb, [&](std::size_t k) {
     double rr = 0.0, zz = 0.0;
+    auto fz = fold.local(op.region_of(0, k));
+    auto fr = fold.local(op.region_of(1, k));
     for (std::size_t i = op.first_row(k); i < op.end_row(k); ++i) {
       const double pi = be.load(p_in + i);
-      be.store(z_out + i, be.load(z_in + i) + alpha * pi);
-      be.store(r_out + i, be.load(r_in + i) - alpha * be.load(op.q + i));
+      const double z = be.load(z_in + i) + alpha * pi;
+      be.store(z_out + i, z);
+      fz.add(z);
+      const double r = be.load(r_in + i) - alpha * be.load(op.q + i);
+      be.store(r_out + i, r);
+      fr.add(r);
       const double ri = be.load(r_out + i), zi = be.load(z_out + i);  // post-update reads
       rr += ri * ri;
       zz += zi * zi;
     }
+    fold.put(op.region_of(0, k), fz);
+    fold.put(op.region_of(1, k), fr);
     part[k] = rr;
     part2[k] = zz;
   });
   const double rho_new = iterative::ordered_sum(part), znorm = iterative::ordered_sum(part2);
   const double beta = rho != 0.0 ? rho_new / rho : 0.0;
   be.parallel_for(0, nb, [&](std::size_t k) {
-    for (std::size_t i = op.first_row(k); i < op.end_row(k); ++i)
-      be.store(p_out + i, be.load(r_out + i) + beta * be.load(p_in + i));
+    auto fp = fold.local(op.region_of(2, k));
+    for (std::size_t i = op.first_row(k); i < op.end_row(k); ++i) {
+      const double p = be.load(r_out + i) + beta * be.load(p_in + i);
+      be.store(p_out + i, p);
+      fp.add(p);
+    }
+    fold.put(op.region_of(2, k), fp);
   });
+  auto ft = fold.local(op.tail_region());
+  for (const double v : {rho_new, znorm, alpha, beta}) ft.add(v);
   be.store(out + 3 * n, rho_new);
   be.store(out + 3 * n + 1, znorm);
   be.store(out + 3 * n + 2, alpha);
   be.store(out + 3 * n + 3, beta);
+  fold.put(op.tail_region(), ft);
 }
 
 }  // namespace pmlab::kernels::cg

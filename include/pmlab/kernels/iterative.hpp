@@ -3,10 +3,13 @@
 //
 // A kernel derives its Operands from iterative::State (so that argument-dependent lookup finds
 // the functions below for rows.hpp's shared rows) and provides, in its own namespace:
-//   iterate(be, op, t, const double* in, double* out, before_first_write)
+//   iterate(be, op, t, const double* in, double* out, before_first_write, fold = NoFold{})
 //       iteration t from state `in` into state `out` (in == out: in place, the same bits); it
 //       calls before_first_write() once, before its first store into `out`, and reads each
 //       element of `in` before `out`'s element at the same place is stored (when in == out);
+//       it folds every final value it stores into `fold` (region_of/tail_region, in element
+//       order within a region, one thread per region): LP's checksums come from the registers
+//       that held the values, with no second pass over the state;
 //   initial_state(be, op)   writes the state before iteration 0 into op.s from the inputs.
 // Floating-point order is fixed (reductions by block of bs rows, summed in block order), so
 // the result does not depend on the thread count, the backend or the scheme.
@@ -22,7 +25,6 @@
 #include "pmlab/lp/checksum.hpp"
 #include "pmlab/lp/checksum_table.hpp"
 #include "pmlab/lp/recovery.hpp"
-#include "pmlab/lp/region.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
@@ -33,21 +35,40 @@
 namespace pmlab::kernels::iterative {
 
 // The state: `elements` doubles at `s` (the kernel's own array, where the result must end),
-// rewritten by each of `iterations` iterations. LP's regions are `region_elements`-long pieces
-// of it (one block of bs rows of each vector). `updates` is the kernel's IPV rule (Table 2).
+// rewritten by each of `iterations` iterations: `vectors` vectors of `vector_elements` each,
+// then a tail of scalars. LP's regions are `region_elements`-long pieces of one vector (one
+// block of bs rows, the piece one parallel-loop iteration writes; a region never spans two
+// vectors, so one thread writes all of it) and the tail. `updates` is the kernel's IPV rule.
 struct State {
   double* s = nullptr;
   std::size_t elements = 0;
   std::size_t iterations = 0;
+  std::size_t vectors = 1;
+  std::size_t vector_elements = 0;
   std::size_t region_elements = 1;
   scheme::IpvUpdates updates = scheme::IpvUpdates::kUniform;
 
-  [[nodiscard]] std::size_t regions() const {
-    return (elements + region_elements - 1) / region_elements;
+  [[nodiscard]] std::size_t regions_per_vector() const {
+    return (vector_elements + region_elements - 1) / region_elements;
   }
-  [[nodiscard]] std::size_t region_begin(std::size_t k) const { return k * region_elements; }
+  [[nodiscard]] std::size_t tail_begin() const { return vectors * vector_elements; }
+  // Region of block `block` of vector `v`, and the scalars' region (the last one).
+  [[nodiscard]] std::size_t region_of(std::size_t v, std::size_t block) const {
+    return v * regions_per_vector() + block;
+  }
+  [[nodiscard]] std::size_t tail_region() const { return vectors * regions_per_vector(); }
+  [[nodiscard]] std::size_t regions() const {
+    return tail_region() + (elements > tail_begin() ? 1 : 0);
+  }
+  [[nodiscard]] std::size_t region_begin(std::size_t k) const {
+    if (k >= tail_region()) return tail_begin();
+    const std::size_t rpv = regions_per_vector();
+    return (k / rpv) * vector_elements + (k % rpv) * region_elements;
+  }
   [[nodiscard]] std::size_t region_end(std::size_t k) const {
-    return std::min(elements, (k + 1) * region_elements);
+    if (k >= tail_region()) return elements;
+    const std::size_t rpv = regions_per_vector();
+    return (k / rpv) * vector_elements + std::min(vector_elements, (k % rpv + 1) * region_elements);
   }
   // LP: two banks of slots, one per iteration parity (cleared durably before reuse).
   [[nodiscard]] std::size_t table_slots() const { return 2 * regions(); }
@@ -55,6 +76,29 @@ struct State {
     return (t % 2) * regions() + k;
   }
   [[nodiscard]] std::size_t state_bytes() const { return elements * sizeof(double); }
+};
+
+// The fold of every scheme but LP: nothing, so their loops are LP's minus the checksum adds.
+struct NoFold {
+  struct Local {
+    void add(double) const {}
+  };
+  [[nodiscard]] Local local(std::size_t) const { return {}; }
+  void put(std::size_t, Local) const {}
+};
+
+// LP's fold: one checksum accumulator per region. A parallel-loop iteration takes its region's
+// accumulator into a local (a register), adds each value as it stores it, and puts it back.
+template <lp::ChecksumKind CK>
+class RegionFolds {
+ public:
+  explicit RegionFolds(std::size_t regions) : acc_(regions) {}
+  [[nodiscard]] lp::Accumulator<CK> local(std::size_t k) const { return acc_[k]; }
+  void put(std::size_t k, const lp::Accumulator<CK>& a) { acc_[k] = a; }
+  [[nodiscard]] lp::ChecksumValue value(std::size_t k) const { return acc_[k].value(); }
+
+ private:
+  std::vector<lp::Accumulator<CK>> acc_;
 };
 
 // Sums per-block partials in block order: the reduction order every scheme shares.
@@ -203,14 +247,18 @@ template <lp::ChecksumKind CK, mem::Backend B, class Op>
 // Iteration t from `in` into a different buffer `out`. A non-uniform iteration (jacobi
 // --mg-like) leaves some elements to a later loop that reads them first, so `out` is first
 // filled from `in` and the iteration runs in place on it.
-template <mem::Backend B, class Op>
-void iterate_out_of_place(B& be, const Op& op, std::size_t t, const double* in, double* out) {
-  if (op.updates == scheme::IpvUpdates::kUniform) return iterate(be, op, t, in, out, [] {});
+template <mem::Backend B, class Op, class Fold = NoFold>
+void iterate_out_of_place(B& be, const Op& op, std::size_t t, const double* in, double* out,
+                          Fold&& fold = Fold{}) {
+  if (op.updates == scheme::IpvUpdates::kUniform)
+    return iterate(
+        be, op, t, in, out, [] {}, fold);
   be.parallel_for(0, op.regions(), [&](std::size_t k) {
     for (std::size_t e = op.region_begin(k); e < op.region_end(k); ++e)
       be.store(out + e, be.load(in + e));
   });
-  iterate(be, op, t, static_cast<const double*>(out), out, [] {});
+  iterate(
+      be, op, t, static_cast<const double*>(out), out, [] {}, fold);
 }
 
 // The result ends in buffer 0: after the last iteration it is persisted, `durable` set to all,
@@ -226,22 +274,22 @@ void lp_finish(B& be, const Op& op, const LpState& st) {
   if (last != 0) scheme::copy_durable(be, st.buf[0], st.buf[last], op.elements);
 }
 
-// The checksum of each region is taken from what the iteration stored, read back by region
-// (the iteration's reductions span the whole state, so its loops do not run by LP region).
+// The checksum of each region is folded by the iteration's own loops from the values as they
+// are stored (RegionFolds; no read-back pass), then committed per region with plain stores.
 template <lp::ChecksumKind CK, mem::Backend B, class Op>
 void run_lp(B& be, const Op& op, const LpState& st, std::size_t first) {
   const lp::ChecksumTable table = lp_table(op, st);
   for (std::size_t t = first; t < op.iterations; ++t) {
     lp_boundary(be, op, st, t);
     double* out = st.buf[(t + 1) % 3];
-    iterate_out_of_place(be, op, t, st.buf[t % 3], out);
+    RegionFolds<CK> folds(op.regions());
+    iterate_out_of_place(be, op, t, st.buf[t % 3], out, folds);
     be.parallel_for(0, op.regions(), [&](std::size_t k) {
       // A marked region (the simulator's commit corners), committed with plain stores.
-      lp::Region<CK, B> region(be, table, op.slot(t, k),
-                               {static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(k)});
-      for (std::size_t e = op.region_begin(k); e < op.region_end(k); ++e)
-        region.add(be.load(out + e));
-      region.commit();
+      const mem::RegionId id{static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(k)};
+      be.region_begin(id);
+      table.commit(be, op.slot(t, k), folds.value(k));
+      be.region_end(id);
     });
   }
   lp_finish(be, op, st);

@@ -55,6 +55,8 @@ struct Operands : iterative::State {
 inline void set_shape(Operands& op, std::size_t iterations) {
   op.elements = Operands::state_elements(op.n);
   op.iterations = iterations;
+  op.vectors = 1;  // u; then the scalars
+  op.vector_elements = op.n * op.n;
   op.region_elements = op.bs * op.n;
   op.updates = op.mg_like ? scheme::IpvUpdates::kNonUniform : scheme::IpvUpdates::kUniform;
 }
@@ -88,33 +90,48 @@ void residual_rows(B& be, const Operands& op, const double* u, std::size_t k) {
 // One iteration: the residual (reads only `in`; overlaps the IPV helper's flush), then the
 // update u += omega/4 · res with the residual norm as its tail. In place (in == out) gives the
 // same bits: the update reads each u element only at its own place.
-template <mem::Backend B, class Hook>
+template <mem::Backend B, class Hook, class Fold = iterative::NoFold>
 void iterate(B& be, const Operands& op, std::size_t t, const double* in, double* out,
-             Hook&& before_first_write) {
+             Hook&& before_first_write, Fold&& fold = Fold{}) {
   const std::size_t n = op.n, nb = op.blocks();
   be.parallel_for(0, nb, [&](std::size_t k) { residual_rows(be, op, in, k); });
   before_first_write();
   std::vector<double> part(nb);
   be.parallel_for(0, nb, [&](std::size_t k) {
     double rr = 0.0;
+    // Uniform: this loop stores u's final values, folded as they are stored.
+    auto fu = fold.local(op.region_of(0, k));
     for (std::size_t i = op.first_row(k); i < op.end_row(k); ++i) {
       const bool border_row = i == 0 || i + 1 == n;
       for (std::size_t j = 0; j < n; ++j) {
         const double r = be.load(op.res + i * n + j);
         rr += r * r;
         if (op.mg_like && (border_row || j == 0 || j + 1 == n)) continue;  // interior only
-        be.store(out + i * n + j, be.load(in + i * n + j) + kOmega4 * r);
+        const double u = be.load(in + i * n + j) + kOmega4 * r;
+        be.store(out + i * n + j, u);
+        if (!op.mg_like) fu.add(u);
       }
     }
+    if (!op.mg_like) fold.put(op.region_of(0, k), fu);
     part[k] = rr;
   });
   if (op.mg_like)  // the whole grid: the interior after its update, the border before any
     be.parallel_for(0, nb, [&](std::size_t k) {
-      for (std::size_t i = op.first_row(k) * n; i < op.end_row(k) * n; ++i)
-        be.store(out + i, kDamp * be.load(out + i));
+      auto fu = fold.local(op.region_of(0, k));  // --mg-like: the final values are these
+      for (std::size_t i = op.first_row(k) * n; i < op.end_row(k) * n; ++i) {
+        const double u = kDamp * be.load(out + i);
+        be.store(out + i, u);
+        fu.add(u);
+      }
+      fold.put(op.region_of(0, k), fu);
     });
-  be.store(out + n * n, iterative::ordered_sum(part));
-  be.store(out + n * n + 1, static_cast<double>(t + 1));
+  const double norm = iterative::ordered_sum(part), done = static_cast<double>(t + 1);
+  be.store(out + n * n, norm);
+  be.store(out + n * n + 1, done);
+  auto ft = fold.local(op.tail_region());
+  ft.add(norm);
+  ft.add(done);
+  fold.put(op.tail_region(), ft);
 }
 
 }  // namespace pmlab::kernels::jacobi
