@@ -71,7 +71,7 @@ TEST_P(BepUndoLogBench, CrashCampaignUnderTheSoftwareBarrierAllPass) {
 // whole later transaction while the holder's commit epoch is still cached, every hardware
 // barrier recovers bit-exactly. Before the critical section read the holder's commit word
 // (EpochTracked::order_critical_sections_after), rbtree failed 3 of 80 of these trials under each
-// barrier (docs/bep.md); the engine mutants these campaigns must catch are in MutantEvidence.
+// barrier (docs/bep.md), which the same campaign with `debug.no_lock_order` must show again.
 TEST_P(BepUndoLogBench, HardwareBarriersAtASmallLlcRecoverWithTheLockOrder) {
   for (const auto b : {sim::Barrier::kLb, sim::Barrier::kLbPlusPlus}) {
     auto spec = test::bench_spec(kernel(), "tx", 48, 4, 12);
@@ -85,6 +85,11 @@ TEST_P(BepUndoLogBench, HardwareBarriersAtASmallLlcRecoverWithTheLockOrder) {
     spec.machine = run::machine_from("lp-isca18", o);
     spec.machine.persistency.barrier = b;
     test::expect_all_pass(test::campaign(spec, 80));
+    if (kernel() == "rbtree") {  // negative control: the same campaign without the lock order
+      spec.machine.persistency.debug.no_lock_order = true;
+      const auto r = test::campaign(spec, 400);  // ~4% of trials fail: 400 leave no doubt
+      EXPECT_LT(r.passed, r.trials) << sim::to_string(b);
+    }
   }
 }
 

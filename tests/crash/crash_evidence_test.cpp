@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/process.hpp"
+#include "negative_control_machine.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/run/catalog.hpp"
@@ -21,29 +22,6 @@
 
 namespace pmlab::run {
 namespace {
-
-// Fixed so that a CI failure replays; PMLAB_TEST_SEED explores others.
-std::uint64_t test_seed() {
-  const char* s = std::getenv("PMLAB_TEST_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 10) : 11;
-}
-
-SimRunSpec spec_for(const std::string& kernel, const std::string& scheme, std::uint64_t n = 32) {
-  SimRunSpec spec;
-  spec.run.kernel = kernel;
-  spec.run.scheme = scheme;
-  spec.run.n = n;
-  spec.run.bs = 8;
-  spec.run.threads = 2;
-  MachineOverrides o;
-  o.cores = 2;
-  o.l1_size = 1024;  // tiny caches: CI-sized runs evict
-  o.llc_size = 4096;
-  o.l1_ways = 4;
-  o.l2_size = 0;
-  spec.machine = machine_from("lp-isca18", o);
-  return spec;
-}
 
 struct Case {
   std::string kernel, scheme;
@@ -59,7 +37,7 @@ std::vector<Case> cases() {
 
 bool simulable(const Case& c) {
   try {
-    validate(spec_for(c.kernel, c.scheme));
+    validate(test::negative_control_spec(c.kernel, c.scheme));
     return true;
   } catch (const Error&) {
     return false;
@@ -120,9 +98,9 @@ TEST(AnyDirtyImage, DirtyLinesMayReachNvmWholeCleanOnesStay) {
 
 TEST(CrashEvidence, CampaignsUseBothImageModelsByDefaultAndCountEach) {
   CampaignOptions opt;
-  opt.spec = spec_for("tmm", "cp");
+  opt.spec = test::negative_control_spec("tmm", "cp");
   opt.trials = 40;
-  opt.seed = test_seed();
+  opt.seed = test::evidence_seed();
   const auto r = run_campaign(opt);
   const auto tally = tally_by_image(r);
   ASSERT_EQ(tally.size(), 2u);
@@ -140,9 +118,9 @@ TEST(CrashEvidence, CampaignsUseBothImageModelsByDefaultAndCountEach) {
 // pass; the any-dirty model catches it.
 TEST(CrashEvidence, AnyDirtyCatchesWhatTheCacheImageMisses) {
   CampaignOptions opt;
-  opt.spec = spec_for("tmm", "cp");
+  opt.spec = test::negative_control_spec("tmm", "cp");
   opt.trials = 100;
-  opt.seed = test_seed();
+  opt.seed = test::evidence_seed();
   opt.mutation = mem::Mutation::kNoFence;
   const auto t = tally_by_image(run_campaign(opt));
   ASSERT_EQ(t.size(), 2u);
@@ -152,9 +130,9 @@ TEST(CrashEvidence, AnyDirtyCatchesWhatTheCacheImageMisses) {
 // A failed trial under a mutation and the any-dirty model replays exactly.
 TEST(CrashEvidence, MutatedAnyDirtyTrialsReplay) {
   CampaignOptions opt;
-  opt.spec = spec_for("tmm", "wal-ii");
+  opt.spec = test::negative_control_spec("tmm", "wal-ii");
   opt.trials = 60;
-  opt.seed = test_seed();
+  opt.seed = test::evidence_seed();
   opt.recovery_crash_rate = 0.5;
   opt.mutation = mem::Mutation::kNoFlush;
   const auto r = run_campaign(opt);
@@ -183,8 +161,8 @@ TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
   // the whole output from the 4 KiB LLC before any slot is written, so no crash image can
   // separate a slot from its data and no-validate is harmless there (0 of 2000 trials fail);
   // at n = 16 the output stays cached and the mutant is seen.
-  opt.spec = spec_for(c.kernel, c.scheme, c.kernel == "jacobi" ? 16 : 32);
-  opt.seed = test_seed();
+  opt.spec = test::negative_control_spec(c.kernel, c.scheme, c.kernel == "jacobi" ? 16 : 32);
+  opt.seed = test::evidence_seed();
   opt.trials = 100;
   const auto clean = run_campaign(opt);
   EXPECT_EQ(clean.passed, clean.trials) << "the unmutated campaign must pass";
@@ -221,8 +199,8 @@ TEST_P(RecoveryPhases, CrashesLandInsideTheMeasuredRecovery) {
   const Case& c = GetParam();
   if (!simulable(c) || c.scheme == "base") GTEST_SKIP();
   CampaignOptions opt;
-  opt.spec = spec_for(c.kernel, c.scheme);
-  opt.seed = test_seed();
+  opt.spec = test::negative_control_spec(c.kernel, c.scheme);
+  opt.seed = test::evidence_seed();
   opt.trials = 40;
   opt.recovery_crash_rate = 1.0;
   const auto r = run_campaign(opt);

@@ -10,34 +10,12 @@
 #include <vector>
 
 #include "handoff_kernel.hpp"
+#include "negative_control_machine.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/run/user_kernel.hpp"
 
 namespace pmlab::run {
 namespace {
-
-std::uint64_t test_seed() {
-  const char* s = std::getenv("PMLAB_TEST_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 10) : 11;
-}
-
-// The machine of the kernels' negative controls (crash_evidence_test.cpp): tiny caches, 2 cores.
-SimRunSpec kernel_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n = 32) {
-  SimRunSpec spec;
-  spec.run.kernel = kernel;
-  spec.run.scheme = scheme;
-  spec.run.n = n;
-  spec.run.bs = 8;
-  spec.run.threads = 2;
-  MachineOverrides o;
-  o.cores = 2;
-  o.l1_size = 1024;
-  o.llc_size = 4096;
-  o.l1_ways = 4;
-  o.l2_size = 0;
-  spec.machine = machine_from("lp-isca18", o);
-  return spec;
-}
 
 // docs/bep.md's engine-mutant table: 4 cores, 1 KiB L1s, an 8 KiB LLC, 12 ops per thread.
 SimRunSpec bep_spec(const std::string& bench, sim::Barrier b, std::uint64_t l1 = 1024,
@@ -97,17 +75,17 @@ std::map<mem::Mutation, Evidence> evidence() {
   using M = mem::Mutation;
   using sim::Barrier;
   std::map<M, Evidence> e;
-  const auto wal = kernel_spec("tmm", "wal-ii");
+  const auto wal = test::negative_control_spec("tmm", "wal-ii");
   e[M::kNoFlush] = {"tmm wal-ii", wal};
   e[M::kNoFence] = {"tmm wal-ii", wal};
   e[M::kCommitEarly] = {"tmm wal-ii", wal};
-  e[M::kNoValidate] = {"tmm lp", kernel_spec("tmm", "lp")};
-  e[M::kCpNoFlush] = {"tmm cp-clflush", kernel_spec("tmm", "cp-clflush")};
-  e[M::kCpNoSfence] = {"tmm cp-clflush", kernel_spec("tmm", "cp-clflush")};
+  e[M::kNoValidate] = {"tmm lp", test::negative_control_spec("tmm", "lp")};
+  e[M::kCpNoFlush] = {"tmm cp-clflush", test::negative_control_spec("tmm", "cp-clflush")};
+  e[M::kCpNoSfence] = {"tmm cp-clflush", test::negative_control_spec("tmm", "cp-clflush")};
   // ipv-skip-flush drops the last panel's flush: at n = 32 (4 panels of 8) 60 trials see it
   // 0 times at seed 11 (5 of 100), at n = 16 12 of 60 (the panel is a larger share of the run).
   for (const M m : {M::kIpvCommitBeforeFlush, M::kIpvBarrierAfterWrite, M::kIpvSkipFlush})
-    e[m] = {"tmm ipv-sync n=16", kernel_spec("tmm", "ipv-sync", 16)};
+    e[m] = {"tmm ipv-sync n=16", test::negative_control_spec("tmm", "ipv-sync", 16)};
   e[M::kLbNoIntraFlush] = {"rbtree tx lb++", bep_spec("rbtree", Barrier::kLbPlusPlus)};
   e[M::kLbPerBankNoArbiter] = {"rbtree tx lb++", bep_spec("rbtree", Barrier::kLbPlusPlus)};
   e[M::kIdtIgnoreDeps] = {"queue tx lb++", bep_spec("queue", Barrier::kLbPlusPlus)};
@@ -128,7 +106,7 @@ std::map<mem::Mutation, Evidence> evidence() {
 CampaignOptions options_for(const SimRunSpec& spec) {
   CampaignOptions opt;
   opt.spec = spec;
-  opt.seed = test_seed();
+  opt.seed = test::evidence_seed();
   opt.trials = 60;
   if (spec.machine.persistency.hardware()) opt.images = {ImageModel::kCache};
   return opt;
@@ -172,7 +150,7 @@ TEST(MutantEvidence, HandoffCampaignsCatchTheMutantsTheyAreFor) {
   for (const auto& [spec, mutants] : cases) {
     CampaignOptions opt;
     opt.spec = spec;
-    opt.seed = test_seed();
+    opt.seed = test::evidence_seed();
     opt.trials = 60;
     if (spec.machine.persistency.hardware()) opt.images = {ImageModel::kCache};
     const auto clean = run_campaign(opt);

@@ -160,7 +160,7 @@ class EpochTracked {
       const auto section = [&] {
         const std::size_t k = stripe % kStripes;
         const int me = thread();
-        if (markers_ != nullptr) {
+        if (markers_ != nullptr && !lock_order_disabled()) {
           const int prev = last_holder_[k];
           if (prev >= 0 && prev != me)
             (void)b_.load(reinterpret_cast<const std::uint64_t*>(
@@ -196,6 +196,14 @@ class EpochTracked {
   };
   [[nodiscard]] std::size_t slot() const {
     return static_cast<std::size_t>(thread()) % sets_.size();
+  }
+
+  // The negative control of the lock order (tests: the small-LLC rbtree campaign must fail).
+  [[nodiscard]] bool lock_order_disabled() const {
+    if constexpr (requires { b_.machine().params().persistency.debug.no_lock_order; })
+      return b_.machine().params().persistency.debug.no_lock_order;
+    else
+      return false;
   }
 
   B& b_;

@@ -154,6 +154,9 @@ struct PersistencyParams {
     bool no_split = false;              // a conflict on an ongoing epoch does not split it
     bool dep_only_waw = false;          // IDT: a WAW conflict only records a dependence
     bool per_bank_no_arbiter = false;   // Fig. 7a: 2 LLC banks flush their lines independently
+    // Not the engine's: a BEP critical section skips reading its previous holder's commit word
+    // (bep::EpochTracked::order_critical_sections_after), the bug rbtree had at a 4 KiB LLC.
+    bool no_lock_order = false;
   } debug;
 
   [[nodiscard]] bool hardware() const { return barrier >= Barrier::kLb; }
