@@ -85,9 +85,12 @@ TEST_P(BepUndoLogBench, HardwareBarriersAtASmallLlcRecoverWithTheLockOrder) {
     spec.machine = run::machine_from("lp-isca18", o);
     spec.machine.persistency.barrier = b;
     test::expect_all_pass(test::campaign(spec, 80));
-    if (kernel() == "rbtree") {  // negative control: the same campaign without the lock order
-      spec.machine.persistency.debug.no_lock_order = true;
-      const auto r = test::campaign(spec, 400);  // ~4% of trials fail: 400 leave no doubt
+    if (kernel() == "rbtree") {
+      // Negative control: the same campaign without the lock order fails some trials again
+      // (7 of 200 under lb, 8 under lb++ at these seeds).
+      auto unordered = spec;
+      unordered.machine.persistency.debug.no_lock_order = true;
+      const auto r = test::campaign(unordered, 200);
       EXPECT_LT(r.passed, r.trials) << sim::to_string(b);
     }
   }
