@@ -169,8 +169,11 @@ TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
   const auto mutants = applicable_mutations(opt.spec);
   // The rows of pmlab's own protocols keep their declarations; any other row (e.g. a new
   // kernel's) may declare none, and then simply has no control.
-  for (const char* family : {"lp", "ep", "wal", "cp", "hr", "ipv"})
-    if (c.scheme.starts_with(family)) EXPECT_FALSE(mutants.empty()) << c.scheme;
+  for (const char* family : {"lp", "ep", "wal", "cp", "hr", "ipv"}) {
+    if (c.scheme.starts_with(family)) {
+      EXPECT_FALSE(mutants.empty()) << c.scheme;
+    }
+  }
   for (const mem::Mutation m : mutants) {
     // As pmlab crash and eval run it: more trials for the narrow-window mutants.
     const CampaignOptions mo = control_options(opt, m);

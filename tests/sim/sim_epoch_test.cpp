@@ -525,7 +525,8 @@ TEST(SimEpoch, RandomTracesDrainToTheLiveBytes) {
   for (Barrier b : kHardware)
     for (int mutant = 0; mutant < 7; ++mutant)
       for (std::uint64_t seed : {1, 2, 3}) {
-        SimParams p = with_barrier(ParamsBuilder().cores(4).l1(1, 2).llc(2, 2), b, 1 + seed);
+        SimParams p = with_barrier(ParamsBuilder().cores(4).l1(1, 2).llc(2, 2), b,
+                                   static_cast<std::uint32_t>(1 + seed));
         p.persistency.idt_regs = 2;
         p.persistency.invalidating_epoch_flush = seed == 2;
         PersistencyParams::Debug& d = p.persistency.debug;
