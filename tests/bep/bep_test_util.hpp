@@ -16,7 +16,8 @@ namespace pmlab::bep::test {
 // 4 cores with tiny caches so CI-sized runs evict (crashes leave partly persisted epochs).
 inline run::SimRunSpec bench_spec(const std::string& kernel, const std::string& scheme,
                                   std::uint64_t n, std::uint32_t threads, std::uint64_t ops,
-                                  sim::Barrier barrier = sim::Barrier::kSoftware) {
+                                  sim::Barrier barrier = sim::Barrier::kSoftware,
+                                  std::uint64_t llc_size = 8192, std::uint32_t llc_ways = 8) {
   run::SimRunSpec spec;
   spec.run.kernel = kernel;
   spec.run.scheme = scheme;
@@ -28,9 +29,9 @@ inline run::SimRunSpec bench_spec(const std::string& kernel, const std::string& 
   run::MachineOverrides o;
   o.cores = 4;
   o.l1_size = 1024;
-  o.llc_size = 8192;
+  o.llc_size = llc_size;
   o.l1_ways = 4;
-  o.llc_ways = 8;
+  o.llc_ways = llc_ways;
   o.l2_size = 0;
   spec.machine = run::machine_from("lp-isca18", o);
   spec.machine.persistency.barrier = barrier;

@@ -74,16 +74,8 @@ TEST_P(BepUndoLogBench, CrashCampaignUnderTheSoftwareBarrierAllPass) {
 // barrier (docs/bep.md), which the same campaign with `debug.no_lock_order` must show again.
 TEST_P(BepUndoLogBench, HardwareBarriersAtASmallLlcRecoverWithTheLockOrder) {
   for (const auto b : {sim::Barrier::kLb, sim::Barrier::kLbPlusPlus}) {
-    auto spec = test::bench_spec(kernel(), "tx", 48, 4, 12);
-    run::MachineOverrides o;  // docs/bep.md's small machine: 4 cores, 1 KiB L1s, a 4 KiB LLC
-    o.cores = 4;
-    o.l1_size = 1024;
-    o.l1_ways = 4;
-    o.llc_size = 4096;
-    o.llc_ways = 4;
-    o.l2_size = 0;
-    spec.machine = run::machine_from("lp-isca18", o);
-    spec.machine.persistency.barrier = b;
+    // docs/bep.md's small machine: 4 cores, 1 KiB L1s, a 4 KiB 4-way LLC.
+    const auto spec = test::bench_spec(kernel(), "tx", 48, 4, 12, b, 4096, 4);
     test::expect_all_pass(test::campaign(spec, 80));
     if (kernel() == "rbtree") {
       // Negative control: the same campaign without the lock order fails some trials again
