@@ -89,21 +89,11 @@ struct Cg {
   static OutputBytes output(const Operands& op) { return {op.s, op.state_bytes()}; }
   static VerifyResult verify(const pool::Pool& pool) {
     const auto& p = pool.params();
-    Operands op = shape_of(p);
-    std::vector<double> vals(op.n * op.w), b(op.n), q(op.n), s(op.elements);
-    std::vector<std::uint64_t> cols(op.n * op.w);
-    cgk::make_matrix(vals.data(), cols.data(), op.n, op.w, p.seed);
-    cgk::make_rhs(b.data(), op.n, p.seed);
-    op.vals = vals.data();
-    op.cols = cols.data();
-    op.b = b.data();
-    op.q = q.data();
-    op.s = s.data();
+    cgk::HeapProblem ref(shape_of(p), p.seed);
     mem::PlainBackend be({}, 1);
-    cgk::initial_state(be, op);
-    kernels::iterative::run_base(be, op, 0);
-    const std::size_t n = op.n;
-    return compare_bits(pool.array<const double>("state"), s, [n](std::size_t i) {
+    kernels::iterative::run_base(be, ref.op, 0);
+    const std::size_t n = ref.op.n;
+    return compare_bits(pool.array<const double>("state"), ref.s, [n](std::size_t i) {
       static constexpr const char* kNames[] = {"z", "r", "p"};
       if (i < 3 * n) return fmt::format("{}[{}]", kNames[i / n], i % n);
       static constexpr const char* kScalarNames[] = {"rho", "|z|^2", "alpha", "beta"};

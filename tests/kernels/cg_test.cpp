@@ -15,27 +15,25 @@ namespace cgk = kernels::cg;
 
 struct CgFixture {
   std::size_t n, w, bs;
-  std::vector<double> vals, b, q, s;
-  std::vector<std::uint64_t> cols;
-  cgk::Operands op;
+  cgk::HeapProblem problem;  // the inputs and the initialized state, as `verify` builds them
+  const std::vector<double>& vals = problem.vals;
+  const std::vector<double>& b = problem.b;
+  std::vector<double>& s = problem.s;
+  const std::vector<std::uint64_t>& cols = problem.cols;
+  cgk::Operands& op = problem.op;
 
   CgFixture(std::size_t n_, std::size_t w_, std::size_t bs_, std::size_t iters,
             std::uint64_t seed = 3)
-      : n(n_), w(w_), bs(bs_), vals(n * w), b(n), q(n), cols(n * w) {
-    cgk::make_matrix(vals.data(), cols.data(), n, w, seed);
-    cgk::make_rhs(b.data(), n, seed);
+      : n(n_), w(w_), bs(bs_), problem(shape(n_, w_, bs_, iters), seed) {}
+  CgFixture(const CgFixture&) = delete;
+  CgFixture& operator=(const CgFixture&) = delete;
+  static cgk::Operands shape(std::size_t n, std::size_t w, std::size_t bs, std::size_t iters) {
+    cgk::Operands op;
     op.n = n;
     op.w = w;
     op.bs = bs;
     cgk::set_shape(op, iters);
-    s.assign(op.elements, 0.0);
-    op.vals = vals.data();
-    op.cols = cols.data();
-    op.b = b.data();
-    op.q = q.data();
-    op.s = s.data();
-    mem::PlainBackend be({}, 1);
-    cgk::initial_state(be, op);
+    return op;
   }
   [[nodiscard]] double a(std::size_t i, std::size_t j) const {
     for (std::size_t e = 0; e < w; ++e)

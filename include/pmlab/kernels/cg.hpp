@@ -11,6 +11,7 @@
 #include "pmlab/kernels/inputs.hpp"
 #include "pmlab/kernels/iterative.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/native_backend.hpp"
 
 namespace pmlab::kernels::cg {
 
@@ -104,6 +105,35 @@ void initial_state(B& be, const Operands& op) {
   be.store(s + 3 * n, iterative::ordered_sum(part));
   for (std::size_t e = 1; e < kScalars; ++e) be.store(s + 3 * n + e, 0.0);
 }
+
+// A cg problem in heap memory, inputs generated and the state initialized: `verify`'s fault-free
+// reference and the tests' fixture. The operands point into its own arrays, so it is neither
+// copied nor moved.
+struct HeapProblem {
+  std::vector<double> vals, b, q, s;
+  std::vector<std::uint64_t> cols;
+  Operands op;
+
+  HeapProblem(const Operands& shape, std::uint64_t seed)
+      : vals(shape.n * shape.w),
+        b(shape.n),
+        q(shape.n),
+        s(shape.elements),
+        cols(shape.n * shape.w),
+        op(shape) {
+    make_matrix(vals.data(), cols.data(), op.n, op.w, seed);
+    make_rhs(b.data(), op.n, seed);
+    op.vals = vals.data();
+    op.cols = cols.data();
+    op.b = b.data();
+    op.q = q.data();
+    op.s = s.data();
+    mem::PlainBackend be({}, 1);
+    initial_state(be, op);
+  }
+  HeapProblem(const HeapProblem&) = delete;
+  HeapProblem& operator=(const HeapProblem&) = delete;
+};
 
 // One CG iteration: q = A·p, alpha = rho / (p·q), z += alpha·p, r -= alpha·q, rho' = r·r,
 // beta = rho' / rho, p = r + beta·p. The SpMV and p·q come before the first store into `out`,
