@@ -29,14 +29,7 @@ void SimBackend::switch_point() {
 }
 
 bool SimBackend::helper_count_op() {
-  if (!modelling_) {  // stop_modelling: as in count_op_special
-    ++ops_;
-    return false;
-  }
-  if (ops_ + 1 == crash_at_) [[unlikely]]
-    return armed_op();
-  ++ops_;
-  return true;
+  return count_op_at_switch_point();
 }
 
 void SimBackend::helper_abandon() {

@@ -275,7 +275,12 @@ class SimBackend {
   }
   bool count_op_special() {
     if (ops_ >= switch_at_) [[unlikely]]
-      switch_point();   // a fiber's quantum is used up, or the helper core may be due
+      switch_point();  // a fiber's quantum is used up, or the helper core may be due
+    return count_op_at_switch_point();
+  }
+  // count_op_special after its switch check; the helper core's own ops (helper_count_op) come
+  // here directly, as they never switch.
+  bool count_op_at_switch_point() {
     if (!modelling_) {  // stop_modelling: every op lands here and skips the model
       ++ops_;
       return false;
