@@ -1,6 +1,6 @@
 // Tiled matmul as the drivers see it: arrays, A and B inputs, scheme table (base, lp, ep-ii/jj,
-// wal-ii/jj, cp, hr-{ii,jj}-x{32,64}, pmemobj), verification — one description for `pmlab run`,
-// `pmlab bench` and the simulator.
+// wal-ii/jj(-entry), cp, hr-{ii,jj}-x{32,64}, pmemobj), verification — one description for `pmlab
+// run`, `pmlab bench` and the simulator.
 #include <algorithm>
 #include <string_view>
 #include <tuple>
@@ -118,35 +118,46 @@ constexpr auto hr_scheme(std::string_view name) {
 }
 
 // Undo-logging transactions (thesis Fig. 2.6): one per panel (ii) or per tile (jj).
+// The log format is a row parameter: wal-ii/jj keep a copy of the block (Fig. 2.6's cLog),
+// wal-ii/jj-entry one {offset, old value} record per element (general-purpose undo logs, e.g.
+// PMDK's, keep this format; twice the bytes).
+template <scheme::LogFormat F>
 tm::WalState wal_of(const Ctx& c) {
-  return {c.pool.array<scheme::UndoHeader>("wal_header"), c.pool.array<tm::WalIndex>("wal_index"),
-          c.pool.array<double>("wal_log")};
+  tm::WalState st{c.pool.array<scheme::UndoHeader>("wal_header"),
+                  c.pool.array<tm::WalIndex>("wal_index")};
+  if constexpr (F == scheme::LogFormat::kEntry)
+    st.entries = c.pool.array<scheme::LogEntry>("wal_log");
+  else
+    st.log = c.pool.array<double>("wal_log");
+  return st;
 }
 
-template <Grain G>
+template <Grain G, scheme::LogFormat F = scheme::LogFormat::kBlock>
 constexpr auto wal_scheme(std::string_view name) {
-  return Scheme{.name = name,
-                .arrays =
-                    [](const pool::RunParams& p) {
-                      const std::uint64_t nt = tiles_of(p), b = std::min(p.bs, p.n);
-                      const std::uint64_t log = G == Grain::kJj ? nt * b * b : p.n * p.n;
-                      return std::vector<pool::ArraySpec>{
-                          {"wal_header", nt * sizeof(scheme::UndoHeader)},
-                          {"wal_index", nt * sizeof(tm::WalIndex)},
-                          {"wal_log", log * sizeof(double)}};
-                    },
-                .run =
-                    [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                      if constexpr (G == Grain::kJj)
-                        tm::run_wal_jj(be, c.op, wal_of(c), first);
-                      else
-                        tm::run_wal_ii(be, c.op, wal_of(c), first);
-                    },
-                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-                  r.recovery_action = "undo-log rollback";
-                  return tm::recover_wal(be, c.op, wal_of(c), G == Grain::kJj, r.recovery);
-                },
-                .mutants = kCommitMutants};
+  return Scheme{
+      .name = name,
+      .arrays =
+          [](const pool::RunParams& p) {
+            const std::uint64_t nt = tiles_of(p), b = std::min(p.bs, p.n);
+            const std::uint64_t log = G == Grain::kJj ? nt * b * b : p.n * p.n;
+            const std::uint64_t record =
+                F == scheme::LogFormat::kEntry ? sizeof(scheme::LogEntry) : sizeof(double);
+            return std::vector<pool::ArraySpec>{{"wal_header", nt * sizeof(scheme::UndoHeader)},
+                                                {"wal_index", nt * sizeof(tm::WalIndex)},
+                                                {"wal_log", log * record}};
+          },
+      .run =
+          [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+            if constexpr (G == Grain::kJj)
+              tm::run_wal_jj<F>(be, c.op, wal_of<F>(c), first);
+            else
+              tm::run_wal_ii<F>(be, c.op, wal_of<F>(c), first);
+          },
+      .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "undo-log rollback";
+        return tm::recover_wal<F>(be, c.op, wal_of<F>(c), G == Grain::kJj, r.recovery);
+      },
+      .mutants = kCommitMutants};
 }
 
 // Checkpoint of A, B and C by copy, double-buffered, after every kk tile.
@@ -291,6 +302,8 @@ constexpr auto kSchemes = std::tuple{
     ep_scheme<Grain::kJj>("ep-jj"),
     wal_scheme<Grain::kIi>("wal-ii"),
     wal_scheme<Grain::kJj>("wal-jj"),
+    wal_scheme<Grain::kIi, scheme::LogFormat::kEntry>("wal-ii-entry"),
+    wal_scheme<Grain::kJj, scheme::LogFormat::kEntry>("wal-jj-entry"),
     cp_scheme(),
     cp_variant_scheme<scheme::CopyMode::kStoresClflush>("cp-clflush"),
     cp_variant_scheme<scheme::CopyMode::kStoresParClflush>("cp-par-clflush"),

@@ -26,11 +26,12 @@ struct NamedScheme {
   TmmFamily family = TmmFamily::kEagerRecompute;
   bool jj = false;
   std::size_t parts = 0;
+  bool entry_log = false;  // wal-*-entry: the per-store {offset, old value} log format
 };
 NamedScheme scheme_named(const std::string& s) {
   const bool jj = s.find("jj") != std::string::npos;
   if (s.starts_with("ep-")) return {TmmFamily::kEagerRecompute, jj, 0};
-  if (s.starts_with("wal-")) return {TmmFamily::kWal, jj, 0};
+  if (s.starts_with("wal-")) return {TmmFamily::kWal, jj, 0, s.ends_with("-entry")};
   if (s == "cp") return {TmmFamily::kCheckpoint, false, 0};
   return {TmmFamily::kHybridRecompute, jj, s.ends_with("x64") ? 64u : 32u};
 }
@@ -47,6 +48,7 @@ struct SchemeFixture {
   std::unique_ptr<k::WalIndex[], FreeDeleter> wal_index;
   std::unique_ptr<double[], FreeDeleter> wal_log, cp_area;
   std::unique_ptr<k::CpHeader[], FreeDeleter> cp_header;
+  std::unique_ptr<scheme::LogEntry[], FreeDeleter> wal_entries;
   k::Operands op;
   scheme::PartialCopier copier;
   k::EagerState eager;
@@ -68,7 +70,8 @@ struct SchemeFixture {
         wal_index(zeroed<k::WalIndex>(nt)),
         wal_log(zeroed<double>(n * n)),
         cp_area(zeroed<double>(6 * n * n)),
-        cp_header(zeroed<k::CpHeader>(1)) {
+        cp_header(zeroed<k::CpHeader>(1)),
+        wal_entries(zeroed<scheme::LogEntry>(n * n)) {
     for (std::size_t i = 0; i < n * n; ++i) {
       a[i] = kernels::input_value(seed, 0, i);
       b[i] = kernels::input_value(seed, 1, i);
@@ -76,7 +79,7 @@ struct SchemeFixture {
     op = k::Operands{{a.get(), n, n}, {b.get(), n, n}, {c.get(), n, n}, n, bs};
     copier = scheme::PartialCopier(c.get(), hr_copy.get(), hr_parts.get(), n * n, scheme.parts);
     eager = {{records.get(), nt}, scheme.family == TmmFamily::kHybridRecompute ? &copier : nullptr};
-    wal = {wal_hdr.get(), wal_index.get(), wal_log.get()};
+    wal = {wal_hdr.get(), wal_index.get(), wal_log.get(), wal_entries.get()};
     cp = {cp_area.get(), cp_header.get()};
   }
 
@@ -88,8 +91,11 @@ struct SchemeFixture {
         return scheme.jj ? k::run_ep_jj(be, op, eager, first_kt)
                          : k::run_ep_ii(be, op, eager, first_kt);
       case TmmFamily::kWal:
-        return scheme.jj ? k::run_wal_jj(be, op, wal, first_kt)
-                         : k::run_wal_ii(be, op, wal, first_kt);
+        if (scheme.entry_log)
+          return scheme.jj ? k::run_wal_jj<scheme::LogFormat::kEntry>(be, op, wal, first_kt)
+                           : k::run_wal_ii<scheme::LogFormat::kEntry>(be, op, wal, first_kt);
+        return scheme.jj ? k::run_wal_jj<scheme::LogFormat::kBlock>(be, op, wal, first_kt)
+                         : k::run_wal_ii<scheme::LogFormat::kBlock>(be, op, wal, first_kt);
       case TmmFamily::kCheckpoint:
         return k::run_cp(be, op, cp, first_kt);
       default:
@@ -104,7 +110,9 @@ struct SchemeFixture {
         return scheme.jj ? k::recover_ep_jj(be, op, eager, st)
                          : k::recover_ep_ii(be, op, eager, st);
       case TmmFamily::kWal:
-        return k::recover_wal(be, op, wal, scheme.jj, st);
+        return scheme.entry_log
+                   ? k::recover_wal<scheme::LogFormat::kEntry>(be, op, wal, scheme.jj, st)
+                   : k::recover_wal<scheme::LogFormat::kBlock>(be, op, wal, scheme.jj, st);
       case TmmFamily::kCheckpoint:
         return k::recover_cp(be, op, cp, st);
       default:
@@ -126,7 +134,8 @@ bool bit_equal(const std::vector<double>& x, const std::vector<double>& y) {
 }
 
 const std::vector<std::string> kTemplateSchemes{
-    "ep-ii", "ep-jj", "wal-ii", "wal-jj", "cp", "hr-ii-x32", "hr-ii-x64", "hr-jj-x32", "hr-jj-x64"};
+    "ep-ii", "ep-jj",     "wal-ii",    "wal-jj",    "wal-ii-entry", "wal-jj-entry",
+    "cp",    "hr-ii-x32", "hr-ii-x64", "hr-jj-x32", "hr-jj-x64"};
 const std::vector<std::pair<std::size_t, std::size_t>> kSizes{{1, 1},  {7, 3},  {13, 4}, {10, 10},
                                                               {9, 20}, {24, 5}, {16, 4}};
 

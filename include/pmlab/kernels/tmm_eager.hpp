@@ -240,34 +240,47 @@ static_assert(sizeof(WalIndex) == 64);
 struct WalState {
   scheme::UndoHeader* headers = nullptr;  // one per panel
   WalIndex* index = nullptr;              // one per panel
-  double* log = nullptr;                  // ii: n*n doubles (panel it at row ii); jj: tiles * b*b
+  // The log area, ii: the whole panel it at row ii (n*n elements); jj: one b*b tile per panel.
+  // Block format: a copy of the elements; entry format: one {offset, old value} record each.
+  double* log = nullptr;
+  scheme::LogEntry* entries = nullptr;
 };
 
 [[nodiscard]] inline scheme::LogBlock<std::uint64_t> wal_index_block(const WalState& st,
                                                                      std::size_t it) {
   return {st.index[it].value, 1, 2, 2, st.index[it].log};
 }
-[[nodiscard]] inline scheme::LogBlock<double> wal_panel_block(const Operands& op,
-                                                              const WalState& st, std::size_t it) {
-  const std::size_t ii = it * op.bs;
-  return {op.c.row(ii), op.tile_end(ii) - ii, op.n, op.c.ld(), st.log + ii * op.n};
+// A rows x cols block of C at `data` whose log starts `log_at` elements into the log area.
+template <scheme::LogFormat F>
+[[nodiscard]] auto wal_block(const Operands& op, const WalState& st, double* data, std::size_t rows,
+                             std::size_t cols, std::size_t log_at) {
+  if constexpr (F == scheme::LogFormat::kEntry)
+    return scheme::EntryLogBlock<double>{data, rows, cols, op.c.ld(), st.entries + log_at};
+  else
+    return scheme::LogBlock<double>{data, rows, cols, op.c.ld(), st.log + log_at};
 }
-[[nodiscard]] inline scheme::LogBlock<double> wal_tile_block(const Operands& op, const WalState& st,
-                                                             std::size_t it, std::size_t jt) {
+template <scheme::LogFormat F>
+[[nodiscard]] auto wal_panel_block(const Operands& op, const WalState& st, std::size_t it) {
+  const std::size_t ii = it * op.bs;
+  return wal_block<F>(op, st, op.c.row(ii), op.tile_end(ii) - ii, op.n, ii * op.n);
+}
+template <scheme::LogFormat F>
+[[nodiscard]] auto wal_tile_block(const Operands& op, const WalState& st, std::size_t it,
+                                  std::size_t jt) {
   const std::size_t ii = it * op.bs, jj = jt * op.bs, b = std::min(op.bs, op.n);
-  return {op.c.at(ii, jj), op.tile_end(ii) - ii, op.tile_end(jj) - jj, op.c.ld(),
-          st.log + it * b * b};
+  return wal_block<F>(op, st, op.c.at(ii, jj), op.tile_end(ii) - ii, op.tile_end(jj) - jj,
+                      it * b * b);
 }
 
 // Transaction = one ii iteration: log the panel and the index, update, commit.
-template <mem::Backend B>
+template <scheme::LogFormat F, mem::Backend B>
 void run_wal_ii(B& be, const Operands& op, const WalState& st, std::size_t first_kt = 0) {
   const std::size_t nt = op.tiles();
   for (std::size_t kt = first_kt; kt < nt; ++kt) {
     be.parallel_for(0, nt, [&](std::size_t it) {
       if (be.load(&st.index[it].value[kWalKk]) > kt) return;
       const scheme::UndoLog tx(&st.headers[it]);
-      const auto data = wal_panel_block(op, st, it);
+      const auto data = wal_panel_block<F>(op, st, it);
       const auto idx = wal_index_block(st, it);
       tx.begin(be, data, idx);
       panel_step(be, op, kt, it, [](double) {});
@@ -279,7 +292,7 @@ void run_wal_ii(B& be, const Operands& op, const WalState& st, std::size_t first
 
 // Transaction = one jj iteration: log the tile and the index, update, commit. The last tile's
 // transaction also advances the panel's kk (Fig. 2.6's index transaction folded in).
-template <mem::Backend B>
+template <scheme::LogFormat F, mem::Backend B>
 void run_wal_jj(B& be, const Operands& op, const WalState& st, std::size_t first_kt = 0) {
   const std::size_t nt = op.tiles();
   for (std::size_t kt = first_kt; kt < nt; ++kt) {
@@ -290,7 +303,7 @@ void run_wal_jj(B& be, const Operands& op, const WalState& st, std::size_t first
       const auto idx = wal_index_block(st, it);
       const std::size_t ii = it * op.bs, i_end = op.tile_end(ii);
       for (std::size_t jt = be.load(&x->value[kWalJj]); jt < nt; ++jt) {
-        const auto data = wal_tile_block(op, st, it, jt);
+        const auto data = wal_tile_block<F>(op, st, it, jt);
         tx.begin(be, data, idx);
         update_rect(be, op, kt, ii, i_end, jt * op.bs, op.tile_end(jt * op.bs));
         if (jt + 1 == nt) {
@@ -307,7 +320,7 @@ void run_wal_jj(B& be, const Operands& op, const WalState& st, std::size_t first
 
 // Rolls back every interrupted transaction; C and the indices are then consistent per panel.
 // Returns the first kk tile some panel still needs; the run functions skip panels ahead of it.
-template <mem::Backend B>
+template <scheme::LogFormat F, mem::Backend B>
 [[nodiscard]] std::size_t recover_wal(B& be, const Operands& op, const WalState& st,
                                       bool jj_granularity, lp::RecoveryStats& stats) {
   const std::size_t nt = op.tiles();
@@ -322,9 +335,9 @@ template <mem::Backend B>
       // durable whenever the flag is set.
       const std::size_t jt =
           tx.in_tx(be) ? static_cast<std::size_t>(be.load(&st.index[it].log[kWalJj])) : 0;
-      rolled_back = tx.recover(be, wal_tile_block(op, st, it, std::min(jt, nt - 1)), idx);
+      rolled_back = tx.recover(be, wal_tile_block<F>(op, st, it, std::min(jt, nt - 1)), idx);
     } else {
-      rolled_back = tx.recover(be, wal_panel_block(op, st, it), idx);
+      rolled_back = tx.recover(be, wal_panel_block<F>(op, st, it), idx);
     }
     if (rolled_back) ++s.regions_inconsistent;
     done[it] = be.load(&st.index[it].value[kWalKk]);
