@@ -1,6 +1,9 @@
-// Undo log: an interrupted transaction rolls back to the logged state; committed ones survive.
+// Undo log, both formats: an interrupted transaction rolls back to the logged state; committed
+// ones survive; a damaged per-store record is refused.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <type_traits>
 #include <vector>
 
 #include "crash_backend.hpp"
@@ -9,14 +12,28 @@
 namespace pmlab::scheme_test {
 namespace {
 
+// The block's log in format F: a copy (12 doubles) or 12 {offset, old value} records.
+template <scheme::LogFormat F>
+struct FormatOf {
+  using Element = double;
+  using Block = scheme::LogBlock<double>;
+};
+template <>
+struct FormatOf<scheme::LogFormat::kEntry> {
+  using Element = scheme::LogEntry;
+  using Block = scheme::EntryLogBlock<double>;
+};
+
 // A 5 x 7 matrix (ld 7) whose 3 x 4 block at (1, 2) is transacted together with two index words.
+template <scheme::LogFormat F>
 struct Fixture {
   static constexpr std::size_t kRows = 5, kLd = 7;
   std::unique_ptr<double[], FreeDeleter> m = zeroed<double>(kRows * kLd);
-  std::unique_ptr<double[], FreeDeleter> log = zeroed<double>(12);
+  std::unique_ptr<typename FormatOf<F>::Element[], FreeDeleter> log =
+      zeroed<typename FormatOf<F>::Element>(12);
   std::unique_ptr<std::uint64_t[], FreeDeleter> idx = zeroed<std::uint64_t>(8);
   std::unique_ptr<scheme::UndoHeader[], FreeDeleter> hdr = zeroed<scheme::UndoHeader>(1);
-  scheme::LogBlock<double> block{m.get() + 1 * kLd + 2, 3, 4, kLd, log.get()};
+  typename FormatOf<F>::Block block{m.get() + 1 * kLd + 2, 3, 4, kLd, log.get()};
   scheme::LogBlock<std::uint64_t> words{idx.get(), 1, 2, 2, idx.get() + 4};
   scheme::UndoLog tx{hdr.get()};
 
@@ -43,7 +60,15 @@ struct Fixture {
   }
 };
 
-TEST(SchemeUndoLog, CommittedTransactionUpdatesOnlyTheBlockAndClearsTheFlag) {
+template <class Format>
+class SchemeUndoLog : public ::testing::Test {};
+using Formats =
+    ::testing::Types<std::integral_constant<scheme::LogFormat, scheme::LogFormat::kBlock>,
+                     std::integral_constant<scheme::LogFormat, scheme::LogFormat::kEntry>>;
+TYPED_TEST_SUITE(SchemeUndoLog, Formats);
+
+TYPED_TEST(SchemeUndoLog, CommittedTransactionUpdatesOnlyTheBlockAndClearsTheFlag) {
+  using Fixture = Fixture<TypeParam::value>;
   Fixture f;
   const auto before = f.matrix();
   CrashBackend be;
@@ -65,7 +90,8 @@ TEST(SchemeUndoLog, CommittedTransactionUpdatesOnlyTheBlockAndClearsTheFlag) {
   EXPECT_LT(f.m[1 * Fixture::kLd + 2], 0.0);
 }
 
-TEST(SchemeUndoLog, InterruptionBetweenAnyTwoProtocolStepsRollsBackOrKeepsTheCommit) {
+TYPED_TEST(SchemeUndoLog, InterruptionBetweenAnyTwoProtocolStepsRollsBackOrKeepsTheCommit) {
+  using Fixture = Fixture<TypeParam::value>;
   std::uint64_t total = 0;
   {
     Fixture f;
@@ -105,7 +131,8 @@ TEST(SchemeUndoLog, InterruptionBetweenAnyTwoProtocolStepsRollsBackOrKeepsTheCom
   }
 }
 
-TEST(SchemeUndoLog, CrashInsideRecoveryIsRecoveredAgain) {
+TYPED_TEST(SchemeUndoLog, CrashInsideRecoveryIsRecoveredAgain) {
+  using Fixture = Fixture<TypeParam::value>;
   for (std::uint64_t k2 = 1; k2 <= 30; ++k2) {
     Fixture f;
     const auto old_m = f.matrix();
@@ -123,6 +150,36 @@ TEST(SchemeUndoLog, CrashInsideRecoveryIsRecoveredAgain) {
     EXPECT_EQ(f.matrix(), old_m) << k2;
     EXPECT_EQ(f.idx[0], 3u);
     EXPECT_EQ(f.idx[1], 9u);
+  }
+}
+
+// The per-store format keeps 12 records of twice a double's size, and rolls back by them.
+TEST(SchemeUndoLogEntry, RecordsHoldEachElementsOffsetAndOldValue) {
+  Fixture<scheme::LogFormat::kEntry> f;
+  CrashBackend be;
+  f.tx.begin(be, f.block, f.words);
+  for (std::size_t i = 0; i < 12; ++i) {
+    const std::size_t r = i / 4, c = i % 4;
+    EXPECT_EQ(f.log[i].offset, r * Fixture<scheme::LogFormat::kEntry>::kLd + c) << i;
+    EXPECT_EQ(std::bit_cast<double>(f.log[i].bits), f.block.data[r * 7 + c]) << i;
+  }
+}
+
+// A record whose offset leaves the block (a damaged pool) is refused, not written through.
+TEST(SchemeUndoLogEntry, ARecordPointingOutsideItsBlockIsRefusedAsCorrupt) {
+  for (const std::uint64_t bad : {std::uint64_t{4}, std::uint64_t{3 * 7}, ~std::uint64_t{0}}) {
+    Fixture<scheme::LogFormat::kEntry> f;
+    CrashBackend be;
+    f.tx.begin(be, f.block, f.words);
+    f.update(be);
+    f.log[5].offset = bad;  // column 4 of a 4-wide block; row 3 of 3 rows; far away
+    try {
+      f.tx.recover(be, f.block, f.words);
+      ADD_FAILURE() << "offset " << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kPoolCorrupt) << bad;
+    }
+    EXPECT_TRUE(f.tx.in_tx(be)) << "the flag must stay set: the rollback did not finish";
   }
 }
 
