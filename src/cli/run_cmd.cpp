@@ -2,8 +2,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <optional>
+#include <stop_token>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,6 +20,7 @@
 #include "interrupt.hpp"
 #include "kernel_options.hpp"
 #include "pmlab/core/error.hpp"
+#include "pmlab/core/progress.hpp"
 #include "pmlab/run/catalog.hpp"
 
 namespace pmlab::cli {
@@ -33,6 +40,37 @@ struct RunArgs {
   std::string flush = "clwb";
   bool verify = false;
   bool json = false;
+  bool quiet = false;
+};
+
+// The bar of a run: the kernel's outer loops count finished outer iterations into `steps`
+// (mem::outer_step_done, one relaxed increment each), and this thread draws them ten times a
+// second. Polling keeps the hot loops free of any call into the display.
+class RunProgress {
+ public:
+  RunProgress(const std::string& label, std::uint64_t total, bool enabled) {
+    if (!enabled || total == 0) return;
+    drawer_ = std::jthread([this, label, total](std::stop_token stop) {
+      ProgressBar bar(label, total, true);
+      std::mutex m;
+      std::condition_variable_any wake;
+      std::unique_lock lock(m);
+      while (!stop.stop_requested()) {
+        bar.update(steps_.load(std::memory_order_relaxed));
+        // Returns at once when the run ends (stop requested), else after 100 ms.
+        wake.wait_for(lock, stop, std::chrono::milliseconds(100), [] { return false; });
+      }
+      bar.update(steps_.load(std::memory_order_relaxed));
+    });
+  }
+  // Where the run counts its steps; null when no bar is drawn.
+  [[nodiscard]] std::atomic<std::uint64_t>* counter() {
+    return drawer_.joinable() ? &steps_ : nullptr;
+  }
+
+ private:
+  std::atomic<std::uint64_t> steps_{0};
+  std::jthread drawer_;  // last: stopped and joined before steps_ goes away
 };
 
 nlohmann::json kernel_params_json(const pool::RunParams& p) {
@@ -112,6 +150,12 @@ int do_run(const RunArgs& a, const Given& g) {
   pool->require_layout(k.arrays(params));  // a header can pass its CRC and still lie
   run::RunReport report;
   try {
+    // No bar for a run already done, nor for a kernel that declares no outer-step count.
+    const bool bar = progress_wanted(a.quiet) && pool->state() != pool::RunState::kDone &&
+                     k.outer_steps != nullptr;
+    RunProgress progress(fmt::format("{} {}", params.kernel, params.scheme),
+                         bar ? k.outer_steps(params) : 0, bar);
+    opt.steps_done = progress.counter();
     report = k.execute(*pool, opt);
   } catch (const Error& e) {
     // A first start that fails (e.g. libpmemobj cannot create its own pool) leaves no pool
@@ -249,6 +293,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--verify", args->verify,
                 "Compare the result with a fault-free reference, bit for bit (exit 1 on mismatch)");
   cmd->add_flag("--json", args->json, "Print a JSON report instead of text");
+  cmd->add_flag("--quiet", args->quiet,
+                "No progress bar (drawn on stderr, when it is a terminal, for kernels that declare "
+                "their outer-iteration count: all but the BEP micro-benchmarks)");
   cmd->callback([args, &exit_code, cmd, o_scheme, o_n, o_bs, o_thr, o_ck, o_seed] {
     Given g{cmd->get_option("kernel")->count() > 0,
             o_scheme->count() > 0,

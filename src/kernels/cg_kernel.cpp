@@ -39,6 +39,8 @@ constexpr auto kSchemes = iterative_schemes<shape_of>();
 struct Cg {
   using Operands = cgk::Operands;
   static constexpr std::string_view kName = "cg";
+  // Outer iterations of a run (pmlab run's progress bar; the unit of resume points).
+  static std::uint64_t outer_steps(const pool::RunParams& p) { return iterations_of(p); }
   static constexpr std::uint64_t kCrashTestMaxN = 1000;
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;

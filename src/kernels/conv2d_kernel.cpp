@@ -82,6 +82,8 @@ constexpr auto kSchemes = std::tuple{
 struct Conv2d {
   using Operands = cv::Operands;
   static constexpr std::string_view kName = "conv2d";
+  // Outer iterations of a run (pmlab run's progress bar; the unit of resume points).
+  static std::uint64_t outer_steps(const pool::RunParams& p) { return shape_of(p).blocks(); }
   static constexpr std::uint64_t kCrashTestMaxN = 1500;
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;

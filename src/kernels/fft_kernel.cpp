@@ -79,6 +79,10 @@ constexpr auto kSchemes = std::tuple{
 struct Fft {
   using Operands = ff::Operands;
   static constexpr std::string_view kName = "fft";
+  // Outer iterations of a run (pmlab run's progress bar; the unit of resume points).
+  static std::uint64_t outer_steps(const pool::RunParams&) {
+    return static_cast<std::uint64_t>(kernels::fft::kPasses);
+  }
   static constexpr std::uint64_t kCrashTestMaxN = 1u << 20;
   static constexpr bool kPowerOfTwoN = true;
   static constexpr const auto& schemes = kSchemes;

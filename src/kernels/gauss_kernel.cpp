@@ -26,6 +26,10 @@ constexpr auto kSchemes = in_place_schemes<shape_of>();
 struct Gauss {
   using Operands = ga::Operands;
   static constexpr std::string_view kName = "gauss";
+  // Outer iterations of a run (pmlab run's progress bar; the unit of resume points).
+  static std::uint64_t outer_steps(const pool::RunParams& p) {
+    return kernels::gauss::rival_steps(shape_of(p));
+  }
   static constexpr std::uint64_t kCrashTestMaxN = 400;
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;

@@ -129,6 +129,8 @@ constexpr auto kSchemes = std::tuple{
 struct Gemm {
   using Operands = gm::Operands;
   static constexpr std::string_view kName = "gemm";
+  // Outer iterations of a run (pmlab run's progress bar; the unit of resume points).
+  static std::uint64_t outer_steps(const pool::RunParams& p) { return shape_of(p).outer_count(); }
   static constexpr std::uint64_t kCrashTestMaxN = 400;
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;

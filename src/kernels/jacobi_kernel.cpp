@@ -37,6 +37,8 @@ constexpr auto kSchemes = iterative_schemes<shape_of>();
 struct Jacobi {
   using Operands = jk::Operands;
   static constexpr std::string_view kName = "jacobi";
+  // Outer iterations of a run (pmlab run's progress bar; the unit of resume points).
+  static std::uint64_t outer_steps(const pool::RunParams& p) { return iterations_of(p); }
   static constexpr std::uint64_t kCrashTestMaxN = 200;
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;

@@ -26,6 +26,8 @@ constexpr auto kSchemes = in_place_schemes<shape_of>();
 struct Lu {
   using Operands = lu::Operands;
   static constexpr std::string_view kName = "lu";
+  // Outer iterations of a run (pmlab run's progress bar; the unit of resume points).
+  static std::uint64_t outer_steps(const pool::RunParams& p) { return shape_of(p).tiles(); }
   static constexpr std::uint64_t kCrashTestMaxN = 500;
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;

@@ -265,7 +265,7 @@ constexpr auto pmemobj_scheme() {
                       auto* marker = obj_state_of(c);
                       if (be.load(&marker->copied_back) == 0) {
                         const auto obj = open_pmemobj(be, c, /*fresh=*/false);
-                        obj.run(c.op, first);
+                        obj.run(c.op, first, [&] { mem::outer_step_done(be); });
                         obj.copy_c(c.op.c.data());
                         be.persist(c.op.c.data(), c.op.c.bytes());
                         be.store(&marker->copied_back, std::uint64_t{1});
@@ -320,6 +320,8 @@ constexpr auto kSchemes = std::tuple{
 struct Tmm {
   using Operands = tm::Operands;
   static constexpr std::string_view kName = "tmm";
+  // Outer iterations of a run (pmlab run's progress bar; the unit of resume points).
+  static std::uint64_t outer_steps(const pool::RunParams& p) { return shape_of(p).tiles(); }
   static constexpr std::uint64_t kCrashTestMaxN = 400;
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;

@@ -153,7 +153,8 @@ void PmemobjTmm::copy_c(double* dst) const {
   std::memcpy(dst, impl_->c(), impl_->n * impl_->n * sizeof(double));
 }
 
-void PmemobjTmm::run(const Operands& ab, std::size_t first_kt) const {
+void PmemobjTmm::run(const Operands& ab, std::size_t first_kt,
+                     const std::function<void()>& step_done) const {
   const Impl& m = *impl_;
   // The same operands with C redirected into the object pool: panel_step's FP order is reused.
   const Operands op{ab.a, ab.b, {m.c(), m.n, m.n}, m.n, m.bs};
@@ -189,6 +190,7 @@ void PmemobjTmm::run(const Operands& ab, std::size_t first_kt) const {
     if (failure != 0)
       throw Error(ErrorCode::kIo,
                   fmt::format("libpmemobj transaction failed: {}", pmemobj_errormsg()));
+    step_done();
   }
 }
 

@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "pmlab/core/error.hpp"
-#include "pmlab/run/catalog.hpp"
 #include "pmlab/pool/params.hpp"
+#include "pmlab/run/catalog.hpp"
 
 namespace pmlab::run {
 

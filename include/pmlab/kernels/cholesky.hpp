@@ -167,6 +167,7 @@ void run_step(B& be, const Operands& op, std::size_t k, Exec&& exec) {
     const auto [a, b] = tiled::tri_unrank(x);
     exec(Tile{k + 1 + a, k + 1 + b});
   });
+  mem::outer_step_done(be);  // every scheme's step k goes through here, recovery's never
 }
 
 // base's "recovery": the working matrix back to lower(A), durably; restart from step 0.

@@ -119,7 +119,10 @@ template <lp::ChecksumKind K, mem::Backend B>
 
 template <mem::Backend B>
 void run_base(B& be, const Operands& op) {
-  be.parallel_for(0, op.blocks(), [&](std::size_t b) { conv_block(be, op, b, [](double) {}); });
+  be.parallel_for(0, op.blocks(), [&](std::size_t b) {
+    conv_block(be, op, b, [](double) {});
+    mem::outer_step_done(be);  // a block is conv2d's outer unit
+  });
 }
 
 // LP: each row block is a region; its checksum goes to slot b with plain stores.
@@ -132,6 +135,7 @@ void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table) {
     // slower, docs/lp-native-cost.md).
     conv_block(be, op, b, [&](double v) { region.add(v); });
     region.commit();
+    mem::outer_step_done(be);
   });
 }
 
@@ -180,7 +184,10 @@ void ep_block(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
 
 template <mem::Backend B>
 void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec) {
-  be.parallel_for(0, op.blocks(), [&](std::size_t b) { ep_block(be, op, rec, b); });
+  be.parallel_for(0, op.blocks(), [&](std::size_t b) {
+    ep_block(be, op, rec, b);
+    mem::outer_step_done(be);
+  });
 }
 
 // Recomputes the blocks not recorded as done; the convolution is then complete.

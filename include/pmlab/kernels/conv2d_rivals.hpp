@@ -65,6 +65,7 @@ void run_wal(B& be, const Operands& op, const scheme::WalUnits& wal, std::size_t
     wal.transact(
         be, b, 1, [&] { conv_block(be, op, b, [](double) {}); }, wal_block(op, wal, b));
     be.region_end(id);
+    mem::outer_step_done(be);
   });
 }
 
@@ -129,6 +130,7 @@ void run_cp(B& be, const Operands& op, const scheme::StepCheckpoint& cp, std::si
       be.region_begin({0, static_cast<std::uint32_t>(b)});
       conv_block(be, op, b, [](double) {});
       be.region_end({0, static_cast<std::uint32_t>(b)});
+      mem::outer_step_done(be);
     });
     cp.after_step(be, e, segments, [&] { be.persist(op.out.data(), op.out.bytes()); });
     s = e;

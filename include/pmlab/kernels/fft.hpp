@@ -186,21 +186,25 @@ void persist_region(B& be, const Operands& op, int pass, std::size_t r) {
 
 template <mem::Backend B>
 void run_base(B& be, const Operands& op, int first_pass = 0) {
-  for (int pass = first_pass; pass < kPasses; ++pass)
+  for (int pass = first_pass; pass < kPasses; ++pass) {
     be.parallel_for(0, op.regions(pass),
                     [&](std::size_t r) { pass_region(be, op, pass, r, [](double) {}); });
+    mem::outer_step_done(be);
+  }
 }
 
 // LP: each group of sub-FFTs is a region; its checksum goes to slot (pass, group).
 template <lp::ChecksumKind K, mem::Backend B>
 void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, int first_pass = 0) {
-  for (int pass = first_pass; pass < kPasses; ++pass)
+  for (int pass = first_pass; pass < kPasses; ++pass) {
     be.parallel_for(0, op.regions(pass), [&](std::size_t r) {
       lp::Region<K, B> region(be, table, op.slot(pass, r),
                               {static_cast<std::uint32_t>(pass), static_cast<std::uint32_t>(r)});
       pass_region(be, op, pass, r, [&](double v) { region.add(v); });
       region.commit();
     });
+    mem::outer_step_done(be);
+  }
 }
 
 namespace detail {
@@ -276,8 +280,10 @@ void ep_region(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec
 
 template <mem::Backend B>
 void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, int first_pass = 0) {
-  for (int pass = first_pass; pass < kPasses; ++pass)
+  for (int pass = first_pass; pass < kPasses; ++pass) {
     be.parallel_for(0, op.regions(pass), [&](std::size_t r) { ep_region(be, op, rec, pass, r); });
+    mem::outer_step_done(be);
+  }
 }
 
 // A pass starts only once every region of the previous one is recorded, so the newest pass with

@@ -57,7 +57,7 @@ namespace pmlab::kernels::fft {
 
 template <mem::Backend B>
 void run_wal(B& be, const Operands& op, const scheme::WalUnits& wal, std::size_t first = 0) {
-  for (int pass = static_cast<int>(first); pass < kPasses; ++pass)
+  for (int pass = static_cast<int>(first); pass < kPasses; ++pass) {
     be.parallel_for(0, op.regions(pass), [&](std::size_t r) {
       const std::size_t u = op.slot(pass, r);
       if (wal.progress_of(be, u) != 0) return;  // committed before a crash
@@ -68,6 +68,8 @@ void run_wal(B& be, const Operands& op, const scheme::WalUnits& wal, std::size_t
           wal_block(op, wal, pass, r));
       be.region_end(id);
     });
+    mem::outer_step_done(be);
+  }
 }
 
 // Rolls back every open transaction; returns the first pass with a region not committed (a
@@ -132,6 +134,7 @@ void run_cp(B& be, const Operands& op, const scheme::StepCheckpoint& cp, std::si
     });
     cp.after_step(be, static_cast<std::size_t>(pass) + 1, segments,
                   [&] { be.persist(op.z, 2 * op.n * sizeof(double)); });
+    mem::outer_step_done(be);
   }
 }
 

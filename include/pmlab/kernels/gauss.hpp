@@ -108,11 +108,13 @@ void eliminate_block(B& be, const Operands& op, std::size_t k, std::size_t b, On
 
 template <mem::Backend B>
 void run_base(B& be, const Operands& op, std::size_t first_k = 0) {
-  for (std::size_t k = first_k; k + 1 < op.n; ++k)
+  for (std::size_t k = first_k; k + 1 < op.n; ++k) {
     be.parallel_for(first_block_of_step(op, k), op.blocks(), [&](std::size_t b) {
       eliminate_block(
           be, op, k, b, [](double) {}, [](double) {});
     });
+    mem::outer_step_done(be);
+  }
 }
 
 // One LP region: two thread-private checksums, committed with plain stores (no flush, no fence).
@@ -130,9 +132,11 @@ void lp_region(B& be, const Operands& op, const lp::ChecksumTable& table, std::s
 
 template <lp::ChecksumKind K, mem::Backend B>
 void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first_k = 0) {
-  for (std::size_t k = first_k; k + 1 < op.n; ++k)
+  for (std::size_t k = first_k; k + 1 < op.n; ++k) {
     be.parallel_for(first_block_of_step(op, k), op.blocks(),
                     [&](std::size_t b) { lp_region<K>(be, op, table, k, b); });
+    mem::outer_step_done(be);
+  }
 }
 
 // Checksum of rows [r0, r1), columns [c0, n] in row-major order.
@@ -350,9 +354,11 @@ void ep_region(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec
 template <mem::Backend B>
 void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
             std::size_t first_k = 0) {
-  for (std::size_t k = first_k; k + 1 < op.n; ++k)
+  for (std::size_t k = first_k; k + 1 < op.n; ++k) {
     be.parallel_for(first_block_of_step(op, k), op.blocks(),
                     [&](std::size_t b) { ep_region(be, op, rec, k, b); });
+    mem::outer_step_done(be);
+  }
 }
 
 struct EpBlockTracker {

@@ -63,7 +63,7 @@ namespace pmlab::kernels::gauss {
 
 template <mem::Backend B>
 void run_wal(B& be, const Operands& op, const scheme::WalUnits& wal, std::size_t first = 0) {
-  for (std::size_t k = first; k < rival_steps(op); ++k)
+  for (std::size_t k = first; k < rival_steps(op); ++k) {
     be.parallel_for(first_block_of_step(op, k), op.blocks(), [&](std::size_t b) {
       if (wal.progress_of(be, b) > k) return;  // committed before a crash
       const mem::RegionId id{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(b)};
@@ -77,6 +77,8 @@ void run_wal(B& be, const Operands& op, const scheme::WalUnits& wal, std::size_t
           wal_region_block(op, wal, k, b));
       be.region_end(id);
     });
+    mem::outer_step_done(be);
+  }
 }
 
 // Rolls back every open transaction (the region in flight is named by the block's logged
@@ -150,6 +152,7 @@ void run_cp(B& be, const Operands& op, const scheme::StepCheckpoint& cp, std::si
       be.region_end(id);
     });
     cp.after_step(be, k + 1, segments, [&] { be.persist(op.w.data(), op.w.bytes()); });
+    mem::outer_step_done(be);
   }
 }
 
@@ -195,6 +198,7 @@ void run_hr(B& be, const Operands& op, const HrState& hr, std::size_t first = 0)
     be.parallel_for(first_block_of_step(op, k), op.blocks(),
                     [&](std::size_t b) { ep_region(be, op, hr.records, k, b); });
     if (k + 1 < rival_steps(op)) hr.copier.save(be, k, k + 1, band);
+    mem::outer_step_done(be);
   }
 }
 

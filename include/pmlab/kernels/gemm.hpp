@@ -329,6 +329,7 @@ void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn,
         unit_fn(be, p, s, packer.unit(be, p, s, abuf.vec(), bbuf.vec()));
       });
       after_step(s);
+      mem::outer_step_done(be);
     }
     return;
   }
@@ -341,6 +342,7 @@ void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn,
       for (std::size_t s = 0; s < op.steps(); ++s)
         unit_fn(be, p, s, packer.unit(be, p, s, abuf.vec(), bbuf.vec()));
   });
+  mem::outer_step_done(be);  // the one outer unit of a variant without a global step
 }
 
 template <mem::Backend B, class UnitFn>

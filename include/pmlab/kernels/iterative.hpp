@@ -112,7 +112,10 @@ class RegionFolds {
 
 template <mem::Backend B, class Op>
 void run_base(B& be, const Op& op, std::size_t first) {
-  for (std::size_t t = first; t < op.iterations; ++t) iterate(be, op, t, op.s, op.s, [] {});
+  for (std::size_t t = first; t < op.iterations; ++t) {
+    iterate(be, op, t, op.s, op.s, [] {});
+    mem::outer_step_done(be);
+  }
 }
 
 template <mem::Backend B, class Op>
@@ -144,6 +147,7 @@ void run_wal(B& be, const Op& op, const scheme::WalUnits& wal, std::size_t first
     wal.transact(
         be, 0, t + 1, [&] { iterate(be, op, t, op.s, op.s, [] {}); }, wal_block(op, wal));
     be.region_end(id);
+    mem::outer_step_done(be);
   }
 }
 
@@ -192,6 +196,7 @@ void run_cp(B& be, const Op& op, const scheme::StepCheckpoint& cp, std::size_t f
     iterate(be, op, t, op.s, op.s, [] {});
     be.region_end(id);
     cp.after_step(be, t + 1, whole, [&] { be.persist(op.s, op.state_bytes()); });
+    mem::outer_step_done(be);
   }
 }
 
@@ -291,6 +296,7 @@ void run_lp(B& be, const Op& op, const LpState& st, std::size_t first) {
       table.commit(be, op.slot(t, k), folds.value(k));
       be.region_end(id);
     });
+    mem::outer_step_done(be);
   }
   lp_finish(be, op, st);
 }

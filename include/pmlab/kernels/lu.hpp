@@ -171,6 +171,7 @@ void run_step(B& be, const Operands& op, std::size_t k, Exec&& exec) {
     exec(x < m ? Tile{k, k + 1 + x} : Tile{k + 1 + (x - m), k});
   });
   be.parallel_for(0, m * m, [&](std::size_t x) { exec(Tile{k + 1 + x / m, k + 1 + x % m}); });
+  mem::outer_step_done(be);  // every scheme's step k goes through here, recovery's never
 }
 
 // base's "recovery": W back to A, durably; restart from step 0.

@@ -82,8 +82,10 @@ template <lp::ChecksumKind K, mem::Backend B>
 template <mem::Backend B>
 void run_base(B& be, const Operands& op, std::size_t first_kt = 0) {
   const std::size_t nt = op.tiles();
-  for (std::size_t kt = first_kt; kt < nt; ++kt)
+  for (std::size_t kt = first_kt; kt < nt; ++kt) {
     be.parallel_for(0, nt, [&](std::size_t it) { panel_step(be, op, kt, it, [](double) {}); });
+    mem::outer_step_done(be);
+  }
 }
 
 // LP tmm (Fig. 8): region = one ii iteration; its checksum goes to slot (kk, ii) with plain stores.
@@ -97,6 +99,7 @@ void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size
       panel_step(be, op, kt, it, [&](double v) { region.add(v); });
       region.commit();
     });
+    mem::outer_step_done(be);
   }
 }
 

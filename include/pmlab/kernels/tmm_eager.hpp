@@ -141,6 +141,7 @@ void run_ep_ii(B& be, const Operands& op, const EagerState& st, std::size_t firs
           [&] { be.persist(op.panel(it), op.panel_bytes(it)); });
     });
     if (st.copier != nullptr) st.copier->save(be, kt, kt + 1);
+    mem::outer_step_done(be);
   }
 }
 
@@ -193,6 +194,7 @@ void run_ep_jj(B& be, const Operands& op, const EagerState& st, std::size_t firs
       rec.update(be, {kt + 1, 0});
     });
     if (st.copier != nullptr) st.copier->save(be, kt, kt + 1);
+    mem::outer_step_done(be);
   }
 }
 
@@ -287,6 +289,7 @@ void run_wal_ii(B& be, const Operands& op, const WalState& st, std::size_t first
       be.store(&st.index[it].value[kWalKk], std::uint64_t{kt + 1});
       tx.commit(be, data, idx);
     });
+    mem::outer_step_done(be);
   }
 }
 
@@ -315,6 +318,7 @@ void run_wal_jj(B& be, const Operands& op, const WalState& st, std::size_t first
         tx.commit(be, data, idx);
       }
     });
+    mem::outer_step_done(be);
   }
 }
 
@@ -378,6 +382,7 @@ void run_cp(B& be, const Operands& op, const CpState& st, std::size_t first_kt =
         be, {{slot, op.a.data(), m}, {slot + m, op.b.data(), m}, {slot + 2 * m, op.c.data(), m}});
     be.store(&st.header->done, std::uint64_t{kt + 1});
     be.persist(&st.header->done, sizeof(std::uint64_t));
+    mem::outer_step_done(be);
   }
 }
 

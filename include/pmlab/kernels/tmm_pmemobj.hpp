@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,7 +43,10 @@ class PmemobjTmm {
   // First kk tile some panel still needs.
   [[nodiscard]] std::size_t resume_point() const;
   // Runs kk tiles [first_kt, tiles) with one transaction per (kk, ii); A and B from `op`.
-  void run(const Operands& op, std::size_t first_kt) const;
+  // `step_done` is called after each kk tile (the run's progress).
+  void run(
+      const Operands& op, std::size_t first_kt,
+      const std::function<void()>& step_done = [] {}) const;
   // Copies C out of the object pool (plain memcpy; the caller persists).
   void copy_c(double* dst) const;
   [[nodiscard]] double* c() const;

@@ -34,4 +34,14 @@ concept Backend = requires(B& b, double* pd, const double* cpd, std::uint64_t* p
   { b.threads() } -> std::convertible_to<int>;
 };
 
+// A run's outer loop reports each finished outer unit (what `first` and resume points count:
+// an iteration, or a block where a kernel's blocks are its units) through this call, once per
+// unit and never per access, from any thread. A backend that keeps progress (the native one,
+// when `pmlab run` draws its bar) counts it; any other backend — the simulator's, the tests' —
+// has no such member and the call compiles to nothing, so no simulated figure can move.
+template <class B>
+void outer_step_done(B& be) {
+  if constexpr (requires { be.outer_step_done(); }) be.outer_step_done();
+}
+
 }  // namespace pmlab::mem

@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,6 +50,15 @@ class NativeBackend {
   [[nodiscard]] const P& persister() const {
     return persister_;
   }
+  // Where outer_step_done counts finished outer units (pmlab run's bar reads the count from
+  // another thread); null: nowhere. One relaxed increment per outer iteration (or per block,
+  // where a kernel's blocks are its outer units and run in parallel): nothing a loop can measure.
+  void publish_steps_to(std::atomic<std::uint64_t>* steps_done) {
+    steps_done_ = steps_done;
+  }
+  void outer_step_done() const {
+    if (steps_done_ != nullptr) steps_done_->fetch_add(1, std::memory_order_relaxed);
+  }
   // The flush helper's times over this backend's life (a run).
   [[nodiscard]] const HelperTimes& helper_times() const {
     return helper_times_;
@@ -64,6 +74,7 @@ class NativeBackend {
   P persister_;
   int threads_;
   HelperTimes helper_times_;
+  std::atomic<std::uint64_t>* steps_done_ = nullptr;
 };
 
 static_assert(Backend<NativeBackend<persist::NoPersist>>);

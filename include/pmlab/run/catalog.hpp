@@ -2,6 +2,7 @@
 // verification.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -18,6 +19,9 @@ namespace pmlab::run {
 struct ExecOptions {
   persist::PersistMode mode = persist::PersistMode::kCpu;
   persist::FlushKind flush = persist::FlushKind::kClwb;
+  // Non-null: the run's outer loop stores here the number of outer iterations done (a progress
+  // bar polls it; KernelDriver::outer_steps is the total).
+  std::atomic<std::uint64_t>* steps_done = nullptr;
 };
 
 // What one `pmlab run` invocation did to a pool.
@@ -71,6 +75,10 @@ struct KernelDriver {
   std::function<VerifyResult(const pool::Pool&)> verify;
   // Sizes must be powers of two (FFT); tests and eval round their random sizes down.
   bool n_power_of_two = false;
+  // The number of outer iterations a run of these parameters makes (the unit of resume points
+  // and of ExecOptions::steps_done); empty when the kernel declares none (its bar then shows
+  // only the time elapsed).
+  std::function<std::uint64_t(const pool::RunParams&)> outer_steps;
 };
 
 [[nodiscard]] const std::vector<KernelDriver>& kernel_drivers();

@@ -45,14 +45,19 @@ template <class Fn>
 decltype(auto) with_native_backend(const pool::Pool& pool, const ExecOptions& opt, int threads,
                                    Fn&& fn) {
   using namespace persist;
+  // Every backend publishes its outer steps where the caller asked (pmlab run's bar).
+  const auto run = [&](auto& be) -> decltype(auto) {
+    be.publish_steps_to(opt.steps_done);
+    return fn(be);
+  };
   switch (opt.mode) {
     case PersistMode::kNone: {
       mem::NativeBackend<NoPersist> be(NoPersist{}, threads);
-      return fn(be);
+      return run(be);
     }
     case PersistMode::kAuto: {
       mem::NativeBackend<Pmem2Persist> be(Pmem2Persist(pool.map()), threads);
-      return fn(be);
+      return run(be);
     }
     case PersistMode::kCpu:
       break;
@@ -61,22 +66,22 @@ decltype(auto) with_native_backend(const pool::Pool& pool, const ExecOptions& op
     // Refused at the first flush, not up front: a scheme that flushes nothing (base, LP's
     // normal execution) runs on a CPU without the instruction.
     mem::NativeBackend<UnsupportedFlush> be(UnsupportedFlush{opt.flush}, threads);
-    return fn(be);
+    return run(be);
   }
   switch (opt.flush) {
     case FlushKind::kClflush: {
       mem::NativeBackend<CpuPersist<FlushKind::kClflush>> be({}, threads);
-      return fn(be);
+      return run(be);
     }
     case FlushKind::kClflushopt: {
       mem::NativeBackend<CpuPersist<FlushKind::kClflushopt>> be({}, threads);
-      return fn(be);
+      return run(be);
     }
     case FlushKind::kClwb:
       break;
   }
   mem::NativeBackend<CpuPersist<FlushKind::kClwb>> be({}, threads);
-  return fn(be);
+  return run(be);
 }
 
 }  // namespace pmlab::run

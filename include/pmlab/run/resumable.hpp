@@ -51,6 +51,10 @@ concept KernelDescription = requires(const pool::RunParams& p, pool::Pool& pool,
   { K::base_refs(p) } -> std::convertible_to<std::uint64_t>;  // loads + stores of base
 };
 
+// Optional: `static std::uint64_t outer_steps(const pool::RunParams&)`, how many outer
+// iterations a run makes. With it, `pmlab run` draws a bar with time left, fed by
+// mem::outer_step_done, which every scheme's outer loop calls once per iteration
+// (tests/run/outer_steps_test.cpp holds every row to it).
 // ... plus a scheme table (K::schemes) whose every row runs on the native backends.
 template <class K>
 concept ResumableKernel = KernelDescription<K> &&
@@ -144,6 +148,7 @@ template <ResumableKernel K>
       const std::size_t first = report.resumed ? scheme.recover(be, ctx, report) : 0;
       report.recovery_seconds = seconds_since(t0);
       report.resume_point = first;
+      if (opt.steps_done != nullptr) opt.steps_done->store(first, std::memory_order_relaxed);
       const double cpu1 = process_cpu_seconds();
       const auto t1 = Clock::now();
       scheme.run(be, ctx, first);
@@ -172,6 +177,10 @@ template <ResumableKernel K>
   d.execute = execute_resumable<K>;
   d.verify = K::verify;
   d.n_power_of_two = K::kPowerOfTwoN;
+  if constexpr (requires(const pool::RunParams& p) {
+                  { K::outer_steps(p) } -> std::convertible_to<std::uint64_t>;
+                })
+    d.outer_steps = [](const pool::RunParams& p) -> std::uint64_t { return K::outer_steps(p); };
   return d;
 }
 

@@ -109,6 +109,7 @@ void run_in_place_versions(B& be, const InPlaceVersions& st, IpvFlush how, std::
     }
     if (commit_early) detail::ipv_commit(be, st, t + 1);
     flush_working(out);  // flush_async: version (t + 1) % 2 is no longer updated in t
+    mem::outer_step_done(be);
   }
   if (flusher) flusher->flush_barrier();
   detail::ipv_commit(be, st, n_it);
