@@ -220,6 +220,12 @@ int do_crash(const CrashArgs& a) {
         j["regions_redone"]["median"].get<std::uint64_t>(),
         j["regions_redone"]["p90"].get<std::uint64_t>(),
         j["regions_redone"]["max"].get<std::uint64_t>());
+    fmt::print(
+        "  outer iterations finished before a crash and run again after it: median {}, p90 "
+        "{}, max {}\n",
+        j["outer_iterations_redone"]["median"].get<std::uint64_t>(),
+        j["outer_iterations_redone"]["p90"].get<std::uint64_t>(),
+        j["outer_iterations_redone"]["max"].get<std::uint64_t>());
     if (with_controls) {
       std::string each;
       for (const auto& c : controls)

@@ -223,6 +223,7 @@ void finish_trial(SimSession& s, TrialResult& t, NextCrash&& next_recovery_crash
     const std::size_t commits_before = be.commits().size();
     apply_image(be, t.image, image_rng);
     for (;;) {
+      const std::uint64_t position_at_failure = be.outer_position();
       const std::uint64_t again = next_recovery_crash([&] {
         const RecoverySpan r = measure_recovery(s);
         t.recovery_lengths.push_back(r.length);
@@ -236,6 +237,8 @@ void finish_trial(SimSession& s, TrialResult& t, NextCrash&& next_recovery_crash
         RunReport report;
         const std::size_t resume = s.recover(report);
         in_recovery = false;
+        if (position_at_failure > resume)
+          t.outer_redone = std::max<std::uint64_t>(t.outer_redone, position_at_failure - resume);
         t.recovery += report.recovery;
         t.recovery_ops = be.ops() - ops0;
         t.recovery_cycles = be.stats().cycles.value() - cycles0;
@@ -300,7 +303,8 @@ nlohmann::json trial_wire(const TrialResult& t) {
             r.regions_unnecessary}},
           {"recovery_ops", t.recovery_ops},
           {"recovery_cycles", t.recovery_cycles},
-          {"regions_redone", t.regions_redone}};
+          {"regions_redone", t.regions_redone},
+          {"outer_redone", t.outer_redone}};
 }
 
 void from_wire(const std::string& payload, TrialResult& t) {
@@ -321,6 +325,7 @@ void from_wire(const std::string& payload, TrialResult& t) {
   t.recovery_ops = j.at("recovery_ops").get<std::uint64_t>();
   t.recovery_cycles = j.at("recovery_cycles").get<std::uint64_t>();
   t.regions_redone = j.at("regions_redone").get<std::uint64_t>();
+  t.outer_redone = j.at("outer_redone").get<std::uint64_t>();
 }
 
 std::string death_text(int status) {
@@ -622,13 +627,14 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
                               {"near_fence", phase(r.near_fence)},
                               {"elsewhere", phase(r.elsewhere)}};
   }
-  std::vector<std::uint64_t> work, recomputed, redone;
+  std::vector<std::uint64_t> work, recomputed, redone, outer_redone;
   std::uint64_t unnecessary = 0, in_recovery = 0, in_resumed = 0, inconsistent_max = 0;
   std::uint64_t targeted = 0, targeted_nonempty = 0;
   for (const auto& t : r.results) {
     work.push_back(t.recovery_ops);
     recomputed.push_back(t.recovery.regions_recomputed);
     redone.push_back(t.regions_redone);
+    outer_redone.push_back(t.outer_redone);
     inconsistent_max = std::max(inconsistent_max, t.recovery.regions_inconsistent);
     unnecessary += t.recovery.regions_unnecessary;
     in_recovery += t.crashes_in_recovery;
@@ -653,6 +659,7 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
   j["recovery_ops"] = summary(work);
   j["regions_recomputed"] = summary(recomputed);
   j["regions_redone"] = summary(redone);
+  j["outer_iterations_redone"] = summary(outer_redone);
   j["regions_inconsistent_max"] = inconsistent_max;
   j["periodic_flush_cycles"] = r.periodic_flush_cycles;
   j["max_commits_per_period"] = r.max_commits_per_period;
@@ -679,7 +686,8 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
                       {"regions_unnecessary", t.recovery.regions_unnecessary},
                       {"recovery_ops", t.recovery_ops},
                       {"recovery_cycles", t.recovery_cycles},
-                      {"regions_redone", t.regions_redone}};
+                      {"regions_redone", t.regions_redone},
+                      {"outer_iterations_redone", t.outer_redone}};
     if (!t.passed) tj["failure"] = t.failure;
     j[t.passed ? "trials_detail" : "failures"].push_back(tj);
   }

@@ -96,6 +96,10 @@ struct TrialResult {
   // Region executions that repeat work done before the crash: regions recomputed by recovery
   // plus region commits after the crash of a region (RegionId) that had already committed.
   std::uint64_t regions_redone = 0;
+  // Outer iterations (the kernel's resume unit) finished before a power failure that the run
+  // after it executes again: the outer position at the failure minus the resume point recovery
+  // returned, the largest over the trial's failures. In-place versioning promises at most 1.
+  std::uint64_t outer_redone = 0;
   std::uint64_t recovery_ops = 0;     // backend ops spent in recovery (last attempt)
   std::uint64_t recovery_cycles = 0;  // simulated cycles spent in recovery (last attempt)
 };

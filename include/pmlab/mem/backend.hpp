@@ -36,9 +36,10 @@ concept Backend = requires(B& b, double* pd, const double* cpd, std::uint64_t* p
 
 // A run's outer loop reports each finished outer unit (what `first` and resume points count:
 // an iteration, or a block where a kernel's blocks are its units) through this call, once per
-// unit and never per access, from any thread. A backend that keeps progress (the native one,
-// when `pmlab run` draws its bar) counts it; any other backend — the simulator's, the tests' —
-// has no such member and the call compiles to nothing, so no simulated figure can move.
+// unit and never per access, from any thread. The native backend counts it when `pmlab run`
+// draws its bar; the simulator's keeps the run's outer position as a plain counter (no simulated
+// access, so no figure moves; crash campaigns read it); a backend without such a member (the
+// tests') compiles the call to nothing.
 template <class B>
 void outer_step_done(B& be) {
   if constexpr (requires { be.outer_step_done(); }) be.outer_step_done();

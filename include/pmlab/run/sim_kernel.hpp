@@ -52,6 +52,7 @@ template <ResumableKernel K>
     const ContextOf<K> ctx{pool, K::operands(pool), pool.params()};
     with_sim_scheme<K>(pool.params(), [&](const auto& s) {
       if (first == 0) s.prepare(be, ctx);  // a fresh start (scratch pools are never resumed)
+      be.start_outer_steps_at(first);
       s.run(be, ctx, first);
     });
   };

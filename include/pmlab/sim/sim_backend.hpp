@@ -177,6 +177,12 @@ class SimBackend {
   // the wait is HelperStats::exposed_cycles.
   void helper_barrier();
   void region_begin(mem::RegionId) { ++region_begins_; }
+  // The run's outer position: set to `first` when a run starts, one more per finished outer
+  // iteration (mem::outer_step_done). A plain counter, not a simulated access: no figure moves.
+  // The crash campaigns read it at a power failure to count the iterations redone after it.
+  void start_outer_steps_at(std::uint64_t first) { outer_position_ = first; }
+  void outer_step_done() { ++outer_position_; }
+  [[nodiscard]] std::uint64_t outer_position() const { return outer_position_; }
   void region_end(mem::RegionId r) {
     commits_.push_back({r, thread_, ops_, machine_.clock(core_)});
   }
@@ -417,6 +423,7 @@ class SimBackend {
   std::shared_ptr<Fibers> fibers_;        // stacks, kept across loops
   OpHook hook_;                           // set: crash_at_ is a hook point
   std::uint64_t region_begins_ = 0;
+  std::uint64_t outer_position_ = 0;
   std::vector<CommitPoint> commits_;
   std::vector<std::uint64_t> fence_ops_;
   std::function<void()> on_loop_end_;
