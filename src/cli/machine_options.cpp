@@ -200,6 +200,10 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
           "BSP bulk mode's hardware log: one NVM log write per line first stored to in an epoch "
           "(on, default with --bsp-epoch) or none (off: Fig. 14's NOLOG)")
       ->check(CLI::IsMember({"on", "off"}));
+  m.add_flag("--timed-locks", a.timed_locks,
+             "BEP benchmarks: a critical section waits for its lock's previous holder to release "
+             "it (plus one LLC hit), so threads under one lock serialise in time (off: atomic in "
+             "simulation order only; docs/bep.md)");
   m.add_flag("--bsp-write-through", a.bsp_write_through,
              "Naive write-through BSP (needs --barrier lb*): every store to a persistent line "
              "goes to NVM at once and the core waits for it");
@@ -261,6 +265,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
     p.persistency.bsp_log = a.bsp_log.value_or("on") == "on";
   }
   p.persistency.bsp_write_through = a.bsp_write_through;
+  if (a.timed_locks) p.persistency.timed_locks = true;
   p.validate();
   if (a.config == "cachegrind" && (a.d1 || a.ll)) {
     // Rebuild from the geometries, then re-apply the overrides on top.
@@ -346,6 +351,7 @@ std::string machine_flags(const MachineArgs& a) {
   add("--bsp-epoch", a.bsp_epoch);
   add("--bsp-log", a.bsp_log);
   if (a.bsp_write_through) s += " --bsp-write-through";
+  if (a.timed_locks) s += " --timed-locks";
   return s;
 }
 

@@ -47,6 +47,7 @@ struct MachineArgs {
   std::optional<std::uint64_t> bsp_epoch;
   std::optional<std::string> bsp_log;
   bool bsp_write_through = false;
+  bool timed_locks = false;  // --timed-locks
 };
 
 // --config: a preset name, or a machine file (a path holding '/' or ending in .json).

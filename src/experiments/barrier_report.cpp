@@ -33,7 +33,8 @@ std::string bsp_section(const json& benches) {
       "Each benchmark's `base` scheme (no persist barriers in the program) with the hardware "
       "ending every core's epoch after N stores (`pmlab sim BENCH --scheme base --config micro15 "
       "--barrier MODE --bsp-epoch N [--bsp-log off]`; write-through: `--barrier lb "
-      "--bsp-write-through`). The paper runs PARSEC, SPLASH-2 and STAMP, which pmlab does not "
+      "--bsp-write-through`; locks as in the table above). The paper runs PARSEC, SPLASH-2 and "
+      "STAMP, which pmlab does not "
       "have; its own micro-benchmarks stand in (queue is the one with shared hot data). "
       "Execution time over no persistency (lower is better), deterministic.\n\n"
       "| bench | threads x ops | config | time vs NP | conflict % | BSP epochs | log writes | "
@@ -92,9 +93,13 @@ std::string barrier_section(const json& benches) {
   bool fig11 = false;  // only BSP entries (eval --only): the Fig. 11-12 tables have no rows
   for (const auto& b : benches) fig11 = fig11 || b.contains("rows") || b.contains("error");
   if (!fig11) return bsp_section(benches);
+  const bool timed = benches.front().value("timed_locks", false);
   std::string md =
       "## Persist barriers: LB, LB+IDT, LB+PF, LB++ (seed 004, Joshi et al. MICRO'15)\n\n"
-      "The BEP micro-benchmarks (`pmlab sim BENCH --scheme tx --barrier MODE --config micro15`), "
+      "The BEP micro-benchmarks (`pmlab sim BENCH --scheme tx --barrier MODE --config micro15" +
+      std::string(timed ? " --timed-locks`: a critical section waits for its lock's release, so "
+                          "threads under one lock serialise in time under every mode), "
+                        : "`), ") +
       "each transaction an epoch-separated undo-log transaction. Throughput is transactions per "
       "simulated cycle over LB's; the simulator is deterministic, so each cell is one exact run "
       "(no noise to resolve). Conflict % = epochs flushed because a request needed them "

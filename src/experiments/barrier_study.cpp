@@ -73,6 +73,7 @@ json barrier_study_bench(const std::string& bench, const BarrierStudyOptions& o)
     spec.machine = run::machine_from("micro15", mo);
     spec.machine.persistency.barrier = sim::barrier_from_string(c.barrier);
     spec.machine.persistency.invalidating_epoch_flush = c.invalidating;
+    spec.machine.persistency.timed_locks = o.timed_locks;
     // Software EP and no persistency flush nothing explicitly under the hardware barriers; the
     // flush instruction of sw is clwb, as on the paper's machine (non-invalidating).
     spec.flush = c.barrier == "sw" ? sim::FlushMode::kClwb : sim::FlushMode::kNone;
@@ -92,8 +93,13 @@ json barrier_study_bench(const std::string& bench, const BarrierStudyOptions& o)
     if (st.epochs) r["epochs"] = epoch_json(*st.epochs);
     rows.push_back(std::move(r));
   }
-  return {{"bench", bench},       {"threads", o.threads},         {"ops", o.ops},
-          {"entries", o.entries}, {"transactions", transactions}, {"rows", rows}};
+  return {{"bench", bench},
+          {"threads", o.threads},
+          {"ops", o.ops},
+          {"entries", o.entries},
+          {"transactions", transactions},
+          {"rows", rows},
+          {"timed_locks", o.timed_locks}};
 }
 
 namespace {
@@ -137,6 +143,7 @@ json bsp_study_bench(const std::string& bench, const BarrierStudyOptions& o) {
     per.bsp_epoch_stores = c.epoch_stores;
     per.bsp_log = c.log && c.epoch_stores != 0;
     per.bsp_write_through = c.write_through;
+    per.timed_locks = o.timed_locks;
     spec.flush = sim::FlushMode::kNone;
     spec.drain = false;  // as the paper's runs: time of the program, nothing forced at the end
     const auto st = run::simulate(spec).stats;

@@ -190,7 +190,8 @@ json to_machine_file(const SimParams& p) {
             {"bsp_epoch_stores", ps.bsp_epoch_stores},
             {"bsp_log", ps.bsp_log},
             {"bsp_write_through", ps.bsp_write_through},
-            {"check_order", ps.check_order}}}};
+            {"check_order", ps.check_order},
+            {"timed_locks", ps.timed_locks}}}};
 }
 
 SimParams from_machine_file(const json& doc, const std::string& source) {
@@ -287,6 +288,7 @@ SimParams from_machine_file(const json& doc, const std::string& source) {
     s.get("bsp_log", ps.bsp_log);
     s.get("bsp_write_through", ps.bsp_write_through);
     s.get("check_order", ps.check_order);
+    s.get("timed_locks", ps.timed_locks);
     s.finish();
   }
   r.finish();

@@ -160,13 +160,19 @@ class EpochTracked {
       const auto section = [&] {
         const std::size_t k = stripe % kStripes;
         const int me = thread();
+        const int prev = last_holder_[k];
         if (markers_ != nullptr && !lock_order_disabled()) {
-          const int prev = last_holder_[k];
           if (prev >= 0 && prev != me)
             (void)b_.load(reinterpret_cast<const std::uint64_t*>(
                 markers_ + static_cast<std::size_t>(prev) * marker_stride_));
         }
+        // --timed-locks: the acquire waits for the release, plus the lock line's trip from the
+        // previous holder's core through the shared LLC.
+        const bool timed = locks_take_time();
+        if (timed && prev >= 0)
+          b_.wait_until(released_at_[k] + (prev != me ? lock_handoff() : Cycles{0}));
         fn();
+        if (timed) released_at_[k] = b_.clock_now();
         last_holder_[k] = me;
       };
       // Atomic in simulation order (D9), under --interleave-quantum too.
@@ -198,6 +204,20 @@ class EpochTracked {
     return static_cast<std::size_t>(thread()) % sets_.size();
   }
 
+  // SimParams' persistency.timed_locks (simulator only).
+  [[nodiscard]] bool locks_take_time() const {
+    if constexpr (requires { b_.machine().params().persistency.timed_locks; })
+      return b_.machine().params().persistency.timed_locks;
+    else
+      return false;
+  }
+  [[nodiscard]] Cycles lock_handoff() const {
+    if constexpr (requires { b_.machine().params().llc.hit_latency; })
+      return b_.machine().params().llc.hit_latency;
+    else
+      return Cycles{0};
+  }
+
   // The negative control of the lock order (tests: the small-LLC rbtree campaign must fail).
   [[nodiscard]] bool lock_order_disabled() const {
     if constexpr (requires { b_.machine().params().persistency.debug.no_lock_order; })
@@ -214,6 +234,8 @@ class EpochTracked {
   const std::byte* markers_ = nullptr;
   std::size_t marker_stride_ = 0;
   std::array<int, kStripes> last_holder_ = filled(-1);
+  // --timed-locks: each stripe's release time (its last holder's core clock at the release).
+  std::array<Cycles, kStripes> released_at_{};
 
   static std::array<int, kStripes> filled(int v) {
     std::array<int, kStripes> a{};

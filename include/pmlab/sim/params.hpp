@@ -145,6 +145,11 @@ struct PersistencyParams {
   // Run the persist-order oracle (SimBackend::check_order): every NVM write of a persistent
   // line is checked against program epoch order, in every barrier mode. Costs time, not figures.
   bool check_order = false;
+  // Critical sections take time (bep::EpochTracked::exclusive): a lock remembers when its last
+  // holder released it, and an acquirer's core waits until then plus one LLC hit (the lock line
+  // moving between cores). Off (default): a section is only atomic in simulation order, so
+  // threads under one global lock run in parallel in time (docs/bep.md "Locks that take time").
+  bool timed_locks = false;
   // Negative controls of the epoch engine (tests only; the persist-order oracle must catch each):
   // every switch breaks one rule of docs/simulator.md "Persist barriers" on purpose.
   struct Debug {

@@ -177,6 +177,11 @@ class SimBackend {
   // the wait is HelperStats::exposed_cycles.
   void helper_barrier();
   void region_begin(mem::RegionId) { ++region_begins_; }
+  // The running thread's core clock, and a wait on it until `t` (a lock handed over at t).
+  [[nodiscard]] Cycles clock_now() const { return machine_.clock(core_); }
+  void wait_until(Cycles t) {
+    if (t > machine_.clock(core_)) machine_.set_clock(core_, t);
+  }
   // The run's outer position: set to `first` when a run starts, one more per finished outer
   // iteration (mem::outer_step_done). A plain counter, not a simulated access: no figure moves.
   // The crash campaigns read it at a power failure to count the iterations redone after it.
