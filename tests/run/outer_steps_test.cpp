@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/small_run.hpp"
 #include "pmlab/pool/pool.hpp"
 #include "pmlab/run/catalog.hpp"
 
@@ -42,22 +43,11 @@ std::vector<Row> rows_with_declared_steps() {
   return rows;
 }
 
-pool::RunParams small_params(const KernelDriver& k, const std::string& scheme) {
-  pool::RunParams p;
-  p.kernel = k.name;
-  p.scheme = scheme;
-  p.n = k.n_power_of_two ? 256 : 40;
-  p.bs = 8;
-  p.threads = 2;
-  p.seed = 11;
-  return p;
-}
-
 class OuterSteps : public ::testing::TestWithParam<Row> {};
 
 TEST_P(OuterSteps, AFreshRunReportsEveryDeclaredOuterStepOnce) {
   const auto& k = find_kernel(GetParam().kernel);
-  const auto p = small_params(k, GetParam().scheme);
+  const auto p = test::small_run(k, GetParam().scheme);
   k.validate(p);
   TempDir dir;
   auto pool = pool::Pool::create((dir.path / "p").string(), p, k.arrays(p), k.init);
@@ -93,7 +83,7 @@ TEST(OuterStepsCatalog, EveryLoopKernelDeclaresItsOuterSteps) {
 // Without a counter the native backend publishes nothing (the default of every run).
 TEST(OuterStepsCatalog, ARunWithoutACounterIsUnaffected) {
   const auto& k = find_kernel("tmm");
-  const auto p = small_params(k, "lp");
+  const auto p = test::small_run(k, "lp");
   TempDir dir;
   auto pool = pool::Pool::create((dir.path / "q").string(), p, k.arrays(p), k.init);
   ExecOptions opt;
