@@ -33,6 +33,7 @@ struct BenchArgs {
   bool json = false;
   bool single_pass = false;
   bool quiet = false;
+  bool aa = false;
 };
 
 int do_bench(const BenchArgs& a) {
@@ -48,6 +49,7 @@ int do_bench(const BenchArgs& a) {
   o.budget_seconds = a.budget;
   o.min_rep_seconds = a.rep_seconds;
   o.single_pass = a.single_pass;
+  o.aa_check = a.aa;
   o.seed = a.seed;
   {
     pool::RunParams named;
@@ -147,6 +149,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--single-pass", args->single_pass,
                 "One verified execution per scheme, nothing timed (for instruction counts under "
                 "callgrind: scripts/instruction-counts)");
+  cmd->add_flag("--aa", args->aa,
+                "A/A check: also time base against base on a pool of its own (row base-aa), "
+                "paired like every scheme; its true ratio is 1, so a resolved ratio away from 1 "
+                "is the measurement's own bias at this load (warned)");
   cmd->add_flag("--json", args->json, "Print JSON instead of a Markdown table");
   cmd->add_flag("--quiet", args->quiet,
                 "No progress bar (it is drawn only when stderr is a terminal)");

@@ -59,14 +59,14 @@ Run run_scheme(const BenchOptions& opt, const std::string& scheme, const fs::pat
                std::uint64_t executions, bool verify) {
   pool::RunParams p;
   p.kernel = opt.kernel;
-  p.scheme = scheme;
+  p.scheme = scheme == kAaScheme ? std::string("base") : scheme;  // the A/A row runs base
   p.n = opt.n;
   p.bs = opt.bs;
   p.threads = opt.threads;
   p.seed = opt.seed;
   p.kernel_params = opt.kernel_params;
   const auto& k = find_kernel(opt.kernel);
-  const auto path = (dir / scheme).string();
+  const auto path = (dir / scheme).string();               // its own pool, also for the A/A row
   const std::string dump_label = "pmlab-bench " + scheme;  // names the callgrind dump
   Run r;
   const double start = experiments::steady_clock_seconds();
@@ -222,6 +222,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   for (const auto& s : opt.schemes.empty() ? find_kernel(opt.kernel).schemes : opt.schemes)
     if (std::find(schemes.begin(), schemes.end(), s) == schemes.end()) schemes.push_back(s);
   validate(opt, schemes);
+  if (opt.aa_check) schemes.insert(schemes.begin() + 1, kAaScheme);
 
   const fs::path parent = opt.dir.empty() ? default_pool_parent() : fs::path(opt.dir);
   const fs::path dir =
@@ -354,12 +355,21 @@ BenchResult run_bench(const BenchOptions& opt) {
   // the scheme's cost: the two loops differ, or the build placed them differently (the same
   // kernels moved by up to 17 points between builds; docs/measurement.md, "Drift").
   for (const auto& s : r.schemes)
-    if (s.paired && s.paired->resolved && s.paired->ci95 && s.paired->ci95->high < 1)
+    if (s.scheme == kAaScheme) {
+      if (s.paired && s.paired->resolved && s.paired->ci95 &&
+          (s.paired->ci95->high < 1 || s.paired->ci95->low > 1))
+        r.warnings.push_back(fmt::format(
+            "A/A check failed: base against itself resolved at {}, away from 1: at this load the "
+            "pairing itself is biased by about that much, so no ratio of that size here is the "
+            "scheme's (docs/measurement.md, \"A/A\")",
+            experiments::format_ratio(*s.paired)));
+    } else if (s.paired && s.paired->resolved && s.paired->ci95 && s.paired->ci95->high < 1) {
       r.warnings.push_back(fmt::format(
           "{} resolved faster than base ({}): it runs base's work plus its own, so this is a "
           "different loop or code placement of this build, not the scheme's cost "
           "(docs/measurement.md)",
           s.scheme, experiments::format_ratio(*s.paired)));
+    }
   if (opt.threads > 1 && r.omp_wait_policy != "passive" && r.omp_wait_policy != "PASSIVE")
     r.warnings.push_back(
         "OpenMP threads may spin-wait at barriers (OMP_WAIT_POLICY is not passive): on a shared "

@@ -18,9 +18,15 @@
 
 namespace pmlab::run {
 
+// The A/A row (BenchOptions::aa_check): base timed against base on a pool of its own, with the
+// same pairing, order alternation and interval as every scheme. Its true ratio is exactly 1, so
+// an interval that resolves away from 1 measures the method's own bias at this load.
+inline constexpr const char* kAaScheme = "base-aa";
+
 struct BenchOptions {
   std::string kernel = "tmm";
   std::vector<std::string> schemes;  // empty: every scheme of the kernel; base is always added
+  bool aa_check = false;             // also time kAaScheme (base against itself) first
   std::uint64_t n = 768;
   std::uint64_t bs = 16;
   // One thread by default: a single-threaded run has no OpenMP team, so no thread spin-waits

@@ -1,0 +1,37 @@
+// `pmlab bench --aa`: base timed against base on its own pool, a row of its own (base-aa),
+// verified like every scheme; too few pairs leave it unresolved, never a bare number.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../support/process.hpp"
+
+namespace pmlab::testing {
+namespace {
+
+TEST(BenchAa, TheAaRowRunsBaseOnItsOwnPoolAndIsReportedLikeAScheme) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("pmlab-aa-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto r = run_process(
+      {PMLAB_BINARY, "bench", "tmm", "--n", "32", "--bs", "8", "--schemes", "lp", "--aa", "--reps",
+       "2", "--rep-seconds", "0", "--json", "--quiet", "--dir", dir.string()},
+      dir.string());
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> names;
+  for (const auto& s : j.at("schemes")) names.push_back(s.at("scheme"));
+  EXPECT_EQ(names, (std::vector<std::string>{"base", "base-aa", "lp"}));
+  const auto& aa = j.at("schemes").at(1);
+  EXPECT_TRUE(aa.at("bit_exact_vs_base").get<bool>());
+  EXPECT_FALSE(aa.at("resolved").get<bool>()) << "2 pairs cannot resolve a ratio";
+}
+
+}  // namespace
+}  // namespace pmlab::testing
