@@ -160,19 +160,34 @@ struct RecoverySpan {
 
 // Runs the recovery from the current crash image without a crash, then puts everything back as
 // it was (image, memory, caches, recorded commits): the restart that follows runs exactly the
-// same recovery, now known to take `length` ops from `start` on.
+// same recovery, now known to take `length` ops from `start` on. Only the op count is wanted,
+// so the recovery runs unmodelled (a few ns per op instead of the miss path); if it asked seed
+// 002's helper core for work, whose ops the clocks pace, it runs again with the model.
 RecoverySpan measure_recovery(SimSession& s) {
   auto& be = s.backend();
   auto& image = be.machine().image();
   const auto saved = image.save();
   const std::size_t commits = be.commits().size();
-  const std::uint64_t ops0 = be.ops();
-  RunReport scratch;
-  (void)s.recover(scratch);
-  const std::uint64_t length = be.ops() - ops0;
-  image.load(saved);
-  be.apply_crash_image();
-  be.forget_commits_from(commits);
+  const auto measure = [&](bool modelled) {
+    const std::uint64_t ops0 = be.ops();
+    RunReport scratch;
+    if (!modelled) be.pause_modelling();
+    try {
+      (void)s.recover(scratch);
+    } catch (...) {
+      be.resume_modelling();
+      throw;
+    }
+    be.resume_modelling();
+    const std::uint64_t length = be.ops() - ops0;
+    image.load(saved);
+    be.apply_crash_image();
+    be.forget_commits_from(commits);
+    return length;
+  };
+  const std::uint64_t skipped = be.async_requests_skipped();
+  std::uint64_t length = measure(false);
+  if (be.async_requests_skipped() != skipped) length = measure(true);
   return {be.ops(), length};
 }
 
@@ -215,8 +230,11 @@ std::uint64_t repeated_commits(const std::vector<sim::CommitPoint>& commits, std
 // The power has failed in `s`: image → {recover → finish} with crashes inside recovery, then
 // compare. Once no further crash is armed, the rest of the run skips the cache model: only its
 // result matters, and that does not depend on the model.
+// The restart after the trial's last crash runs without the cache model unless
+// `model_last_recovery` (then its recovery_cycles are measured).
 template <class NextCrash>
-void finish_trial(SimSession& s, TrialResult& t, NextCrash&& next_recovery_crash) {
+void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery,
+                  NextCrash&& next_recovery_crash) {
   try {
     auto& be = s.backend();
     std::mt19937_64 image_rng(t.image_seed);
@@ -231,7 +249,10 @@ void finish_trial(SimSession& s, TrialResult& t, NextCrash&& next_recovery_crash
       });
       const std::uint64_t ops0 = be.ops();
       const std::uint64_t cycles0 = be.stats().cycles.value();
-      if (again != 0) be.arm_crash(again);
+      if (again != 0)
+        be.arm_crash(again);
+      else if (!model_last_recovery)
+        be.stop_modelling();
       bool in_recovery = true;
       try {
         RunReport report;
@@ -241,8 +262,8 @@ void finish_trial(SimSession& s, TrialResult& t, NextCrash&& next_recovery_crash
           t.outer_redone = std::max<std::uint64_t>(t.outer_redone, position_at_failure - resume);
         t.recovery += report.recovery;
         t.recovery_ops = be.ops() - ops0;
-        t.recovery_cycles = be.stats().cycles.value() - cycles0;
-        if (again == 0) be.stop_modelling();
+        t.recovery_cycles = be.machine().modelling() ? be.stats().cycles.value() - cycles0 : 0;
+        if (again == 0 && be.machine().modelling()) be.stop_modelling();
         s.run(resume);
         be.disarm_crash();
         break;
@@ -278,7 +299,7 @@ TrialResult sequential_trial(const SimRunSpec& spec, std::uint64_t crash_op,
     try {
       s.run(0);
     } catch (const sim::PowerFailure&) {
-      finish_trial(s, t, next_recovery_crash);
+      finish_trial(s, t, setup.model_last_recovery, next_recovery_crash);
       return t;
     }
     t.failure = "the run finished before the crash point";
@@ -351,6 +372,25 @@ void make_pool_private(pool::Pool& pool) {
   std::memcpy(base, copy.data(), len);
 }
 
+// The forked child's whole trial: finish it from the power failure, hand the result over, exit.
+// Kept out of line so a profiler can name the per-trial cost (callgrind --toggle-collect).
+[[noreturn, gnu::noinline]] void run_child_trial(const CampaignOptions& opt, const FaultFree& ff,
+                                                 SimSession& s, std::size_t i, ForkPool& children) {
+  try {
+    std::mt19937_64 rng = trial_rng(opt.seed, i);
+    const TrialPlan plan = plan_trial(ff, i, rank_in_model(opt, i), rng);
+    TrialResult t;
+    t.crash_op = plan.crash_op;
+    t.image = image_of(opt, i);
+    t.image_seed = image_seed(opt.seed, i);
+    finish_trial(s, t, opt.model_last_recovery, recovery_crashes(opt, ff, rng));
+    children.finish_child(
+        trial_wire(t).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 0);
+  } catch (...) {
+    children.finish_child({}, 4);
+  }
+}
+
 // Runs the fault-free simulation once; at each planned crash point a child is forked that cuts
 // the power there and finishes its trial, while this process goes on to the next point.
 // Marks the trials it ran in `done`.
@@ -402,21 +442,7 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
     if (mine) children.finish_child({}, 4);
     throw;
   }
-  if (mine) {  // the child: finish the trial, hand the result over, never return
-    try {
-      std::mt19937_64 rng = trial_rng(opt.seed, *mine);
-      const TrialPlan plan = plan_trial(ff, *mine, rank_in_model(opt, *mine), rng);
-      TrialResult t;
-      t.crash_op = plan.crash_op;
-      t.image = image_of(opt, *mine);
-      t.image_seed = image_seed(opt.seed, *mine);
-      finish_trial(s, t, recovery_crashes(opt, ff, rng));
-      children.finish_child(
-          trial_wire(t).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 0);
-    } catch (...) {
-      children.finish_child({}, 4);
-    }
-  }
+  if (mine) run_child_trial(opt, ff, s, *mine, children);  // never returns
   children.wait_all();
 }
 
@@ -578,7 +604,8 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
     (void)plan_trial(ff, p.index, rank_in_model(opt, p.index), rng);
     TrialResult& t = out.results[p.index];
     t = sequential_trial(opt.spec, p.crash_op,
-                         {image_of(opt, p.index), image_seed(opt.seed, p.index), opt.mutation},
+                         {image_of(opt, p.index), image_seed(opt.seed, p.index), opt.mutation,
+                          opt.model_last_recovery},
                          recovery_crashes(opt, ff, rng));
     t.index = p.index;
     t.kind = p.kind;

@@ -41,7 +41,11 @@ void SimBackend::helper_abandon() {
 }
 
 void SimBackend::helper_flush_async(const void* p, std::size_t len) {
-  if (flush_ == FlushMode::kNone || len == 0 || !modelling_) return;
+  if (flush_ == FlushMode::kNone || len == 0) return;
+  if (!modelling_) {  // its ops would have been paced by the clocks: the op count now differs
+    ++async_skipped_;
+    return;
+  }
   const SimParams& mp = machine_.params();
   // Under --core-model interval the helper uses its core's reorder buffer and MSHRs too
   // (exact when that core is idle, as on lp-isca18; shared with its worker otherwise).

@@ -128,6 +128,22 @@ void SimBackend::arm_crash(std::uint64_t k) {
   hook_ = nullptr;
 }
 
+void SimBackend::pause_modelling() {
+  if (!modelling_ || crash_at_ != kDisarmed)
+    throw Error(ErrorCode::kInvalidArgument,
+                "pause_modelling() needs a modelled run with no crash armed");
+  modelling_ = false;
+  paused_ = true;
+  update_special_at();
+}
+
+void SimBackend::resume_modelling() {
+  if (!paused_) return;
+  paused_ = false;
+  modelling_ = true;
+  update_special_at();
+}
+
 void SimBackend::arm_hook(std::uint64_t k, OpHook hook) {
   arm_crash(k);
   hook_ = std::move(hook);

@@ -85,6 +85,39 @@ TEST(CrashCampaignFork, ForkedTrialsEqualSequentialOnesAndReplays) {
   }
 }
 
+// The restart after a trial's last crash skips the cache model by default; modelling it
+// (--model-recovery) measures its cycles and changes nothing else: same crash points, same
+// measured recovery lengths (measured unmodelled either way), same results. ipv hands its
+// flushes to the helper core.
+TEST(CrashCampaignFork, ModellingTheLastRecoveryOnlyAddsItsCycles) {
+  for (const char* scheme : {"lp", "wal-jj", "ipv"}) {
+    CampaignOptions opt;
+    opt.spec = tiny_spec(scheme, 19, 4, 2);
+    opt.trials = 30;
+    opt.seed = 11;
+    opt.recovery_crash_rate = 0.5;
+    const CampaignResult fast = run_campaign(opt);
+    opt.model_last_recovery = true;
+    const CampaignResult modelled = run_campaign(opt);
+    ASSERT_EQ(fast.results.size(), modelled.results.size());
+    EXPECT_EQ(fast.passed, fast.trials) << scheme;
+    std::uint64_t cycles = 0, unmodelled = 0;
+    for (std::size_t i = 0; i < fast.results.size(); ++i) {
+      TrialResult a = fast.results[i];
+      // Modelled anyway when a crash was armed after it that the run ended before.
+      if (a.recovery_cycles != 0) {
+        EXPECT_EQ(a.recovery_cycles, modelled.results[i].recovery_cycles) << scheme << i;
+      }
+      unmodelled += a.recovery_cycles == 0 ? 1 : 0;
+      cycles += modelled.results[i].recovery_cycles;
+      a.recovery_cycles = modelled.results[i].recovery_cycles;
+      expect_same(a, modelled.results[i], std::string(scheme) + " trial " + std::to_string(i));
+    }
+    EXPECT_GT(cycles, 0u) << scheme << ": the modelled restarts took simulated time";
+    EXPECT_GT(unmodelled, fast.trials / 2) << scheme << ": most last restarts ran unmodelled";
+  }
+}
+
 // Eager schemes' protocols (undo log, index records, persists) end their steps in fences;
 // campaigns aim at them: at a fence, just after one, and between two.
 TEST(CrashCampaignFork, FenceCornersLandOnPersistenceProtocolSteps) {

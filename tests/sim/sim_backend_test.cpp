@@ -47,6 +47,35 @@ TEST(SimBackend, OpsCountLoadsStoresFlushedLinesAndFences) {
   EXPECT_EQ(be.stats().fences, 2u);
 }
 
+// pause_modelling: ops still count and move real data, but no cache, clock or statistic moves;
+// resume_modelling picks the model up where it was. Refused with a crash armed.
+TEST(SimBackend, APausedModelCountsOpsAndTouchesNothingElse) {
+  SimBackend be(ParamsBuilder().build(), FlushMode::kClflushopt);
+  LineBuffer buf(4);
+  be.store(buf.as<double>(), 1.0);
+  const SimStats before = be.stats();
+  const LineState line0 = be.machine().probe(0, buf.line(0));
+  be.pause_modelling();
+  be.store(reinterpret_cast<double*>(buf.line_ptr(2)), 2.5);
+  be.flush(buf.line_ptr(0));
+  be.fence();
+  EXPECT_EQ(be.load(reinterpret_cast<const double*>(buf.line_ptr(2))), 2.5);
+  EXPECT_EQ(be.ops(), 5u);
+  const SimStats paused = be.stats();
+  EXPECT_EQ(paused.loads, before.loads);
+  EXPECT_EQ(paused.stores, before.stores);
+  EXPECT_EQ(paused.flushes, before.flushes);
+  EXPECT_EQ(paused.cycles, before.cycles);
+  EXPECT_FALSE(be.machine().probe(0, buf.line(2)).in_llc) << "the paused store filled no line";
+  EXPECT_EQ(be.machine().probe(0, buf.line(0)).dirty, line0.dirty) << "the flush did nothing";
+  be.resume_modelling();
+  be.store(reinterpret_cast<double*>(buf.line_ptr(2)), 3.5);
+  EXPECT_EQ(be.stats().stores, before.stores + 1);
+  EXPECT_TRUE(be.machine().probe(0, buf.line(2)).in_l1);
+  be.arm_crash(be.ops() + 10);
+  EXPECT_THROW(be.pause_modelling(), Error);
+}
+
 TEST(SimBackend, FlushModeNoneMakesFlushAndFenceFree) {
   SimBackend be(ParamsBuilder().build(), FlushMode::kNone);
   LineBuffer buf(1);
@@ -97,7 +126,8 @@ TEST(SimBackend, ParallelForCoversEveryIndexOnceForManyShapes) {
         owner[i] = be.current_thread();
       });
       for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i], 1) << threads << " " << n << " " << i;
-      for (std::size_t i = 1; i < n; ++i) EXPECT_LE(owner[i - 1], owner[i]) << "chunks are contiguous";
+      for (std::size_t i = 1; i < n; ++i)
+        EXPECT_LE(owner[i - 1], owner[i]) << "chunks are contiguous";
     }
   }
 }

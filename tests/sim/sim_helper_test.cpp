@@ -62,6 +62,27 @@ TEST(SimHelper, FlushesInterleaveWithTheMainThreadAndHideBehindItsWork) {
     EXPECT_EQ(be.image().durable(reinterpret_cast<std::uint64_t*>(buf.line_ptr(i))), 1 + i);
 }
 
+// A paused model (a crash campaign measuring a recovery's length) skips the helper's work and
+// says so: the helper's ops are paced by the clocks, so the op count would differ from the
+// modelled one, and the campaign measures again with the model.
+TEST(SimHelper, APausedModelCountsTheAsyncRequestsItSkips) {
+  SimBackend be(helper_params(), FlushMode::kClwb, 1);
+  LineBuffer buf(kLines);
+  be.register_persistent(buf.mem.get(), buf.bytes);
+  dirty_all(be, buf);
+  be.pause_modelling();
+  const std::uint64_t ops0 = be.ops();
+  be.helper_flush_async(buf.mem.get(), buf.bytes);
+  be.helper_barrier();
+  EXPECT_EQ(be.ops(), ops0) << "no helper op ran while paused";
+  EXPECT_EQ(be.async_requests_skipped(), 1u);
+  be.resume_modelling();
+  be.helper_flush_async(buf.mem.get(), buf.bytes);
+  be.helper_barrier();
+  EXPECT_EQ(be.ops() - ops0, kLines + 1) << "modelled again: every helper op counts";
+  EXPECT_EQ(be.async_requests_skipped(), 1u);
+}
+
 TEST(SimHelper, ABarrierRightAfterTheRequestWaitsForAllOfIt) {
   SimBackend be(helper_params(), FlushMode::kClwb, 1);
   LineBuffer buf(kLines);

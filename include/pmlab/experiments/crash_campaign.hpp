@@ -75,6 +75,10 @@ struct CampaignOptions {
   // the power at its crash point); 0 = one fresh simulation per trial, in this process.
   // Results are identical either way.
   int jobs = kDefaultCampaignJobs;
+  // The restart after a trial's last crash (its recovery and the rest of the run) skips the
+  // cache model by default: only its result is compared. On, that recovery is modelled and its
+  // simulated cycles are reported (TrialResult::recovery_cycles), at several times the cost.
+  bool model_last_recovery = false;
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 
@@ -100,8 +104,10 @@ struct TrialResult {
   // after it executes again: the outer position at the failure minus the resume point recovery
   // returned, the largest over the trial's failures. In-place versioning promises at most 1.
   std::uint64_t outer_redone = 0;
-  std::uint64_t recovery_ops = 0;     // backend ops spent in recovery (last attempt)
-  std::uint64_t recovery_cycles = 0;  // simulated cycles spent in recovery (last attempt)
+  std::uint64_t recovery_ops = 0;  // backend ops spent in recovery (last attempt)
+  // Simulated cycles of the last recovery; 0 when it ran unmodelled (the default after the
+  // trial's last crash, unless CampaignOptions::model_last_recovery).
+  std::uint64_t recovery_cycles = 0;
 };
 
 struct CampaignResult {
@@ -139,6 +145,7 @@ struct TrialSetup {
   ImageModel image = ImageModel::kCache;
   std::uint64_t image_seed = 0;
   mem::Mutation mutation = mem::Mutation::kNone;
+  bool model_last_recovery = false;  // CampaignOptions::model_last_recovery
 };
 // One trial with explicit crash points (first = the run's crash, rest = later crashes, each
 // after the same measuring recovery the campaign ran).

@@ -254,6 +254,14 @@ class SimBackend {
     modelling_ = false;
     disarm_crash();
   }
+  // A reversible stop_modelling for a run whose op count is all that is wanted (a crash
+  // campaign measuring how long a recovery is, before undoing it): ops count and move real data
+  // but reach no cache, clock, statistic or crash image until resume_modelling(). No crash may
+  // be armed meanwhile. The op count equals the modelled one unless seed 002's helper core was
+  // asked for work (its ops are paced by the clocks): async_requests_skipped() tells.
+  void pause_modelling();
+  void resume_modelling();
+  [[nodiscard]] std::uint64_t async_requests_skipped() const { return async_skipped_; }
 
   [[nodiscard]] std::uint64_t ops() const { return ops_; }
   [[nodiscard]] const std::vector<CommitPoint>& commits() const { return commits_; }
@@ -411,6 +419,8 @@ class SimBackend {
   bool crashed_ = false;
   bool record_fences_ = false;
   bool modelling_ = true;
+  bool paused_ = false;              // pause_modelling(): modelling_ is off until resumed
+  std::uint64_t async_skipped_ = 0;  // helper_flush_async calls while not modelling
   bool track_unfenced_ = false;
   bool hardware_barrier_ = false;          // SimParams::persistency.hardware()
   std::uint64_t bsp_epoch_ = 0;            // SimParams::persistency.bsp_epoch_stores (0 = off)
