@@ -121,7 +121,8 @@ int do_crash(const CrashArgs& a) {
   // An epoch-engine mutant is caught by the persist-order oracle (the image check alone sees it
   // only when a crash lands in the window it opens): on, as --check-order would.
   if (mem::epoch_engine_mutation(mutation)) spec.machine.persistency.check_order = true;
-  run::require_applicable(spec, mutation);  // before anything runs: a usage error
+  run::require_crash_safe(spec);  // before anything runs: usage errors
+  run::require_applicable(spec, mutation);
   auto images = image_models(a.images);
   // Under a hardware barrier (lb*) the default is the cache image alone: any-dirty ignores the
   // epoch order the hardware guarantees (run_campaign refuses it; docs/bep.md).

@@ -550,6 +550,7 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
   out.scheme = opt.spec.run.scheme;
   if (opt.images.empty())
     throw Error(ErrorCode::kInvalidArgument, "a crash campaign needs at least one image model");
+  require_crash_safe(opt.spec);
   // Under a hardware persist barrier (lb*) the machine orders NVM writes by epoch; the any-dirty
   // model would persist any dirty line regardless and report false failures. Refused, so that
   // such a campaign uses the cache image, which the epoch engine's writes shape (docs/bep.md).
@@ -719,6 +720,17 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
     j[t.passed ? "trials_detail" : "failures"].push_back(tj);
   }
   return j;
+}
+
+void require_crash_safe(const SimRunSpec& spec) {
+  const SimKernel& sk = spec.user ? spec.user->sim : find_sim_kernel(spec.run.kernel);
+  const auto& unsafe = sk.crash_unsafe;
+  if (std::find(unsafe.begin(), unsafe.end(), spec.run.scheme) != unsafe.end())
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{} --scheme {} is a measurement row that gives up crash consistency "
+                            "on purpose (it flushes nothing): a crash campaign has nothing to "
+                            "test (use `pmlab sim` or `pmlab bench`)",
+                            spec.run.kernel, spec.run.scheme));
 }
 
 std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {

@@ -226,9 +226,11 @@ std::vector<Step> plan(const EvalOptions& opt) {
                        }});
     }
   }
-  // 3. Crash campaigns: every kernel x simulable scheme.
+  // 3. Crash campaigns: every kernel x simulable, crash-safe scheme (measurement rows such as
+  // ipv-nf give up crash consistency on purpose).
   for (const auto& k : run::kernel_drivers()) {
     for (const auto& s : k.schemes) {
+      if (!k.crash_safe(s)) continue;
       const Sizes sz = sizes_for(k.name, full);
       steps.push_back(
           {"crash", fmt::format("crash {} {}", k.name, s), full ? 120.0 : 1.5, [=, name = k.name] {

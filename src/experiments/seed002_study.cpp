@@ -110,9 +110,13 @@ std::vector<Config> configs(const std::vector<std::string>& schemes) {
   std::vector<Config> c = {{"base", "base"}};
   for (const char* s : {"cp-clflush", "cp-par-clflush", "cp-nt", "ipv-sync", "ipv"})
     if (has(s)) c.push_back({s, s});
-  if (has("ipv")) {
-    // The paper's "IPV without flushing" (Figs. 12, 14): ipv with every flush and fence off.
+  // The paper's "IPV without flushing" (Figs. 12, 14): the ipv-nf row (no flush, no fence, no
+  // helper; the same cycles as ipv with every flush and fence off), or that where it is absent.
+  if (has("ipv-nf"))
+    c.push_back({"ipv no flush", "ipv-nf"});
+  else if (has("ipv"))
     c.push_back({"ipv no flush", "ipv", sim::FlushMode::kNone});
+  if (has("ipv")) {
     // Fig. 13's runs used WBINVD for every benchmark (docs/seed002.md).
     c.push_back({"ipv wbinvd", "ipv", sim::FlushMode::kClflushopt, sim::WholeCacheFlush::kAlways});
   }

@@ -202,7 +202,8 @@ constexpr auto cp_variant_scheme(std::string_view name) {
 }
 
 // In-place versioning (seed 002 §4.1): C and ipv_c1 alternate as working and consistent
-// versions per kk tile; ipv-sync flushes in place, ipv hands the flush to the helper thread.
+// versions per kk tile; ipv-sync flushes in place, ipv hands the flush to the helper thread,
+// ipv-nf does not flush (measurement only, not crash-safe).
 tm::IpvState ipv_of(const Ctx& c) {
   return {c.pool.array<double>("ipv_c1"), c.pool.array<scheme::IpvHeader>("ipv_header")};
 }
@@ -228,7 +229,9 @@ constexpr auto ipv_scheme(std::string_view name) {
                                                        : std::string("ipv: complete");
                   return d;
                 },
-                .mutants = kIpvMutants};
+                // ipv-nf flushes nothing: a measurement row, with no protocol to break.
+                .mutants = How == tm::IpvFlush::kNone ? mem::MutationSet{} : kIpvMutants,
+                .crash_safe = How != tm::IpvFlush::kNone};
 }
 
 // libpmemobj flushes on its own; it is told to treat the file as pmem (cache-line flushes)
@@ -310,6 +313,7 @@ constexpr auto kSchemes = std::tuple{
     cp_variant_scheme<scheme::CopyMode::kNt>("cp-nt"),
     ipv_scheme<tm::IpvFlush::kSync>("ipv-sync"),
     ipv_scheme<tm::IpvFlush::kAsync>("ipv"),
+    ipv_scheme<tm::IpvFlush::kNone>("ipv-nf"),
     hr_scheme<Grain::kIi, 32>("hr-ii-x32"),
     hr_scheme<Grain::kIi, 64>("hr-ii-x64"),
     hr_scheme<Grain::kJj, 32>("hr-jj-x32"),

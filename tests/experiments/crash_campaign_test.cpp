@@ -78,7 +78,8 @@ struct Case {
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const auto& k : kernel_drivers())
-    for (const auto& s : k.schemes) out.push_back({k.name, s});
+    for (const auto& s : k.schemes)
+      if (k.crash_safe(s)) out.push_back({k.name, s});  // not ipv-nf (measurement only)
   return out;
 }
 
@@ -169,6 +170,40 @@ TEST(CrashCampaignReplay, CrashPointBeyondTheRunIsReportedNotPassed) {
   auto t = replay_trial(spec, 1'000'000'000, {});
   EXPECT_FALSE(t.passed);
   EXPECT_NE(t.failure.find("finished before the crash point"), std::string::npos);
+}
+
+// ipv-nf (in-place versioning without its flushes, seed 002 Fig. 12) is a measurement row:
+// campaigns refuse it, and the flag is honest — its crash trials do lose data, where ipv's pass.
+TEST(CrashCampaignSafety, RowsThatAreNotCrashSafeAreRefusedAndReallyUnsafe) {
+  for (const char* kernel : {"tmm", "cg", "jacobi"}) {
+    EXPECT_FALSE(find_kernel(kernel).crash_safe("ipv-nf")) << kernel;
+    EXPECT_TRUE(find_kernel(kernel).crash_safe("ipv")) << kernel;
+    CampaignOptions opt;
+    opt.spec = small_spec(kernel, "ipv-nf", 24, 4, 2, lp::ChecksumKind::kModular);
+    opt.trials = 4;
+    try {
+      (void)run_campaign(opt);
+      ADD_FAILURE() << kernel << ": a campaign of ipv-nf ran";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("crash consistency"), std::string::npos) << e.what();
+    }
+  }
+  // Replays bypass the refusal: crash ipv-nf and ipv at the same points (adversarial images).
+  const auto spec_nf = small_spec("tmm", "ipv-nf", 24, 4, 2, lp::ChecksumKind::kModular);
+  const auto spec_ipv = small_spec("tmm", "ipv", 24, 4, 2, lp::ChecksumKind::kModular);
+  SimRunSpec fault_free = spec_nf;
+  fault_free.verify = true;
+  const std::uint64_t ops = simulate(fault_free).ops, ipv_ops = simulate(spec_ipv).ops;
+  int nf_failed = 0, ipv_failed = 0;
+  for (std::uint64_t i = 1; i <= 40; ++i) {
+    const std::uint64_t at = 1 + i * (ops - 1) / 41;
+    const TrialSetup setup{ImageModel::kAnyDirty, i, mem::Mutation::kNone};
+    nf_failed += replay_trial(spec_nf, at, {}, setup).passed ? 0 : 1;
+    ipv_failed += replay_trial(spec_ipv, std::min(at, ipv_ops), {}, setup).passed ? 0 : 1;
+  }
+  EXPECT_GT(nf_failed, 0) << "ipv-nf survived every crash: then it need not be a measurement row";
+  EXPECT_EQ(ipv_failed, 0);
 }
 
 }  // namespace

@@ -56,8 +56,8 @@ TEST(SchemeTmmDriver, EverySchemeRunsToABitExactResultOnAPool) {
   const std::vector<std::string> all{"base",      "lp",         "ep-ii",          "ep-jj",
                                      "wal-ii",    "wal-jj",     "wal-ii-entry",   "wal-jj-entry",
                                      "cp",        "cp-clflush", "cp-par-clflush", "cp-nt",
-                                     "ipv-sync",  "ipv",        "hr-ii-x32",      "hr-ii-x64",
-                                     "hr-jj-x32", "hr-jj-x64",  "pmemobj"};
+                                     "ipv-sync",  "ipv",        "ipv-nf",         "hr-ii-x32",
+                                     "hr-ii-x64", "hr-jj-x32",  "hr-jj-x64",      "pmemobj"};
   EXPECT_EQ(k.schemes, all);
   for (const auto& s : all) {
     const auto path = (dir.path / s).string();

@@ -146,8 +146,8 @@ TEST(SchemeTmm, SchemeNamesParseAndEveryBackendSchemeIsCovered) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "hr-ii-x16"), names.end());
   EXPECT_EQ(scheme_named("hr-jj-x64").parts, 64u);
   EXPECT_TRUE(scheme_named("hr-jj-x64").jj);
-  // + base, lp, pmemobj, and seed 002's cp-clflush, cp-par-clflush, cp-nt, ipv-sync, ipv
-  EXPECT_EQ(names.size(), kTemplateSchemes.size() + 3 + 5);
+  // + base, lp, pmemobj, and seed 002's cp-clflush, cp-par-clflush, cp-nt, ipv-sync, ipv, ipv-nf
+  EXPECT_EQ(names.size(), kTemplateSchemes.size() + 3 + 6);
 }
 
 class SchemeTmmEach : public ::testing::TestWithParam<std::string> {};

@@ -167,6 +167,9 @@ struct ImageTally {
 // scheme's row declares (Scheme::mutants; the named sets are in scheme/rows.hpp). Empty for a
 // row that declares none (base, a scheme without a persistence protocol).
 [[nodiscard]] std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec);
+// Throws kInvalidArgument (a usage error) for a row that is not crash-safe (Scheme::crash_safe:
+// ipv-nf); run_campaign calls it first.
+void require_crash_safe(const SimRunSpec& spec);
 // Throws kInvalidArgument (a usage error) naming the applicable mutations unless `m` is none or
 // one of them.
 void require_applicable(const SimRunSpec& spec, mem::Mutation m);

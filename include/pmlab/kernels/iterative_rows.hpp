@@ -58,7 +58,8 @@ template <class Ctx>
 }
 
 // In-place versioning (seed 002 §4.1): the state and ipv_s1 alternate as working and consistent
-// versions by iteration parity; ipv-sync flushes in place, ipv hands the flush to the helper.
+// versions by iteration parity; ipv-sync flushes in place, ipv hands the flush to the helper,
+// ipv-nf does not flush (measurement only, not crash-safe).
 template <auto ShapeOf, scheme::IpvFlush How>
 constexpr auto iterative_ipv_scheme(std::string_view name) {
   return Scheme{
@@ -88,7 +89,9 @@ constexpr auto iterative_ipv_scheme(std::string_view name) {
                                 : std::string("ipv: complete");
         return d;
       },
-      .mutants = kIpvMutants};
+      // ipv-nf flushes nothing: a measurement row, with no protocol to break.
+      .mutants = How == scheme::IpvFlush::kNone ? mem::MutationSet{} : kIpvMutants,
+      .crash_safe = How != scheme::IpvFlush::kNone};
 }
 
 // Every scheme of an iterative kernel (outer iteration = one solver iteration), in table order.
@@ -104,6 +107,7 @@ constexpr auto iterative_schemes() {
       cp_nt_scheme<ShapeOf>(),
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kSync>("ipv-sync"),
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kAsync>("ipv"),
+      iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kNone>("ipv-nf"),
   };
 }
 

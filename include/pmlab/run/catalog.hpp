@@ -2,6 +2,7 @@
 // verification.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,13 @@ struct KernelParamSpec {
 struct KernelDriver {
   std::string name;
   std::vector<std::string> schemes;
+  // Schemes among `schemes` that are not crash-safe (measurement rows such as ipv-nf): crash
+  // campaigns, kill tests and eval's crash table leave them out; `pmlab crash` refuses them.
+  std::vector<std::string> crash_unsafe;
+  // Whether `scheme` may be crash-tested (it is not in crash_unsafe).
+  [[nodiscard]] bool crash_safe(const std::string& scheme) const {
+    return std::find(crash_unsafe.begin(), crash_unsafe.end(), scheme) == crash_unsafe.end();
+  }
   std::vector<KernelParamSpec> params;  // the kernel's own parameters (see KernelParamSpec)
   // Largest n the SIGKILL tests draw (random n in [1, this]); they must run in well under a
   // second at this size so that kills land anywhere in a run.

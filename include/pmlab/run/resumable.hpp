@@ -169,6 +169,7 @@ template <ResumableKernel K>
   KernelDriver d;
   d.name = std::string(K::kName);
   d.schemes = scheme_names(K::schemes);
+  d.crash_unsafe = crash_unsafe_names(K::schemes);
   d.params = declared_params<K>();
   d.crash_test_max_n = K::kCrashTestMaxN;
   d.validate = validate_run<K>;

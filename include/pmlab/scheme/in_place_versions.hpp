@@ -19,6 +19,10 @@ namespace pmlab::scheme {
 enum class IpvFlush {
   kSync,   // ipv-sync: the working version is flushed in place at the end of the iteration
   kAsync,  // ipv: flush_async to the helper thread, flush_barrier before the next commit
+  // ipv-nf: no flush, no fence, no helper (the commit word is stored, not persisted): the cost
+  // of versioning alone (seed 002 Fig. 12's "IPV without flush and helper", Fig. 14's miss
+  // rates). Not crash-safe: a measurement row (Scheme::crash_safe = false).
+  kNone,
 };
 
 // How the kernel updates the target in one iteration (seed 002 Table 2).
@@ -47,9 +51,20 @@ struct InPlaceVersions {
 
 namespace detail {
 template <mem::Backend B>
-void ipv_commit(B& be, const InPlaceVersions& st, std::size_t done) {
+void ipv_commit(B& be, const InPlaceVersions& st, std::size_t done, IpvFlush how) {
   be.store(&st.header->done, static_cast<std::uint64_t>(done));
-  be.persist(&st.header->done, sizeof(std::uint64_t));
+  if (how != IpvFlush::kNone) be.persist(&st.header->done, sizeof(std::uint64_t));
+}
+
+// Version 1 into version 0 at the end of an odd iteration count: durable (NT copy) unless the
+// row flushes nothing, where plain loads and stores keep the measurement free of flushes.
+template <mem::Backend B>
+void ipv_final_copy(B& be, const InPlaceVersions& st, IpvFlush how) {
+  if (how != IpvFlush::kNone) {
+    copy_durable(be, st.v[0], st.v[1], st.elements);
+    return;
+  }
+  for (std::size_t i = 0; i < st.elements; ++i) be.store(st.v[0] + i, be.load(st.v[1] + i));
 }
 }  // namespace detail
 
@@ -81,6 +96,7 @@ void run_in_place_versions(B& be, const InPlaceVersions& st, IpvFlush how, std::
     // and an odd tile count the last panel is not the last one written, and a small LLC writes
     // it back before any commit a crash could follow.)
     if (skip_flush && out == st.v[1]) return;
+    if (how == IpvFlush::kNone) return;
     if (flusher)
       flusher->flush_async({out, m * sizeof(double)});
     else
@@ -88,15 +104,19 @@ void run_in_place_versions(B& be, const InPlaceVersions& st, IpvFlush how, std::
   };
   const auto barrier_and_commit = [&](std::size_t t) {
     if (flusher) flusher->flush_barrier();
-    if (!commit_early) detail::ipv_commit(be, st, t);
+    if (!commit_early) detail::ipv_commit(be, st, t, how);
   };
   for (std::size_t t = first; t < n_it; ++t) {
     const double* in = st.v[t % 2];
     double* out = st.v[(t + 1) % 2];
     if (st.updates == IpvUpdates::kNonUniform) {
       if (!barrier_late) barrier_and_commit(t);
-      const CopyJob job{out, in, m};
-      copy_jobs_durable(be, std::span<const CopyJob>(&job, 1));  // the NT-copy fallback
+      if (how == IpvFlush::kNone) {  // the fallback's copy without its flushes
+        for (std::size_t i = 0; i < m; ++i) be.store(out + i, be.load(in + i));
+      } else {
+        const CopyJob job{out, in, m};
+        copy_jobs_durable(be, std::span<const CopyJob>(&job, 1));  // the NT-copy fallback
+      }
       if (barrier_late) barrier_and_commit(t);
       step(t, static_cast<const double*>(out), out, [] {});
     } else {
@@ -107,15 +127,15 @@ void run_in_place_versions(B& be, const InPlaceVersions& st, IpvFlush how, std::
       });
       if (barrier_late) barrier_and_commit(t);
     }
-    if (commit_early) detail::ipv_commit(be, st, t + 1);
+    if (commit_early) detail::ipv_commit(be, st, t + 1, how);
     flush_working(out);  // flush_async: version (t + 1) % 2 is no longer updated in t
     mem::outer_step_done(be);
   }
   if (flusher) flusher->flush_barrier();
-  detail::ipv_commit(be, st, n_it);
-  if (n_it % 2 == 1) copy_durable(be, st.v[0], st.v[1], m);
+  detail::ipv_commit(be, st, n_it, how);
+  if (n_it % 2 == 1) detail::ipv_final_copy(be, st, how);
   be.store(&st.header->complete, std::uint64_t{1});
-  be.persist(&st.header->complete, sizeof(std::uint64_t));
+  if (how != IpvFlush::kNone) be.persist(&st.header->complete, sizeof(std::uint64_t));
 }
 
 // O(1): version done % 2 holds the target after `done` iterations; the run resumes there,

@@ -101,6 +101,9 @@ struct Scheme {
   // each and counts the ones detected, and refuses any other --mutate. Empty: none applies
   // (e.g. base, which keeps no persistent progress). Named sets: scheme/rows.hpp.
   mem::MutationSet mutants = {};
+  // False for a measurement row that gives up crash consistency on purpose (ipv-nf: versioning
+  // without its flushes). Crash campaigns and kill tests skip it; `pmlab crash` refuses it.
+  bool crash_safe = true;
 };
 
 // A scheme that backend B can execute in context Ctx.
@@ -131,6 +134,16 @@ template <class Table>
 [[nodiscard]] std::vector<std::string> scheme_names(const Table& table) {
   return std::apply(
       [](const auto&... s) { return std::vector<std::string>{std::string(s.name)...}; }, table);
+}
+
+// The rows that are not crash-safe (Scheme::crash_safe = false), by name.
+template <class Table>
+[[nodiscard]] std::vector<std::string> crash_unsafe_names(const Table& table) {
+  std::vector<std::string> out;
+  std::apply(
+      [&](const auto&... s) { ((s.crash_safe ? void() : void(out.emplace_back(s.name))), ...); },
+      table);
+  return out;
 }
 
 template <class Table>
