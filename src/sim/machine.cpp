@@ -43,6 +43,8 @@ Machine::Machine(SimParams params)
       l1_latency_(impl_->params().l1.hit_latency.value()),
       insts_per_access_(impl_->params().core.insts_per_access),
       issue_width_(impl_->params().core.issue_width),
+      cycles_per_access_(insts_per_access_ / issue_width_),
+      slots_per_access_(insts_per_access_ % issue_width_),
       interval_(impl_->params().core.model == CoreModel::kInterval),
       filter_on_(impl_->params().same_line_filter),
       preflush_(impl_->params().preflush.enabled) {}

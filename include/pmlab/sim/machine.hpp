@@ -234,13 +234,15 @@ class Machine {
   }
   // Interval model: one access's instructions take their dispatch slots; an L1 hit's latency is
   // hidden, but dispatch stops when the reorder buffer is full behind an incomplete load.
+  // Without a loop: the access's whole cycles, then the carry of its remaining slots (slot stays
+  // below issue_width). A data-dependent loop here mispredicted and cost the interval model
+  // ~60% of the memory model's speed on L1 hits, the common case.
   void dispatch(int core, detail::CoreState& c) {
     c.insts += insts_per_access_;
-    c.slot += insts_per_access_;
-    while (c.slot >= issue_width_) {
-      c.slot -= issue_width_;
-      ++c.clock;
-    }
+    c.slot += slots_per_access_;
+    const std::uint64_t carry = c.slot >= issue_width_ ? 1 : 0;
+    c.slot -= carry * issue_width_;
+    c.clock += cycles_per_access_ + carry;
     if (c.insts >= c.rob_limit) [[unlikely]]
       rob_stall(core);
   }
@@ -256,6 +258,8 @@ class Machine {
   std::uint64_t l1_latency_ = 0;
   std::uint64_t insts_per_access_ = 1;
   std::uint64_t issue_width_ = 1;
+  std::uint64_t cycles_per_access_ = 0;  // insts_per_access / issue_width (whole cycles)
+  std::uint64_t slots_per_access_ = 1;   // insts_per_access % issue_width
   bool interval_ = false;    // CoreModel::kInterval
   bool filter_on_ = false;   // SimParams::same_line_filter
   bool functional_ = false;  // stop_modelling() was called
