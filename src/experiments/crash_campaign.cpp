@@ -723,9 +723,9 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
 }
 
 void require_crash_safe(const SimRunSpec& spec) {
-  const SimKernel& sk = spec.user ? spec.user->sim : find_sim_kernel(spec.run.kernel);
-  const auto& unsafe = sk.crash_unsafe;
-  if (std::find(unsafe.begin(), unsafe.end(), spec.run.scheme) != unsafe.end())
+  // The kernel's driver lists its rows that are not crash-safe (KernelDriver::crash_unsafe).
+  const KernelDriver& kd = spec.user ? spec.user->driver : find_kernel(spec.run.kernel);
+  if (!kd.crash_safe(spec.run.scheme))
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("{} --scheme {} is a measurement row that gives up crash consistency "
                             "on purpose (it flushes nothing): a crash campaign has nothing to "

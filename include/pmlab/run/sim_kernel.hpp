@@ -66,7 +66,6 @@ template <ResumableKernel K>
   };
   k.base_refs = [](const pool::RunParams& p) -> std::uint64_t { return K::base_refs(p); };
   k.mutants = [](std::string_view scheme) { return scheme_mutants(K::schemes, scheme); };
-  k.crash_unsafe = crash_unsafe_names(K::schemes);
   return k;
 }
 

@@ -72,9 +72,6 @@ struct SimKernel {
   std::function<std::uint64_t(const pool::RunParams&)> base_refs;
   // The negative controls a scheme's row declares (Scheme::mutants); throws for an unknown one.
   std::function<mem::MutationSet(std::string_view scheme)> mutants;
-  // Schemes that give up crash consistency on purpose (Scheme::crash_safe = false, e.g.
-  // ipv-nf): crash campaigns refuse them. Empty for a kernel built without the declarations.
-  std::vector<std::string> crash_unsafe;
 };
 
 // Refuses (kInvalidArgument, a usage error) a run whose scratch arrays cannot fit in the free
