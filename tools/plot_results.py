@@ -246,25 +246,32 @@ def seed002(res, out):
 
 def preflush(res, out):
     """Thesis Ch. 5: PreFlush speedup - 1 per kernel x flushing scheme, thesis design vs
-    pmlab's line-change extension, and their coverage (the section-5.3.8 oscillation)."""
+    pmlab's line-change extension (with and without L1 marks), and their coverage (the
+    section-5.3.8 oscillation)."""
     kernels = [k for k in res.get("preflush", []) if k.get("rows") and "knob" not in k["rows"][0]]
     if not kernels:
         return
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
-    labels, sp, cov = [], {"thesis": [], "line-change": []}, {"thesis": [], "line-change": []}
+    variants = []
     for k in kernels:
         for r in k["rows"]:
-            if r["variant"] == "thesis":
+            if r["variant"] not in variants:
+                variants.append(r["variant"])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    labels, sp, cov = [], {v: [] for v in variants}, {v: [] for v in variants}
+    for k in kernels:
+        for r in k["rows"]:
+            if r["variant"] == variants[0]:
                 labels.append(f'{k["kernel"]} {r["scheme"]}')
             sp[r["variant"]].append((r["speedup"] - 1) * 100)
             cov[r["variant"]].append(r.get("coverage", 0) * 100)
     xs = range(len(labels))
-    for i, v in enumerate(("thesis", "line-change")):
-        a1.bar([x + i * 0.4 for x in xs], sp[v], 0.4, label=v)
-        a2.bar([x + i * 0.4 for x in xs], cov[v], 0.4, label=v)
+    width = 0.8 / len(variants)
+    for i, v in enumerate(variants):
+        a1.bar([x + i * width for x in xs], sp[v], width, label=v)
+        a2.bar([x + i * width for x in xs], cov[v], width, label=v)
     for ax, title, yl in ((a1, "PreFlush speedup - 1 (simulated)", "%"),
                           (a2, "coverage (early ACKs / flushes)", "%")):
-        ax.set_xticks([x + 0.2 for x in xs])
+        ax.set_xticks([x + 0.4 - width / 2 for x in xs])
         ax.set_xticklabels(labels, rotation=90, fontsize=5)
         ax.set_title(title)
         ax.set_ylabel(yl)

@@ -65,6 +65,9 @@ int do_eval(const EvalArgs& a) {
                                                : "Evaluation INTERRUPTED (partial report)",
                results["wall_seconds"].get<double>(), a.out, a.out, results["figures"].size());
   }
+  if (results.contains("figures_error"))
+    fmt::print(stderr, "pmlab: warning: no figures: {}\n",
+               results["figures_error"].get<std::string>());
   const bool complete = results["complete"].get<bool>();
   for (const auto& f : results["failed_checks"])
     fmt::print(stderr, "eval: FAILED {}\n", f.get<std::string>());

@@ -172,6 +172,11 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
           "PreFlush loop code: off (the thesis' design, oscillates on loops, §5.3.8) or "
           "line-change (pmlab's extension: a PC moving to a new line PreFlushes its previous one)")
       ->check(CLI::IsMember({"off", "line-change"}));
+  add_opt(m, "--preflush-marks", a.preflush_marks,
+          "PreFlush: where PreFlushed lines are remembered: table (the thesis' FlushedTags and "
+          "the directory's PreFlushers, default) or l1 (pmlab's: a mark on the L1 line, NACKed "
+          "by coherence invalidation, lost with the line)")
+      ->check(CLI::IsMember({"table", "l1"}));
   add_opt(m, "--preflush-design", a.preflush_design,
           "PreFlush design: optimised (LastStore on sampled sets, thesis §5.3.4-5, default) or "
           "trace (the baseline: an XOR trace of store PCs on every L1 line, §5.3.3)")
@@ -251,6 +256,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
   if (a.preflush_sample) p.preflush.sample_every = *a.preflush_sample;
   if (a.preflush_loop) p.preflush.line_change = *a.preflush_loop == "line-change";
   if (a.preflush_design) p.preflush.trace = *a.preflush_design == "trace";
+  if (a.preflush_marks) p.preflush.l1_marks = *a.preflush_marks == "l1";
   if (a.preflush_dir_entries) p.preflush.dir_entries = *a.preflush_dir_entries;
   if (a.preflush_mutant) {
     if (!p.preflush.enabled) bad("--preflush-mutant needs --preflush on");
@@ -344,6 +350,7 @@ std::string machine_flags(const MachineArgs& a) {
   add("--preflush-sample", a.preflush_sample);
   add("--preflush-loop", a.preflush_loop);
   add("--preflush-design", a.preflush_design);
+  add("--preflush-marks", a.preflush_marks);
   add("--preflush-dir-entries", a.preflush_dir_entries);
   add("--preflush-mutant", a.preflush_mutant);
   add("--barrier", a.barrier);

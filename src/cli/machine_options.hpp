@@ -36,7 +36,8 @@ struct MachineArgs {
   std::optional<std::uint64_t> interleave_quantum;
   // Thesis Ch. 5: the flush round trip (SimParams::flush_mc_hop) and PreFlush.
   std::optional<std::uint64_t> flush_mc_hop;
-  std::optional<std::string> preflush, preflush_mutant, preflush_loop, preflush_design;
+  std::optional<std::string> preflush, preflush_mutant, preflush_loop, preflush_design,
+      preflush_marks;
   std::optional<std::uint32_t> preflush_signatures, preflush_flushed_tags, preflush_sample,
       preflush_dir_entries;
   // Seed 004: what a persist barrier does (SimParams::persistency).

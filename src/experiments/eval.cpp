@@ -460,7 +460,7 @@ std::vector<std::string> failed_checks(const json& results) {
     for (const auto& c : results["crash"])
       if (c.contains("controls") && c["controls"].contains("runs"))
         for (const auto& r : c["controls"]["runs"])
-          if (!r.value("detected", true))
+          if (!r.value("detected", true) && !r.contains("not_reached"))
             failed.push_back(
                 fmt::format("crash {} {}: negative control {} not detected (0 of {} trials failed)",
                             c.value("kernel", "?"), c.value("scheme", "?"),
@@ -530,10 +530,17 @@ json run_eval(const EvalOptions& opt) {
     std::string cmd = fmt::format("{} '{}' '{}' '{}' >/dev/null 2>&1", py,
                                   (tools_dir() / "plot_results.py").string(),
                                   (dir / "results.json").string(), dir.string());
-    if (std::system(cmd.c_str()) == 0)
+    if (std::system(cmd.c_str()) == 0) {
       for (const auto& e : fs::directory_iterator(dir))
         if (e.path().extension() == ".png")
           results["figures"].push_back(e.path().filename().string());
+    } else {
+      results["figures_error"] = fmt::format("the plot script failed; run `{} {} {} {}` to see why",
+                                             py, (tools_dir() / "plot_results.py").string(),
+                                             (dir / "results.json").string(), dir.string());
+    }
+  } else {
+    results["figures_error"] = "no python3 with matplotlib (scripts/setup-deps installs it)";
   }
   write_file(dir / "results.json", results.dump(2));
   write_file(dir / "report.md", render_report(results));

@@ -316,18 +316,23 @@ std::string controls_cell(const json& c) {
   if (!c.contains("controls")) return "–";
   const json& k = c["controls"];
   const auto mutants = k["mutants"].get<std::uint64_t>();
-  if (mutants == 0) return "none declared";
+  std::string unreached;  // missed controls the fault-free run never reaches (excused)
+  for (const auto& r : k["runs"])
+    if (r.contains("not_reached"))
+      unreached += fmt::format("; {} missed, not reached", r["mutation"].get<std::string>());
+  if (k["runs"].empty()) return "none declared";
   std::string missed;
   std::uint64_t lo = UINT64_MAX, hi = 0;
   for (const auto& r : k["runs"]) {
     lo = std::min(lo, r["trials"].get<std::uint64_t>());
     hi = std::max(hi, r["trials"].get<std::uint64_t>());
-    if (!r["detected"].get<bool>())
+    if (!r["detected"].get<bool>() && !r.contains("not_reached"))
       missed += fmt::format("{}{}", missed.empty() ? "" : ", ", r["mutation"].get<std::string>());
   }
   return fmt::format("detects {}/{} ({} trials each){}", k["detected"].get<std::uint64_t>(),
                      mutants, lo == hi ? fmt::format("{}", lo) : fmt::format("{}–{}", lo, hi),
-                     missed.empty() ? "" : "; missed: " + missed);
+                     missed.empty() ? "" : "; missed: " + missed) +
+         unreached;
 }
 
 std::string crash_section(const json& res) {

@@ -57,6 +57,7 @@ Hierarchy::Hierarchy(const SimParams& p)
   if (p.preflush.enabled) {
     pf_.assign(cores_.size(), Preflusher(p.preflush, p.l1.sets(), p.l1.ways));
     pf_dir_ = PreflushDirectory(std::size_t{p.preflush.dir_entries} * cores_.size());
+    pf_marks_ = p.preflush.l1_marks;
   }
   period_ = p.periodic_flush_cycles.value();
   since_.assign(llc_.slots(), detail::kNever);
@@ -101,6 +102,7 @@ bool Hierarchy::strip_private(int core, std::uint64_t line, Strip how) {
     switch (how) {
       case Strip::kInvalidate:
         c.invalidate(s);
+        if (lv == 0) l1_line_left(core, line, true);
         break;
       case Strip::kDowngrade:
         c.set_state(s, 0);
@@ -311,6 +313,7 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
   // An L1 victim shares its L1 set, hence its filter entry, with the line access() installs
   // and then records there; only victims of lower levels must clear theirs.
   if (level > 0) forget_filter(core, v);
+  if (level == 0) l1_line_left(core, v, false);
   ++c.counters().evictions;
   if (level == npriv_ - 1) {
     for (int up = 0; up < level; ++up) {
@@ -319,6 +322,7 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
       if (us == kNoSlot) continue;
       dirty |= (u.state(us) & kDirty) != 0;
       u.invalidate(us);
+      if (up == 0) l1_line_left(core, v, false);
     }
     std::size_t ls = c.link(slot);
     if (llc_.tag(ls) != v) ls = kNoSlot;  // only a non-inclusive LLC can have dropped it
@@ -419,6 +423,9 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
       // NACK race, §5.3.7). Never before the PreFlush itself completes.
       if (!image_.line_durable(LineAddr(line))) ++pf_violations_;
       pf_dir_.flushed(line, core);
+      // An L1 mark's PreFlush kept the line cached; a clflushopt still removes it (clean: no
+      // write, no wait).
+      if (pf_marks_ && mode == FlushMode::kClflushopt) drop_clean_line(line);
       const std::uint64_t done =
           std::max(t + (params_.cores > 1 ? 2 * llc_.latency().value() : 1), *pf_done);
       cs.flush_done = std::max(cs.flush_done, done);
@@ -544,13 +551,20 @@ void Hierarchy::preflush_store(int core, std::uint64_t line, std::size_t l1_slot
                                bool reached_directory) {
   // The directory NACKs other cores' PreFlushes of this line (§5.3.7). A PreFlushed line is
   // never Exclusive elsewhere, so every other core's store to it reaches the directory.
-  if (reached_directory)
+  // With L1 marks the invalidation coherence sends that store does it (l1_line_left).
+  if (reached_directory && !pf_marks_)
     for_each_core(pf_dir_.store(line, core),
                   [&](int c) { pf_[static_cast<std::size_t>(c)].nack(line); });
   Preflusher& pf = pf_[static_cast<std::size_t>(core)];
-  const Preflusher::Prediction pr = pf.on_store(line, l1_slot, pc);
+  Preflusher::Prediction pr = pf.on_store(line, l1_slot, pc);
   if (!pr.preflush) return;
   line = pr.line;
+  if (pf_marks_) {
+    // The mark needs the line in L1 (line-change PreFlushes the previous line, which may have
+    // left); and the PreFlush keeps it there, written back, whatever the flush type.
+    if (priv(core, 0).find(line) == kNoSlot) return;
+    pr.clwb = true;
+  }
   // Injected behind the store: like a clwb (or clflushopt) the core does not wait for, except
   // that other cores' copies lose their exclusivity so their stores reach the directory.
   const std::uint64_t t = cores_[static_cast<std::size_t>(core)].clock;
@@ -579,8 +593,27 @@ void Hierarchy::preflush_store(int core, std::uint64_t line, std::size_t l1_slot
   }
   if (dirty) ++pf_writes_;
   pf.preflushed(line, pr.key, flush_round_trip(line, t, dirty, core, since));
+  if (pf_marks_) return;
   if (const auto v = pf_dir_.record(line, core))
     for_each_core(v->cores, [&](int c) { pf_[static_cast<std::size_t>(c)].nack(v->line, true); });
+}
+
+void Hierarchy::drop_clean_line(std::uint64_t line) {
+  bool dirty = false;
+  const std::size_t s = llc_.find(line);
+  if (s != kNoSlot) {
+    (void)take_since(s, line);
+    dirty = (llc_.state(s) & kDirty) != 0;
+    for_each_core(llc_.sharers(s),
+                  [&](int c) { dirty |= strip_private(c, line, Strip::kInvalidate); });
+    llc_.invalidate(s);
+  } else if (!params_.inclusive_llc) {
+    for (int c = 0; c < params_.cores; ++c) dirty |= strip_private(c, line, Strip::kInvalidate);
+    (void)take_since(kNoSlot, line);
+  }
+  // A marked line was written back and not stored to since: dropping a dirty one would lose
+  // bytes, so it counts against transparency.
+  if (dirty) ++pf_violations_;
 }
 
 void Hierarchy::fence(int core) {
@@ -994,6 +1027,7 @@ SimStats Hierarchy::stats() const {
       p.mispredicted_store += x.mispredicted_store;
       p.nacked += x.nacked;
       p.tag_evictions += x.tag_evictions;
+      p.marks_lost += x.marks_lost;
       p.uncovered_flushes += x.uncovered_flushes;
       p.signatures_inserted += x.signatures_inserted;
       p.dir_back_invalidations += x.dir_back_invalidations;

@@ -137,6 +137,14 @@ class Hierarchy {
   // PreFlush: the store just completed; asks the core's predictor and may PreFlush the line.
   void preflush_store(int core, std::uint64_t line, std::size_t l1_slot, std::uint32_t pc,
                       bool reached_directory);
+  // A clflushopt ACKed early by an L1 mark: removes the (clean) line from every cache.
+  void drop_clean_line(std::uint64_t line);
+  // PreflushParams::l1_marks: `core`'s L1 lost `line` (and any PreFlush mark on it), evicted or
+  // `invalidated`.
+  void l1_line_left(int core, std::uint64_t line, bool invalidated) {
+    if (pf_marks_) [[unlikely]]
+      pf_[static_cast<std::size_t>(core)].line_left(line, invalidated);
+  }
   void write_back_victim(std::uint64_t line, int core, std::uint64_t since);
   // `since`: when the line became dirty (volatility duration), kNever if unknown.
   std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core,
@@ -194,6 +202,7 @@ class Hierarchy {
   CoherenceStats coh_;
   std::vector<Preflusher> pf_;
   PreflushDirectory pf_dir_{0};  // the directory's PreFlushers table (PreFlush on only)
+  bool pf_marks_ = false;        // PreFlush on with l1_marks: no table, marks on L1 lines
   std::uint64_t pf_writes_ = 0,
                 pf_violations_ = 0;      // per core when SimParams::preflush.enabled, else empty
   std::unique_ptr<EpochEngine> epochs_;  // only under a hardware persist barrier (lb*)

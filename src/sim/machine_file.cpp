@@ -179,7 +179,8 @@ json to_machine_file(const SimParams& p) {
             {"own_store_check", pf.own_store_check},
             {"nack", pf.nack},
             {"line_change", pf.line_change},
-            {"trace", pf.trace}}},
+            {"trace", pf.trace},
+            {"l1_marks", pf.l1_marks}}},
           {"persistency",
            {{"barrier", std::string(to_string(ps.barrier))},
             {"max_inflight", ps.max_inflight},
@@ -273,6 +274,7 @@ SimParams from_machine_file(const json& doc, const std::string& source) {
     f.get("nack", pf.nack);
     f.get("line_change", pf.line_change);
     f.get("trace", pf.trace);
+    f.get("l1_marks", pf.l1_marks);
     f.finish();
   }
   if (const json* psj = r.find("persistency")) {

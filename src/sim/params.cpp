@@ -68,8 +68,12 @@ std::uint64_t PreflushParams::storage_bytes(std::uint64_t l1_sets, std::uint64_t
   const std::uint64_t sampled_lines = (l1_sets + sample_every - 1) / sample_every * l1_ways;
   const std::uint64_t line_bits = trace ? l1_sets * l1_ways * 33 : sampled_lines * 35;
   const std::uint64_t sig_bits = line_change ? 35 + 42 : 35;  // + the previous line's tag
-  const std::uint64_t bits = line_bits + std::uint64_t{signatures} * sig_bits +
-                             std::uint64_t{flushed_tags} * 75 + std::uint64_t{dir_entries} * 50;
+  // l1_marks: a PreFlushed bit + the predicting signature's index on every L1 line, instead of
+  // the FlushedTags entries and the directory's PreFlushers entries.
+  const std::uint64_t mark_bits =
+      l1_marks ? l1_sets * l1_ways * (1 + std::bit_width(std::uint64_t{signatures} - 1))
+               : std::uint64_t{flushed_tags} * 75 + std::uint64_t{dir_entries} * 50;
+  const std::uint64_t bits = line_bits + std::uint64_t{signatures} * sig_bits + mark_bits;
   return (bits + 7) / 8;
 }
 
@@ -85,6 +89,9 @@ void PreflushParams::validate() const {
   if (trace && line_change)
     bad("preflush: the line-change loop extension keys on store PCs, so it needs the optimised "
         "design, not the trace design");
+  if (trace && l1_marks)
+    bad("preflush: L1 marks name the predicting signature by its index, so they need the "
+        "optimised design, not the trace design");
 }
 
 void LevelParams::validate() const {
@@ -281,6 +288,7 @@ nlohmann::json to_json(const SimParams& p) {
                      {"nack", p.preflush.nack},
                      {"loop", p.preflush.line_change ? "line-change" : "off"},
                      {"design", p.preflush.trace ? "trace" : "optimised"},
+                     {"marks", p.preflush.l1_marks ? "l1" : "table"},
                      {"storage_bytes_per_core", p.preflush.storage_bytes(p.l1.sets(), p.l1.ways)}};
   if (p.persistency.barrier != Barrier::kSoftware) {
     j["persistency"] = {{"barrier", std::string(to_string(p.persistency.barrier))}};

@@ -21,9 +21,20 @@ Preflusher::Signature* Preflusher::find_sig(std::uint32_t pc) {
 }
 
 Preflusher::Tag* Preflusher::find_tag(std::uint64_t line) {
+  if (p_.l1_marks) {
+    const auto it = marks_.find(line);
+    return it == marks_.end() ? nullptr : &it->second;
+  }
   for (Tag& t : tags_)
     if (t.valid && t.line == line) return &t;
   return nullptr;
+}
+
+void Preflusher::drop(Tag* t) {
+  if (p_.l1_marks)
+    marks_.erase(t->line);
+  else
+    t->valid = false;
 }
 
 // A signature that has meanwhile been replaced is simply not updated (thesis: "if still present").
@@ -52,7 +63,7 @@ Preflusher::Prediction Preflusher::on_store(std::uint64_t line, std::size_t slot
     if (p_.own_store_check) {  // (1)
       ++stats_.mispredicted_store;
       confirm(t->pc, false);
-      t->valid = false;
+      drop(t);
     }
   } else if (Signature* s = find_sig(key); s != nullptr && p_.line_change) {
     // pmlab's loop extension: the PC has moved on, so its previous line saw its last store.
@@ -76,6 +87,10 @@ Preflusher::Prediction Preflusher::on_store(std::uint64_t line, std::size_t slot
 
 void Preflusher::preflushed(std::uint64_t line, std::uint32_t pc, std::uint64_t done) {
   ++stats_.issued;
+  if (p_.l1_marks) {
+    marks_[line] = {line, pc, done, true};
+    return;
+  }
   Tag& t = tags_[tag_head_];
   if (t.valid) ++stats_.tag_evictions;
   t = {line, pc, done, true};
@@ -87,7 +102,7 @@ std::optional<std::uint64_t> Preflusher::on_flush(std::uint64_t line, std::size_
   if (Tag* t = find_tag(line); t != nullptr) {  // (4)
     ++stats_.correct;
     confirm(t->pc, true);
-    t->valid = false;
+    drop(t);
     if (sampled(slot)) last_[slot].valid = false;
     return t->done;
   }
@@ -117,7 +132,22 @@ void Preflusher::nack(std::uint64_t line, bool evicted) {
   t->valid = false;
 }
 
+void Preflusher::line_left(std::uint64_t line, bool invalidated) {
+  // The no-nack mutant keeps the mark, so a line another core stored to could be ACKed early.
+  if (!p_.l1_marks || (invalidated && !p_.nack)) return;
+  const auto it = marks_.find(line);
+  if (it == marks_.end()) return;
+  if (invalidated) {
+    ++stats_.nacked;
+    confirm(it->second.pc, false);  // as the directory's NACK does
+  } else {
+    ++stats_.marks_lost;
+  }
+  marks_.erase(it);
+}
+
 void Preflusher::clear() {
+  marks_.clear();
   std::fill(sigs_.begin(), sigs_.end(), Signature{});
   std::fill(tags_.begin(), tags_.end(), Tag{});
   std::fill(last_.begin(), last_.end(), Last{});

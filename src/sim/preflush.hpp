@@ -47,6 +47,9 @@ class Preflusher {
   // `evicted`, the directory lost its record of the PreFlush instead (its table was full), so
   // it can no longer NACK it later and must now.
   void nack(std::uint64_t line, bool evicted = false);
+  // PreflushParams::l1_marks: `line` left this core's L1, and its mark with it: evicted, or
+  // `invalidated` (by another core's store, which is the NACK, or its flush).
+  void line_left(std::uint64_t line, bool invalidated);
   void clear();  // power failure: no predictor state survives
 
   [[nodiscard]] const PreflushStats& stats() const { return stats_; }
@@ -81,6 +84,7 @@ class Preflusher {
   }
   Signature* find_sig(std::uint32_t pc);
   Tag* find_tag(std::uint64_t line);
+  void drop(Tag* t);  // the entry (or L1 mark) is used up or wrong
   void confirm(std::uint32_t pc, bool up);
 
   PreflushParams p_;
@@ -89,6 +93,9 @@ class Preflusher {
   std::vector<Tag> tags_;
   std::size_t tag_head_ = 0;  // FIFO replacement
   std::vector<Last> last_;    // per L1 slot (only sampled sets used, or every one for traces)
+  // l1_marks: the marked lines, by line. A line sits in at most one L1 slot, so this holds
+  // exactly what per-slot mark bits would; line_left removes what the slot loses.
+  std::unordered_map<std::uint64_t, Tag> marks_;
   std::uint64_t now_ = 0;
   PreflushStats stats_;
 };

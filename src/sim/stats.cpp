@@ -118,6 +118,7 @@ nlohmann::json to_json(const SimStats& s) {
                      {"mispredicted_store", p.mispredicted_store},
                      {"nacked", p.nacked},
                      {"tag_evictions", p.tag_evictions},
+                     {"marks_lost", p.marks_lost},
                      {"uncovered_flushes", p.uncovered_flushes},
                      {"signatures_inserted", p.signatures_inserted},
                      {"dir_evictions", p.dir_evictions},

@@ -66,6 +66,7 @@ TEST(MachineFile, RoundTripsEveryFieldThatDiffersFromTheDefaults) {
   p.flush_mc_hop = 40;
   p.preflush.enabled = true;
   p.preflush.line_change = true;
+  p.preflush.l1_marks = true;
   // (A hardware barrier would be refused with PreFlush and non-temporal stores: not combined.)
   p.persistency.barrier = sim::Barrier::kNone;
   p.persistency.max_inflight = 4;

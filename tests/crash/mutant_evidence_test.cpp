@@ -126,6 +126,15 @@ TEST(MutantEvidence, HandoffReachesTheNackAndTheSplit) {
   master.machine.preflush.nack = false;
   const auto bad = simulate(master);
   EXPECT_GT(bad.stats.preflush->transparency_violations, 0u);
+  // pmlab's L1 marks: the invalidation of thread 1's store drops the mark instead.
+  master.machine.preflush.l1_marks = true;
+  master.machine.preflush.nack = true;
+  const auto marks = simulate(master);
+  EXPECT_TRUE(marks.verify->ok()) << marks.verify->first_mismatch;
+  EXPECT_GT(marks.stats.preflush->nacked, 0u);
+  EXPECT_EQ(marks.stats.preflush->transparency_violations, 0u);
+  master.machine.preflush.nack = false;
+  EXPECT_GT(simulate(master).stats.preflush->transparency_violations, 0u);
 
   auto split = handoff_spec("split", 8);
   split.machine.persistency.barrier = sim::Barrier::kLbIdt;
@@ -155,6 +164,8 @@ TEST(MutantEvidence, HandoffCampaignsCatchTheMutantsTheyAreFor) {
     if (spec.machine.persistency.hardware()) opt.images = {ImageModel::kCache};
     const auto clean = run_campaign(opt);
     EXPECT_EQ(clean.passed, clean.trials) << spec.run.scheme;
+    // Handoff reaches the NACK, so a miss of its control would count (not be excused).
+    if (spec.machine.preflush.enabled) EXPECT_TRUE(not_reached(spec, M::kPreflushNoNack).empty());
     for (const M m : mutants) {
       const auto r = run_campaign(control_options(opt, m));
       EXPECT_LT(r.passed, r.trials) << spec.run.scheme << " " << mem::to_string(m);

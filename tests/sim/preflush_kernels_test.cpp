@@ -17,7 +17,12 @@ struct Totals {
   std::uint64_t rows = 0, issued = 0, correct = 0, violations = 0;
 };
 
-Totals run_all(bool own_store_check, sim::FlushMode flush, int threads, bool line_change = false) {
+// The three designs the eval compares: the thesis', pmlab's line-change loop extension, and
+// line-change with marks on L1 lines.
+enum class Design { kThesis, kLineChange, kL1Marks };
+
+Totals run_all(bool own_store_check, sim::FlushMode flush, int threads,
+               Design design = Design::kThesis) {
   Totals t;
   for (const auto& k : kernel_drivers())
     for (const auto& scheme : k.schemes) {
@@ -34,7 +39,8 @@ Totals run_all(bool own_store_check, sim::FlushMode flush, int threads, bool lin
       spec.machine.flush_mc_hop = 20;
       spec.machine.preflush.enabled = true;
       spec.machine.preflush.own_store_check = own_store_check;
-      spec.machine.preflush.line_change = line_change;
+      spec.machine.preflush.line_change = design != Design::kThesis;
+      spec.machine.preflush.l1_marks = design == Design::kL1Marks;
       spec.flush = flush;
       spec.verify = true;
       try {
@@ -63,8 +69,8 @@ Totals run_all(bool own_store_check, sim::FlushMode flush, int threads, bool lin
 TEST(PreflushKernels, EveryEarlyAckIsDurable) {
   for (const sim::FlushMode f : {sim::FlushMode::kClflushopt, sim::FlushMode::kClwb})
     for (const int threads : {1, 4})
-      for (const bool line_change : {false, true}) {
-        const Totals t = run_all(true, f, threads, line_change);
+      for (const Design d : {Design::kThesis, Design::kLineChange, Design::kL1Marks}) {
+        const Totals t = run_all(true, f, threads, d);
         EXPECT_GE(t.rows, 39u);
         EXPECT_GT(t.correct, 0u);  // the predictor is exercised, not idle
         EXPECT_EQ(t.violations, 0u);
@@ -73,7 +79,8 @@ TEST(PreflushKernels, EveryEarlyAckIsDurable) {
 
 TEST(PreflushKernels, OwnStoreMutantIsCaught) {
   EXPECT_GT(run_all(false, sim::FlushMode::kClwb, 1).violations, 0u);
-  EXPECT_GT(run_all(false, sim::FlushMode::kClwb, 1, true).violations, 0u);
+  EXPECT_GT(run_all(false, sim::FlushMode::kClwb, 1, Design::kLineChange).violations, 0u);
+  EXPECT_GT(run_all(false, sim::FlushMode::kClwb, 1, Design::kL1Marks).violations, 0u);
 }
 
 // `pmlab crash --mutate preflush-*`: declared whenever PreFlush runs (the NACK with several
@@ -106,6 +113,70 @@ TEST(PreflushKernels, MutantsAreCampaignControls) {
   c.mutation = mem::Mutation::kPreflushNoOwnStore;
   const auto bad = run_campaign(c);
   EXPECT_LT(bad.passed, bad.trials);
+}
+
+// The same campaign with pmlab's L1 marks: bit-exact, and the own-store mutant still fails it.
+TEST(PreflushKernels, L1MarksPassTheCampaignAndTheOwnStoreMutantFailsIt) {
+  CampaignOptions c;
+  c.spec.run.kernel = "tmm";
+  c.spec.run.scheme = "wal-ii";
+  c.spec.run.n = 32;
+  c.spec.run.bs = 8;
+  c.spec.run.threads = 2;
+  MachineOverrides o;
+  o.cores = 2;
+  c.spec.machine = machine_from("pact17", o);
+  c.spec.machine.flush_mc_hop = 20;
+  c.spec.machine.preflush.enabled = true;
+  c.spec.machine.preflush.line_change = true;
+  c.spec.machine.preflush.l1_marks = true;
+  c.spec.flush = sim::FlushMode::kClwb;
+  c.trials = 60;
+  c.seed = 7;
+  const auto ok = run_campaign(c);
+  EXPECT_EQ(ok.passed, ok.trials);
+  c.mutation = mem::Mutation::kPreflushNoOwnStore;
+  const auto bad = run_campaign(c);
+  EXPECT_LT(bad.passed, bad.trials);
+}
+
+// tmm's threads write their own rows, so no core ever stores to a line another PreFlushed: the
+// no-nack control runs, is missed, and is reported as not reached instead of missed (`pmlab
+// crash tmm --preflush on` on 2 cores then exits 0, not 5); the other controls are caught.
+TEST(PreflushKernels, ANackControlTheRunNeverReachesIsReportedNotMissed) {
+  CampaignOptions c;
+  c.spec.run.kernel = "tmm";
+  c.spec.run.scheme = "wal-ii";
+  c.spec.run.n = 32;
+  c.spec.run.bs = 8;
+  c.spec.run.threads = 2;
+  MachineOverrides o;
+  o.cores = 2;
+  c.spec.machine = machine_from("pact17", o);
+  c.spec.machine.flush_mc_hop = 20;
+  c.spec.machine.preflush.enabled = true;
+  c.spec.flush = sim::FlushMode::kClwb;
+  c.trials = 30;
+  c.seed = 7;
+  const auto controls = run_controls(c);
+  bool nack_seen = false;
+  for (const auto& x : controls) {
+    if (x.mutation == mem::Mutation::kPreflushNoNack) {
+      nack_seen = true;
+      EXPECT_EQ(x.trials, 30u);
+      EXPECT_FALSE(x.detected());
+      EXPECT_NE(x.not_reached.find("never NACKs"), std::string::npos) << x.not_reached;
+    } else {
+      EXPECT_TRUE(x.detected()) << mem::to_string(x.mutation);
+      EXPECT_TRUE(x.not_reached.empty()) << mem::to_string(x.mutation);
+    }
+  }
+  EXPECT_TRUE(nack_seen);
+  EXPECT_EQ(mutants_detected(controls), mutants_reached(controls));
+  EXPECT_EQ(mutants_reached(controls) + 1, controls.size());
+  const auto j = to_json(controls);
+  EXPECT_EQ(j["mutants"], controls.size() - 1);
+  EXPECT_EQ(j["declared"], controls.size());
 }
 
 }  // namespace

@@ -115,6 +115,42 @@ TEST(PreflushPredictor, LineChangeCoversALoopThatRestoresEachLine) {
   EXPECT_FALSE(pf.on_flush(203, 1, true).has_value());  // the last line: not left yet
 }
 
+// pmlab's L1 marks: a region PreFlushes more lines than FlushedTags holds (2 here); the marks
+// keep them all until the real flushes, and a line that leaves L1 takes its mark along.
+TEST(PreflushPredictor, L1MarksHoldEveryPreflushedLineUntilItLeavesL1) {
+  for (const bool marks : {false, true}) {
+    PreflushParams p = small();
+    p.l1_marks = marks;
+    Preflusher pf(p, 4, 2);
+    pf.on_store(100, 0, kX);
+    pf.on_flush(100, 0, true);  // X trained
+    for (std::uint64_t line = 200; line < 204; ++line) {
+      ASSERT_TRUE(pf.on_store(line, 1, kX).preflush);
+      pf.preflushed(line, kX, 0);
+    }
+    pf.line_left(201, false);
+    std::uint64_t acked = 0;
+    for (std::uint64_t line = 200; line < 204; ++line) acked += pf.on_flush(line, 1, true) ? 1 : 0;
+    EXPECT_EQ(acked, marks ? 3u : 2u) << marks;  // the FIFO keeps the last 2
+    EXPECT_EQ(pf.stats().tag_evictions, marks ? 0u : 2u);
+    EXPECT_EQ(pf.stats().marks_lost, marks ? 1u : 0u);
+  }
+}
+
+TEST(PreflushPredictor, L1MarksFitTheThesisBudgetWithSixtyFourSignatures) {
+  const SimParams p = preset("pact17");
+  PreflushParams q = p.preflush;
+  q.line_change = true;
+  const std::uint64_t table = q.storage_bytes(p.l1.sets(), p.l1.ways);
+  q.l1_marks = true;
+  q.signatures = 64;
+  const std::uint64_t marks = q.storage_bytes(p.l1.sets(), p.l1.ways);
+  // LastStore 512 x 35 + 64 signatures x 77 + 1024 L1 lines x (1 + 6) bits.
+  EXPECT_EQ(marks, (512u * 35 + 64 * 77 + 1024 * 7 + 7) / 8);
+  EXPECT_LE(marks, 3800u);
+  EXPECT_GT(table, 3800u);  // line-change with the thesis' tables: over budget
+}
+
 TEST(PreflushPredictor, DefaultStorageIsTheThesisBudget) {
   const SimParams p = preset("pact17");
   const std::uint64_t b = p.preflush.storage_bytes(p.l1.sets(), p.l1.ways);
@@ -250,6 +286,51 @@ TEST(PreflushMachine, AnotherCoresStoreIsNacked) {
     EXPECT_EQ(m.stats().preflush->nacked, nack ? 1u : 0u);
     EXPECT_EQ(m.stats().preflush->transparency_violations, nack ? 0u : 1u);
   }
+}
+
+// With L1 marks there is no directory table: core 1's store invalidates core 0's copy, and the
+// mark goes with it. The no-nack mutant keeps the mark and ACKs a stale line early.
+TEST(PreflushMachine, L1MarksAreNackedByTheInvalidation) {
+  for (const bool nack : {true, false}) {
+    SimParams p = machine_params();
+    p.cores = p.threads = 2;
+    p.preflush.l1_marks = true;
+    p.preflush.nack = nack;
+    Machine m(p);
+    LineBuffer buf(2);
+    m.image().add_range(buf.mem.get(), buf.bytes);
+    auto* d = reinterpret_cast<double*>(buf.line_ptr(1));
+    m.store(0, buf.line(0), kX);
+    m.flush(0, buf.line(0), FlushMode::kClwb);
+    *d = 1.0;
+    m.store(0, buf.line(1), kX);  // PreFlushed and marked on core 0's L1 line
+    EXPECT_EQ(m.stats().preflush->issued, 1u);
+    d[1] = 2.0;
+    m.store(1, buf.line(1), kY);
+    m.flush(0, buf.line(1), FlushMode::kClwb);
+    EXPECT_EQ(m.image().durable(d + 1), nack ? 2.0 : 0.0) << nack;
+    EXPECT_EQ(m.stats().preflush->nacked, nack ? 1u : 0u);
+    EXPECT_EQ(m.stats().preflush->transparency_violations, nack ? 0u : 1u);
+    EXPECT_EQ(m.stats().preflush->dir_evictions, 0u);
+  }
+}
+
+// A clflushopt ACKed by an L1 mark still removes the line (the PreFlush kept it cached).
+TEST(PreflushMachine, L1MarkedClflushoptStillRemovesTheLine) {
+  SimParams p = machine_params();
+  p.preflush.l1_marks = true;
+  Machine m(p);
+  LineBuffer buf(2);
+  m.image().add_range(buf.mem.get(), buf.bytes);
+  m.store(0, buf.line(0), kX);
+  m.flush(0, buf.line(0), FlushMode::kClflushopt);  // trains X, type clflushopt
+  buf.line_ptr(1)[0] = 7;
+  m.store(0, buf.line(1), kX);  // PreFlushed, kept in L1 for its mark
+  EXPECT_TRUE(m.probe(0, buf.line(1)).in_l1);
+  m.flush(0, buf.line(1), FlushMode::kClflushopt);
+  EXPECT_EQ(m.stats().preflush->correct, 1u);
+  EXPECT_FALSE(m.probe(0, buf.line(1)).in_l1);
+  EXPECT_EQ(m.stats().preflush->transparency_violations, 0u);
 }
 
 // One directory entry per core (two in all): core 0's third PreFlush pushes out the first one's

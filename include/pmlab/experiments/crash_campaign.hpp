@@ -179,6 +179,10 @@ struct ControlResult {
   std::uint64_t trials = 0, failed = 0;
   std::vector<ImageTally> by_image;  // passes per image model
   double seconds = 0;
+  // Non-empty when the campaign missed the mutant and the fault-free run never reaches the
+  // mechanism it removes (e.g. preflush-no-nack on a kernel whose cores never store to each
+  // other's PreFlushed lines): why, and the miss is excused.
+  std::string not_reached;
   [[nodiscard]] bool detected() const { return failed > 0; }
 };
 // The campaign a negative control runs: `opt` under mutation `m`. Two mutants are visible only
@@ -191,6 +195,12 @@ inline constexpr std::uint64_t kNarrowWindowTrialFactor = 4;
 // The campaign `opt` (its mutation ignored) once per applicable mutation (control_options).
 [[nodiscard]] std::vector<ControlResult> run_controls(const CampaignOptions& opt);
 [[nodiscard]] std::uint64_t mutants_detected(const std::vector<ControlResult>& c);
+// Why a missed mutant `m` is excused for `spec` (the fault-free run never reaches the mechanism
+// it removes: PreFlush's NACK or own-store check), or empty.
+[[nodiscard]] std::string not_reached(const SimRunSpec& spec, mem::Mutation m);
+// The controls that must be detected (all but the missed ones the run never reaches): what
+// mutants_detected must equal.
+[[nodiscard]] std::uint64_t mutants_reached(const std::vector<ControlResult>& c);
 // {"mutants": M, "detected": N, "runs": [{mutation, trials, failed, by_image}]}
 [[nodiscard]] nlohmann::json to_json(const std::vector<ControlResult>& c);
 

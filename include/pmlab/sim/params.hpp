@@ -97,6 +97,15 @@ struct PreflushParams {
   // The thesis' baseline design (§5.3.3) instead of the optimised one: a trace (XOR of the
   // store PCs since the last flush, 32 bits + VT) on every L1 line, signatures keyed on traces.
   bool trace = false;
+  // pmlab's storage extension (not in the thesis): a PreFlushed line is marked on its own L1
+  // line (a bit + the predicting signature's index) instead of in FlushedTags and the
+  // directory's PreFlushers table. A region of loop code PreFlushes more lines than a 64-entry
+  // FIFO holds until its real flushes come; L1 holds them all. Another core's store NACKs by
+  // the invalidation coherence already sends it; an L1 eviction drops the mark (the flush then
+  // takes its normal path). A PreFlush keeps the line in L1 (written back, clean) whatever the
+  // signature's flush type, so the mark has a line to sit on. flushed_tags and dir_entries are
+  // unused.
+  bool l1_marks = false;
 
   // Bytes of predictor state per core for an L1 of `l1_lines` lines in `l1_sets` sets.
   [[nodiscard]] std::uint64_t storage_bytes(std::uint64_t l1_sets, std::uint64_t l1_ways) const;

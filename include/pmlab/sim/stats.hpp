@@ -97,6 +97,7 @@ struct PreflushStats {
   std::uint64_t mispredicted_store = 0;   // own store to a PreFlushed line (entry dropped)
   std::uint64_t nacked = 0;               // another core's store to a PreFlushed line (§5.3.7)
   std::uint64_t tag_evictions = 0;        // FlushedTags entries pushed out (FIFO) unused
+  std::uint64_t marks_lost = 0;           // l1_marks: marks lost unused with an evicted L1 line
   std::uint64_t uncovered_flushes = 0;    // real flushes without a FlushedTags hit
   std::uint64_t signatures_inserted = 0;  // new signatures (a flush of a sampled line)
   // The directory's PreFlushers table (PreflushParams::dir_entries per core): entries pushed
