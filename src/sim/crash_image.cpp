@@ -105,7 +105,33 @@ void CrashImage::note_flush(LineAddr line, int core) {
 void CrashImage::note_fence(int core) {
   if (unfenced_.empty()) return;
   const std::uint64_t bit = std::uint64_t{1} << (core % 64);
-  std::erase_if(unfenced_, [bit](const auto& e) { return (e.second.cores & bit) != 0; });
+  std::erase_if(unfenced_, [&](const auto& e) {
+    if ((e.second.cores & bit) == 0) return false;
+    preflushes_.erase(e.first);  // the fenced flush completed the line's earlier writes too
+    return true;
+  });
+}
+
+void CrashImage::note_preflush(LineAddr line, int core) {
+  if (!track_preflushes_) return;
+  auto it = preflushes_.find(line.value());
+  if (it == preflushes_.end()) {
+    PendingPreflush p{};
+    if (!line_bytes<false>(line, p.prior)) return;  // not persistent memory
+    it = preflushes_.emplace(line.value(), p).first;
+  }
+  it->second.core = core;
+}
+
+void CrashImage::preflush_done(LineAddr line, std::uint64_t done) {
+  if (const auto it = preflushes_.find(line.value()); it != preflushes_.end())
+    it->second.done = done;
+}
+
+void CrashImage::note_preflush_fence(int core, std::uint64_t t) {
+  if (preflushes_.empty()) return;
+  std::erase_if(preflushes_,
+                [&](const auto& e) { return e.second.core == core && e.second.done <= t; });
 }
 
 void CrashImage::perturb(std::mt19937_64& rng) {
@@ -117,6 +143,13 @@ void CrashImage::perturb(std::mt19937_64& rng) {
   for (const std::uint64_t l : lines)
     if (rng() & 1) line_bytes<true>(LineAddr(l), unfenced_[l].prior);
   unfenced_.clear();
+  // PreFlushes still in flight: each lost or not (every outcome is a state the line had).
+  lines.clear();
+  for (const auto& e : preflushes_) lines.push_back(e.first);
+  std::sort(lines.begin(), lines.end());
+  for (const std::uint64_t l : lines)
+    if (rng() & 1) line_bytes<true>(LineAddr(l), preflushes_[l].prior);
+  preflushes_.clear();
   for (Range& r : ranges_) {
     const auto* live = reinterpret_cast<const std::byte*>(r.base);
     // Line by line (absolute alignment): a line reaches NVM whole or not at all.
@@ -148,6 +181,7 @@ void CrashImage::load(const std::vector<std::vector<std::byte>>& saved) {
     ranges_[i].shadow = saved[i];
   }
   unfenced_.clear();
+  preflushes_.clear();
 }
 
 void CrashImage::restore_to_live() const {

@@ -591,8 +591,13 @@ void Hierarchy::preflush_store(int core, std::uint64_t line, std::size_t l1_slot
       dirty |= strip_private(c, line, pr.clwb ? Strip::kClean : Strip::kInvalidate);
     since = take_since(kNoSlot, line);
   }
-  if (dirty) ++pf_writes_;
-  pf.preflushed(line, pr.key, flush_round_trip(line, t, dirty, core, since));
+  if (dirty) {
+    ++pf_writes_;
+    image_.note_preflush(LineAddr(line), core);  // before the write: its prior bytes
+  }
+  const std::uint64_t done = flush_round_trip(line, t, dirty, core, since);
+  if (dirty) image_.preflush_done(LineAddr(line), done);
+  pf.preflushed(line, pr.key, done);
   if (pf_marks_) return;
   if (const auto v = pf_dir_.record(line, core))
     for_each_core(v->cores, [&](int c) { pf_[static_cast<std::size_t>(c)].nack(v->line, true); });
@@ -630,6 +635,8 @@ void Hierarchy::fence(int core) {
     fence_stall_ += cs.flush_done - cs.clock;
     cs.clock = cs.flush_done;
   }
+  if (!pf_.empty()) [[unlikely]]
+    image_.note_preflush_fence(core, cs.clock);
   if (cs.clock >= cs.deadline) [[unlikely]]
     periodic_tick(core);
 }

@@ -2,6 +2,8 @@
 // machine.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "../../src/sim/preflush.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/presets.hpp"
@@ -313,6 +315,39 @@ TEST(PreflushMachine, L1MarksAreNackedByTheInvalidation) {
     EXPECT_EQ(m.stats().preflush->transparency_violations, nack ? 0u : 1u);
     EXPECT_EQ(m.stats().preflush->dir_evictions, 0u);
   }
+}
+
+// The any-dirty crash image: a PreFlush no fence has waited for may not have landed, so the
+// image may lose it (half of the draws); once a fence waited for it (after the real flush it
+// ACKed early), it cannot be lost any more.
+TEST(PreflushMachine, AnUnfencedPreflushMayBeLostByTheAdversarialImage) {
+  const auto lost_in = [](bool fenced) {
+    int lost = 0;
+    for (std::uint64_t seed = 0; seed < 64; ++seed) {
+      Machine m(machine_params());
+      LineBuffer buf(2);
+      m.image().add_range(buf.mem.get(), buf.bytes);
+      m.image().track_preflushes(true);
+      auto* d = reinterpret_cast<double*>(buf.line_ptr(1));
+      m.store(0, buf.line(0), kX);
+      m.flush(0, buf.line(0), FlushMode::kClwb);
+      m.fence(0);
+      *d = 4.0;
+      m.store(0, buf.line(1), kX);  // PreFlushed: in the image at once
+      if (fenced) {
+        m.flush(0, buf.line(1), FlushMode::kClwb);  // ACKed early
+        m.fence(0);                                 // waits for the PreFlush
+      }
+      EXPECT_EQ(m.image().durable(d), 4.0);
+      std::mt19937_64 rng(seed);
+      m.image().perturb(rng);
+      lost += m.image().durable(d) == 0.0 ? 1 : 0;
+    }
+    return lost;
+  };
+  EXPECT_GT(lost_in(false), 8);
+  EXPECT_LT(lost_in(false), 56);
+  EXPECT_EQ(lost_in(true), 0);
 }
 
 // A clflushopt ACKed by an L1 mark still removes the line (the PreFlush kept it cached).

@@ -49,6 +49,7 @@ class CrashImage {
   void clear() {
     ranges_.clear();
     unfenced_.clear();
+    preflushes_.clear();
   }
 
   // Copies the live bytes of `line` that lie inside registered ranges into the shadow, and
@@ -70,7 +71,21 @@ class CrashImage {
   // flushed: what is left at a crash are flushes that may not have completed.
   void note_flush(LineAddr line, int core);
   void note_fence(int core);
-  void forget_unfenced() { unfenced_.clear(); }
+  void forget_unfenced() {
+    unfenced_.clear();
+    preflushes_.clear();
+  }
+  // PreFlush (thesis Ch. 5) writes a line back behind a store, and no fence waits for it until
+  // the real flush it ACKs early is fenced. With tracking on (track_preflushes, set with
+  // SimBackend::track_unfenced), note_preflush (before the write) remembers the line's durable
+  // bytes and preflush_done when the write completes; note_preflush_fence(core, t), at a fence
+  // of `core` completing at t, forgets its PreFlushes done by then; a fenced real flush of the
+  // line forgets them too (the controller keeps one line's writes in order). What is left at a
+  // crash may not have landed: perturb undoes each with probability 1/2.
+  void track_preflushes(bool on) { track_preflushes_ = on; }
+  void note_preflush(LineAddr line, int core);
+  void preflush_done(LineAddr line, std::uint64_t done);
+  void note_preflush_fence(int core, std::uint64_t t);
   [[nodiscard]] std::size_t unfenced_lines() const { return unfenced_.size(); }
   // Turns the image into another legal one, as the property tests' any-legal-image backend
   // does: each unfenced flush is undone with probability 1/2, then each line whose live bytes
@@ -117,6 +132,13 @@ class CrashImage {
   std::vector<Range> ranges_;  // sorted by base, disjoint
   PersistOracle* oracle_ = nullptr;
   std::unordered_map<std::uint64_t, Unfenced> unfenced_;
+  struct PendingPreflush {
+    std::byte prior[kCacheLineBytes];  // the line's durable bytes before its first PreFlush
+    int core = 0;
+    std::uint64_t done = ~std::uint64_t{0};
+  };
+  bool track_preflushes_ = false;
+  std::unordered_map<std::uint64_t, PendingPreflush> preflushes_;
 };
 
 }  // namespace pmlab::sim

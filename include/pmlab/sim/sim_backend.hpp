@@ -228,9 +228,13 @@ class SimBackend {
     hook_ = nullptr;
   }
   [[nodiscard]] bool crashed() const { return crashed_; }
-  // Crash campaigns' adversarial image model: remember flushes not yet fenced, so that a crash
-  // image may lose them (CrashImage::note_flush, perturb). Off by default.
-  void track_unfenced(bool on) { track_unfenced_ = on; }
+  // Crash campaigns' adversarial image model: remember flushes (and PreFlushes) not yet fenced,
+  // so that a crash image may lose them (CrashImage::note_flush, note_preflush, perturb). Off by
+  // default.
+  void track_unfenced(bool on) {
+    track_unfenced_ = on;
+    machine_.image().track_preflushes(on);  // PreFlush's writes are unfenced too
+  }
   // A negative control (mem::Mutation): no-flush / no-fence drop those ops here (they are not
   // counted either); the others are consulted by the building blocks via mem::mutated().
   void set_mutation(mem::Mutation m) { mutation_ = m; }
