@@ -55,6 +55,7 @@ struct CrashArgs {
   std::uint64_t replay_image_seed = 0;
   bool per_trial = false;
   bool model_recovery = false;
+  bool sim_tail = false;
   bool json = false;
 };
 
@@ -160,6 +161,7 @@ int do_crash(const CrashArgs& a) {
   opt.recovery_crash_rate = a.recovery_crash_rate;
   opt.jobs = a.jobs;
   opt.model_last_recovery = a.model_recovery;
+  opt.native_tail = !a.sim_tail;
   opt.images = images;
   opt.mutation = mutation;
   ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials,
@@ -360,6 +362,10 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                 "that its recovery's cycles are measured (--json --per-trial: recovery_cycles). "
                 "By default that restart runs unmodelled: only its result is compared, and "
                 "trials run several times faster. Results and every other figure are the same");
+  cmd->add_flag("--sim-tail", a->sim_tail,
+                "Run the rest of each trial after its last recovery in the simulator (without "
+                "its cache model) instead of natively. Slower; results and counts are the same "
+                "(a check of the native tail)");
   cmd->add_flag("--json", a->json, "Print JSON");
   // Small caches by default so CI-sized runs evict (the interesting crashes).
   add_machine_options(*cmd, a->machine);

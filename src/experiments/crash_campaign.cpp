@@ -160,11 +160,23 @@ struct RecoverySpan {
 
 // Runs the recovery from the current crash image without a crash, then puts everything back as
 // it was (image, memory, caches, recorded commits): the restart that follows runs exactly the
-// same recovery, now known to take `length` ops from `start` on. Only the op count is wanted,
-// so the recovery runs unmodelled (a few ns per op instead of the miss path); if it asked seed
+// same recovery, now known to take `length` ops from `start` on. Only the op count is wanted:
+// with `native`, the recovery runs natively (unless it asks seed 002's helper core for work);
+// else it runs unmodelled (a few ns per op instead of the miss path); if it asked seed
 // 002's helper core for work, whose ops the clocks pace, it runs again with the model.
-RecoverySpan measure_recovery(SimSession& s) {
+RecoverySpan measure_recovery(SimSession& s, bool native) {
   auto& be = s.backend();
+  if (native) {
+    // The same recovery at native speed, counting the simulator's ops (SimSession::
+    // restart_native); memory then goes back to the image, which it did not touch.
+    RunReport scratch;
+    const auto r = s.restart_native(true, 0, scratch, /*run=*/false);
+    if (r) be.apply_crash_image();
+    if (r && !r->async_requested) {
+      be.count_ops_run_elsewhere(r->recovery_ops);
+      return {be.ops(), r->recovery_ops};
+    }
+  }
   auto& image = be.machine().image();
   const auto saved = image.save();
   const std::size_t commits = be.commits().size();
@@ -231,22 +243,41 @@ std::uint64_t repeated_commits(const std::vector<sim::CommitPoint>& commits, std
 // compare. Once no further crash is armed, the rest of the run skips the cache model: only its
 // result matters, and that does not depend on the model.
 // The restart after the trial's last crash runs without the cache model unless
-// `model_last_recovery` (then its recovery_cycles are measured).
+// `model_last_recovery` (then its recovery_cycles are measured). With `native_tail` that
+// restart runs natively (SimSession::restart_native: the recovery unless it is modelled, and the
+// rest of the run), counting the recovery's ops and the regions committed as the simulator
+// would; replays and sequential trials keep it in the simulator, and the tests compare the two
+// (CrashCampaign.TheNativeTailEqualsTheSimulatedOne).
 template <class NextCrash>
-void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery,
+void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool native_tail,
                   NextCrash&& next_recovery_crash) {
   try {
     auto& be = s.backend();
     std::mt19937_64 image_rng(t.image_seed);
     const std::size_t commits_before = be.commits().size();
+    std::vector<sim::CommitPoint> tail_commits;  // the native tail's, after be.commits()
     apply_image(be, t.image, image_rng);
     for (;;) {
       const std::uint64_t position_at_failure = be.outer_position();
       const std::uint64_t again = next_recovery_crash([&] {
-        const RecoverySpan r = measure_recovery(s);
+        const RecoverySpan r = measure_recovery(s, native_tail);
         t.recovery_lengths.push_back(r.length);
         return r;
       });
+      // The last restart, natively: its recovery and the rest of the run (no crash can follow).
+      if (again == 0 && native_tail && !model_last_recovery) {
+        RunReport report;
+        if (const auto r = s.restart_native(true, 0, report)) {
+          if (position_at_failure > r->resume)
+            t.outer_redone =
+                std::max<std::uint64_t>(t.outer_redone, position_at_failure - r->resume);
+          t.recovery += report.recovery;
+          t.recovery_ops = r->recovery_ops;
+          t.recovery_cycles = 0;
+          for (const mem::RegionId c : r->regions) tail_commits.push_back({c});
+          break;
+        }
+      }
       const std::uint64_t ops0 = be.ops();
       const std::uint64_t cycles0 = be.stats().cycles.value();
       if (again != 0)
@@ -264,7 +295,12 @@ void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery,
         t.recovery_ops = be.ops() - ops0;
         t.recovery_cycles = be.machine().modelling() ? be.stats().cycles.value() - cycles0 : 0;
         if (again == 0 && be.machine().modelling()) be.stop_modelling();
-        s.run(resume);
+        std::optional<NativeRestart> rest;
+        if (again == 0 && native_tail) rest = s.restart_native(false, resume, report);
+        if (rest)
+          for (const mem::RegionId r : rest->regions) tail_commits.push_back({r});
+        else
+          s.run(resume);
         be.disarm_crash();
         break;
       } catch (const sim::PowerFailure& pf) {
@@ -273,8 +309,9 @@ void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery,
         apply_image(be, t.image, image_rng);
       }
     }
-    t.regions_redone =
-        t.recovery.regions_recomputed + repeated_commits(be.commits(), commits_before);
+    std::vector<sim::CommitPoint> commits = be.commits();
+    commits.insert(commits.end(), tail_commits.begin(), tail_commits.end());
+    t.regions_redone = t.recovery.regions_recomputed + repeated_commits(commits, commits_before);
     const auto v = s.verify();
     t.passed = v.ok();
     if (!t.passed)
@@ -299,7 +336,7 @@ TrialResult sequential_trial(const SimRunSpec& spec, std::uint64_t crash_op,
     try {
       s.run(0);
     } catch (const sim::PowerFailure&) {
-      finish_trial(s, t, setup.model_last_recovery, next_recovery_crash);
+      finish_trial(s, t, setup.model_last_recovery, false, next_recovery_crash);
       return t;
     }
     t.failure = "the run finished before the crash point";
@@ -383,7 +420,7 @@ void make_pool_private(pool::Pool& pool) {
     t.crash_op = plan.crash_op;
     t.image = image_of(opt, i);
     t.image_seed = image_seed(opt.seed, i);
-    finish_trial(s, t, opt.model_last_recovery, recovery_crashes(opt, ff, rng));
+    finish_trial(s, t, opt.model_last_recovery, opt.native_tail, recovery_crashes(opt, ff, rng));
     children.finish_child(
         trial_wire(t).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 0);
   } catch (...) {

@@ -176,6 +176,16 @@ SimSession& SimSession::operator=(SimSession&&) noexcept = default;
 void SimSession::run(std::size_t first) {
   s_->sk->run(s_->be, s_->pool, first);
 }
+std::optional<NativeRestart> SimSession::restart_native(bool recover, std::size_t first,
+                                                        RunReport& report, bool run) {
+  if (!s_->sk->restart_native) return std::nullopt;
+  NativeRestartOptions o;
+  o.recover = recover;
+  o.run = run;
+  o.first = first;
+  o.counting = {s_->be.flush_mode() != sim::FlushMode::kNone, s_->be.mutation()};
+  return s_->sk->restart_native(s_->pool, o, report);
+}
 std::size_t SimSession::recover(RunReport& report) {
   return s_->sk->recover(s_->be, s_->pool, report);
 }

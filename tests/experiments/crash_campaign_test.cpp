@@ -10,6 +10,7 @@
 #include "pmlab/core/error.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/run/catalog.hpp"
+#include "pmlab/run/sim_session.hpp"
 
 namespace pmlab::run {
 namespace {
@@ -134,6 +135,61 @@ TEST_P(CrashCampaign, EveryTrialRecoversBitExactly) {
   // The recompute schemes really repaired regions after some crashes.
   if (scheme == "lp" || scheme.starts_with("ep")) {
     EXPECT_GT(recomputed, 0u) << "seed " << seed;
+  }
+}
+
+// The native restart (SimSession::restart_native) of every simulable kernel x scheme: run from
+// the start it gives the bit-exact result and commits the very regions the simulated run
+// commits; and a forked campaign with it (recovery included: its ops, its statistics) reports
+// exactly what one without it does, trial by trial.
+TEST_P(CrashCampaign, TheNativeTailEqualsTheSimulatedOne) {
+  const auto& [kernel, scheme] = GetParam();
+  if (!sim_refusal(kernel, scheme).empty()) return;
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
+  std::mt19937_64 rng(seed ^ 0x7a11);
+  const std::uint64_t n = random_n(kernel, /*large=*/true, rng), bs = 1 + rng() % 7;
+  CampaignOptions opt;
+  opt.spec = small_spec(kernel, scheme, n, bs, 1 + static_cast<std::uint32_t>(rng() % 3),
+                        lp::kAllChecksumKinds[rng() % 5]);
+  SimSession native(opt.spec);
+  RunReport report;
+  const auto rest = native.restart_native(false, 0, report);
+  ASSERT_TRUE(rest.has_value()) << "no native restart";
+  const VerifyResult v = native.verify();
+  EXPECT_TRUE(v.ok()) << v.first_mismatch;
+  SimSession simulated(opt.spec);
+  simulated.run(0);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> got, want;
+  for (const auto& r : rest->regions) got.emplace_back(r.outer, r.inner);
+  for (const auto& c : simulated.backend().commits())
+    want.emplace_back(c.region.outer, c.region.inner);
+  // With several logical threads the simulator takes their chunks in turns; only which regions
+  // commit (how often) counts for the regions redone, not their order.
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);
+
+  opt.trials = 16;
+  opt.seed = rng();
+  opt.recovery_crash_rate = 0.5;
+  const CampaignResult fast = run_campaign(opt);
+  opt.native_tail = false;
+  const CampaignResult slow = run_campaign(opt);
+  ASSERT_EQ(fast.results.size(), slow.results.size());
+  for (std::size_t i = 0; i < fast.results.size(); ++i) {
+    const TrialResult &a = fast.results[i], &b = slow.results[i];
+    EXPECT_EQ(a.crash_op, b.crash_op) << i;
+    EXPECT_EQ(a.passed, b.passed) << i << ": " << a.failure << " / " << b.failure;
+    EXPECT_TRUE(a.passed) << i << ": " << a.failure;
+    EXPECT_EQ(a.regions_redone, b.regions_redone) << i;
+    EXPECT_EQ(a.outer_redone, b.outer_redone) << i;
+    EXPECT_EQ(a.recovery_ops, b.recovery_ops) << i;
+    EXPECT_EQ(a.recovery_lengths, b.recovery_lengths) << i;
+    EXPECT_EQ(a.recovery.regions_validated, b.recovery.regions_validated) << i;
+    EXPECT_EQ(a.recovery.regions_recomputed, b.recovery.regions_recomputed) << i;
+    EXPECT_EQ(a.recovery.regions_unnecessary, b.recovery.regions_unnecessary) << i;
+    EXPECT_EQ(a.crashes_in_recovery, b.crashes_in_recovery) << i;
   }
 }
 

@@ -79,6 +79,11 @@ struct CampaignOptions {
   // cache model by default: only its result is compared. On, that recovery is modelled and its
   // simulated cycles are reported (TrialResult::recovery_cycles), at several times the cost.
   bool model_last_recovery = false;
+  // Forked trials run the rest of the run after that restart's recovery natively
+  // (SimSession::run_native): its result and the regions it commits are what count, and both
+  // are the simulator's (CrashCampaignFork.* compare them with sequential trials, which keep it
+  // simulated). Off: simulated unmodelled, several times slower.
+  bool native_tail = true;
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/run/native_tail.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/sim_backend.hpp"
@@ -63,6 +64,32 @@ template <ResumableKernel K>
     report.resumed = true;
     report.resume_point = resume;
     return resume;
+  };
+  k.restart_native = [](pool::Pool& pool, const NativeRestartOptions& o,
+                        RunReport& report) -> std::optional<NativeRestart> {
+    const ContextOf<K> ctx{pool, K::operands(pool), pool.params()};
+    TailBackend be(static_cast<int>(pool.params().threads), o.counting);
+    std::optional<NativeRestart> out;
+    with_scheme(K::schemes, pool.params().scheme, [&](const auto& s) {
+      if constexpr (SchemeFor<std::remove_cvref_t<decltype(s)>, ContextOf<K>, TailBackend>) {
+        NativeRestart r;
+        r.resume = o.first;
+        if (o.recover) {
+          r.resume = s.recover(be, ctx, report);
+          report.resumed = true;
+          report.resume_point = r.resume;
+          r.recovery_ops = be.ops();
+          r.async_requested = be.async_requested();
+        }
+        if (o.run) {
+          if (r.resume == 0) s.prepare(be, ctx);
+          s.run(be, ctx, r.resume);
+        }
+        r.regions = be.take_regions();
+        out = std::move(r);
+      }
+    });
+    return out;
   };
   k.base_refs = [](const pool::RunParams& p) -> std::uint64_t { return K::base_refs(p); };
   k.mutants = [](std::string_view scheme) { return scheme_mutants(K::schemes, scheme); };

@@ -15,6 +15,7 @@
 #include "pmlab/mem/mutation.hpp"
 #include "pmlab/pool/pool.hpp"
 #include "pmlab/run/catalog.hpp"
+#include "pmlab/run/native_tail.hpp"
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/sim_backend.hpp"
 #include "pmlab/sim/stats.hpp"
@@ -68,6 +69,14 @@ struct SimKernel {
   std::function<void(sim::SimBackend&, pool::Pool&, std::size_t first)> run;
   // The scheme's recovery on whatever the pool holds; returns where execution resumes.
   std::function<std::size_t(sim::SimBackend&, pool::Pool&, RunReport&)> recover;
+  // A crash trial's restart after its last crash, natively (run/native_tail.hpp): the scheme's
+  // recovery on whatever the pool holds and the rest of the run (or only the run from
+  // NativeRestartOptions::first), at native speed, reporting what the simulator would: the
+  // resume point, the recovery's ops, the regions committed, and the recovery in `report`.
+  // nullopt (nothing run) when the scheme's code does not run on that backend, or with an empty
+  // function.
+  std::function<std::optional<NativeRestart>(pool::Pool&, const NativeRestartOptions&, RunReport&)>
+      restart_native;
   // Loads + stores of the base kernel (progress estimate only).
   std::function<std::uint64_t(const pool::RunParams&)> base_refs;
   // The negative controls a scheme's row declares (Scheme::mutants); throws for an unknown one.
@@ -96,6 +105,12 @@ class SimSession {
   SimSession& operator=(const SimSession&) = delete;
 
   void run(std::size_t first = 0);
+  // SimKernel::restart_native on this session's pool, counting ops as this session's backend
+  // does (its flush instruction and mutation): with `recover`, the recovery (into `report`) and
+  // (unless `run` is false) the rest of the run; else the run from `first`. nullopt (nothing
+  // run) when the kernel's scheme cannot.
+  [[nodiscard]] std::optional<NativeRestart> restart_native(bool recover, std::size_t first,
+                                                            RunReport& report, bool run = true);
   [[nodiscard]] std::size_t recover(RunReport& report);
   [[nodiscard]] VerifyResult verify() const;  // bit-exact against the fault-free reference
 

@@ -186,6 +186,10 @@ class SimBackend {
   // iteration (mem::outer_step_done). A plain counter, not a simulated access: no figure moves.
   // The crash campaigns read it at a power failure to count the iterations redone after it.
   void start_outer_steps_at(std::uint64_t first) { outer_position_ = first; }
+  // Counts `n` ops that ran elsewhere, as an unmodelled run of them here would have: a crash
+  // campaign measures a recovery's length natively (run/native_tail.hpp) and keeps the op
+  // numbering of a measurement run here. Only between runs (no crash armed ahead, no turn).
+  void count_ops_run_elsewhere(std::uint64_t n) { ops_ += n; }
   void outer_step_done() { ++outer_position_; }
   [[nodiscard]] std::uint64_t outer_position() const { return outer_position_; }
   void region_end(mem::RegionId r) {
