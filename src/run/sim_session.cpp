@@ -192,6 +192,9 @@ std::size_t SimSession::recover(RunReport& report) {
 VerifyResult SimSession::verify() const {
   return s_->kd->verify(s_->pool);
 }
+std::span<const std::byte> SimSession::output_bytes() {
+  return s_->sk->output ? s_->sk->output(s_->pool) : std::span<const std::byte>{};
+}
 sim::SimBackend& SimSession::backend() {
   return s_->be;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include <fmt/format.h>
@@ -90,6 +91,10 @@ template <ResumableKernel K>
       }
     });
     return out;
+  };
+  k.output = [](pool::Pool& pool) {
+    const OutputBytes o = K::output(K::operands(pool));
+    return std::span<const std::byte>(static_cast<const std::byte*>(o.data), o.bytes);
   };
   k.base_refs = [](const pool::RunParams& p) -> std::uint64_t { return K::base_refs(p); };
   k.mutants = [](std::string_view scheme) { return scheme_mutants(K::schemes, scheme); };

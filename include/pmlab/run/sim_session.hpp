@@ -2,10 +2,12 @@
 // sim`, crash campaigns and eval.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +79,8 @@ struct SimKernel {
   // function.
   std::function<std::optional<NativeRestart>(pool::Pool&, const NativeRestartOptions&, RunReport&)>
       restart_native;
+  // The bytes of the run's result (ResumableKernel::output): what verify judges.
+  std::function<std::span<const std::byte>(pool::Pool&)> output;
   // Loads + stores of the base kernel (progress estimate only).
   std::function<std::uint64_t(const pool::RunParams&)> base_refs;
   // The negative controls a scheme's row declares (Scheme::mutants); throws for an unknown one.
@@ -113,6 +117,8 @@ class SimSession {
                                                             RunReport& report, bool run = true);
   [[nodiscard]] std::size_t recover(RunReport& report);
   [[nodiscard]] VerifyResult verify() const;  // bit-exact against the fault-free reference
+  // The result's bytes in the pool (SimKernel::output); empty without that function.
+  [[nodiscard]] std::span<const std::byte> output_bytes();
 
   [[nodiscard]] sim::SimBackend& backend();
   [[nodiscard]] pool::Pool& pool();
