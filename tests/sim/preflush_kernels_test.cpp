@@ -66,6 +66,34 @@ Totals run_all(bool own_store_check, sim::FlushMode flush, int threads,
   return t;
 }
 
+// tmm wal-ii (n = 32, bs 8) on pact17's machine with 2 cores, the thesis' flush round trip and
+// clwb, PreFlush off: the campaign the tests below turn PreFlush on for.
+CampaignOptions tmm_wal_campaign() {
+  CampaignOptions c;
+  c.spec.run.kernel = "tmm";
+  c.spec.run.scheme = "wal-ii";
+  c.spec.run.n = 32;
+  c.spec.run.bs = 8;
+  c.spec.run.threads = 2;
+  MachineOverrides o;
+  o.cores = 2;
+  c.spec.machine = machine_from("pact17", o);
+  c.spec.machine.flush_mc_hop = 20;
+  c.spec.flush = sim::FlushMode::kClwb;
+  return c;
+}
+
+// 60 trials pass; the own-store mutant fails some of the same campaign.
+void expect_bit_exact_unless_own_store_mutant(CampaignOptions c) {
+  c.trials = 60;
+  c.seed = 7;
+  const auto ok = run_campaign(c);
+  EXPECT_EQ(ok.passed, ok.trials);
+  c.mutation = mem::Mutation::kPreflushNoOwnStore;
+  const auto bad = run_campaign(c);
+  EXPECT_LT(bad.passed, bad.trials);
+}
+
 TEST(PreflushKernels, EveryEarlyAckIsDurable) {
   for (const sim::FlushMode f : {sim::FlushMode::kClflushopt, sim::FlushMode::kClwb})
     for (const int threads : {1, 4})
@@ -86,17 +114,7 @@ TEST(PreflushKernels, OwnStoreMutantIsCaught) {
 // `pmlab crash --mutate preflush-*`: declared whenever PreFlush runs (the NACK with several
 // cores), and the own-store mutant fails a tmm campaign that the unmutated predictor passes.
 TEST(PreflushKernels, MutantsAreCampaignControls) {
-  CampaignOptions c;
-  c.spec.run.kernel = "tmm";
-  c.spec.run.scheme = "wal-ii";
-  c.spec.run.n = 32;
-  c.spec.run.bs = 8;
-  c.spec.run.threads = 2;
-  MachineOverrides o;
-  o.cores = 2;
-  c.spec.machine = machine_from("pact17", o);
-  c.spec.machine.flush_mc_hop = 20;
-  c.spec.flush = sim::FlushMode::kClwb;
+  CampaignOptions c = tmm_wal_campaign();
   const auto has = [&](mem::Mutation m) {
     const auto ms = applicable_mutations(c.spec);
     return std::find(ms.begin(), ms.end(), m) != ms.end();
@@ -106,56 +124,24 @@ TEST(PreflushKernels, MutantsAreCampaignControls) {
   EXPECT_TRUE(has(mem::Mutation::kPreflushNoOwnStore));
   EXPECT_TRUE(has(mem::Mutation::kPreflushNoNack));
   EXPECT_EQ(mutation_from_string("preflush-no-nack"), mem::Mutation::kPreflushNoNack);
-  c.trials = 60;
-  c.seed = 7;
-  const auto ok = run_campaign(c);
-  EXPECT_EQ(ok.passed, ok.trials);
-  c.mutation = mem::Mutation::kPreflushNoOwnStore;
-  const auto bad = run_campaign(c);
-  EXPECT_LT(bad.passed, bad.trials);
+  expect_bit_exact_unless_own_store_mutant(c);
 }
 
 // The same campaign with pmlab's L1 marks: bit-exact, and the own-store mutant still fails it.
 TEST(PreflushKernels, L1MarksPassTheCampaignAndTheOwnStoreMutantFailsIt) {
-  CampaignOptions c;
-  c.spec.run.kernel = "tmm";
-  c.spec.run.scheme = "wal-ii";
-  c.spec.run.n = 32;
-  c.spec.run.bs = 8;
-  c.spec.run.threads = 2;
-  MachineOverrides o;
-  o.cores = 2;
-  c.spec.machine = machine_from("pact17", o);
-  c.spec.machine.flush_mc_hop = 20;
+  CampaignOptions c = tmm_wal_campaign();
   c.spec.machine.preflush.enabled = true;
   c.spec.machine.preflush.line_change = true;
   c.spec.machine.preflush.l1_marks = true;
-  c.spec.flush = sim::FlushMode::kClwb;
-  c.trials = 60;
-  c.seed = 7;
-  const auto ok = run_campaign(c);
-  EXPECT_EQ(ok.passed, ok.trials);
-  c.mutation = mem::Mutation::kPreflushNoOwnStore;
-  const auto bad = run_campaign(c);
-  EXPECT_LT(bad.passed, bad.trials);
+  expect_bit_exact_unless_own_store_mutant(c);
 }
 
 // tmm's threads write their own rows, so no core ever stores to a line another PreFlushed: the
 // no-nack control runs, is missed, and is reported as not reached instead of missed (`pmlab
 // crash tmm --preflush on` on 2 cores then exits 0, not 5); the other controls are caught.
 TEST(PreflushKernels, ANackControlTheRunNeverReachesIsReportedNotMissed) {
-  CampaignOptions c;
-  c.spec.run.kernel = "tmm";
-  c.spec.run.scheme = "wal-ii";
-  c.spec.run.n = 32;
-  c.spec.run.bs = 8;
-  c.spec.run.threads = 2;
-  MachineOverrides o;
-  o.cores = 2;
-  c.spec.machine = machine_from("pact17", o);
-  c.spec.machine.flush_mc_hop = 20;
+  CampaignOptions c = tmm_wal_campaign();
   c.spec.machine.preflush.enabled = true;
-  c.spec.flush = sim::FlushMode::kClwb;
   c.trials = 30;
   c.seed = 7;
   const auto controls = run_controls(c);
