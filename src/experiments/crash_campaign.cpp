@@ -418,6 +418,13 @@ void make_pool_private(pool::Pool& pool) {
   std::memcpy(base, copy.data(), len);
 }
 
+// Whether forked trials restart natively (CampaignOptions::native_tail). Not under a hardware
+// persist barrier (lb*): there the simulator counts a barrier as one op where the scheme's
+// software epochs, which TailBackend runs, flush and fence, so a recovery's length would differ.
+bool native_restarts(const CampaignOptions& opt) {
+  return opt.native_tail && !opt.spec.machine.persistency.hardware();
+}
+
 // The result of the campaign's run without a crash, run natively (SimSession::restart_native)
 // and passed by the kernel's verify; nullopt when it cannot be had or does not pass (then every
 // trial runs verify itself).
@@ -443,7 +450,7 @@ std::optional<std::vector<std::byte>> verified_fault_free_output(const CampaignO
     t.crash_op = plan.crash_op;
     t.image = image_of(opt, i);
     t.image_seed = image_seed(opt.seed, i);
-    finish_trial(s, t, opt.model_last_recovery, opt.native_tail, verified_output,
+    finish_trial(s, t, opt.model_last_recovery, native_restarts(opt), verified_output,
                  recovery_crashes(opt, ff, rng));
     children.finish_child(
         trial_wire(t).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 0);
@@ -478,7 +485,7 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
 
   // Computed before the first fork, so every child inherits it.
   const std::optional<std::vector<std::byte>> verified =
-      opt.native_tail ? verified_fault_free_output(opt) : std::nullopt;
+      native_restarts(opt) ? verified_fault_free_output(opt) : std::nullopt;
   SimSession s(mutated_spec(opt.spec, opt.mutation));
   prepare(s, opt.mutation, uses(opt.images, ImageModel::kAnyDirty));
   make_pool_private(s.pool());
