@@ -102,9 +102,10 @@ std::optional<std::uint64_t> Preflusher::on_flush(std::uint64_t line, std::size_
   if (Tag* t = find_tag(line); t != nullptr) {  // (4)
     ++stats_.correct;
     confirm(t->pc, true);
+    const std::uint64_t done = t->done;  // drop() may free the entry (an L1 mark)
     drop(t);
     if (sampled(slot)) last_[slot].valid = false;
-    return t->done;
+    return done;
   }
   ++stats_.uncovered_flushes;
   if (!sampled(slot)) return std::nullopt;
