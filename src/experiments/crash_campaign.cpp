@@ -262,6 +262,15 @@ void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool 
     apply_image(be, t.image, image_rng);
     for (;;) {
       const std::uint64_t position_at_failure = be.outer_position();
+      // A recovery that ran to its end, natively or in the simulator.
+      const auto record_recovery = [&](std::size_t resume, const RunReport& report,
+                                       std::uint64_t ops, std::uint64_t cycles) {
+        if (position_at_failure > resume)
+          t.outer_redone = std::max<std::uint64_t>(t.outer_redone, position_at_failure - resume);
+        t.recovery += report.recovery;
+        t.recovery_ops = ops;
+        t.recovery_cycles = cycles;
+      };
       const std::uint64_t again = next_recovery_crash([&] {
         const RecoverySpan r = measure_recovery(s, native_tail);
         t.recovery_lengths.push_back(r.length);
@@ -271,12 +280,7 @@ void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool 
       if (again == 0 && native_tail && !model_last_recovery) {
         RunReport report;
         if (const auto r = s.restart_native(true, 0, report)) {
-          if (position_at_failure > r->resume)
-            t.outer_redone =
-                std::max<std::uint64_t>(t.outer_redone, position_at_failure - r->resume);
-          t.recovery += report.recovery;
-          t.recovery_ops = r->recovery_ops;
-          t.recovery_cycles = 0;
+          record_recovery(r->resume, report, r->recovery_ops, 0);
           for (const mem::RegionId c : r->regions) tail_commits.push_back({c});
           break;
         }
@@ -292,11 +296,8 @@ void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool 
         RunReport report;
         const std::size_t resume = s.recover(report);
         in_recovery = false;
-        if (position_at_failure > resume)
-          t.outer_redone = std::max<std::uint64_t>(t.outer_redone, position_at_failure - resume);
-        t.recovery += report.recovery;
-        t.recovery_ops = be.ops() - ops0;
-        t.recovery_cycles = be.machine().modelling() ? be.stats().cycles.value() - cycles0 : 0;
+        record_recovery(resume, report, be.ops() - ops0,
+                        be.machine().modelling() ? be.stats().cycles.value() - cycles0 : 0);
         if (again == 0 && be.machine().modelling()) be.stop_modelling();
         std::optional<NativeRestart> rest;
         if (again == 0 && native_tail) rest = s.restart_native(false, resume, report);
@@ -869,9 +870,10 @@ CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m) {
 // PreFlushed (most kernels' threads write their own rows), the own-store check only when a core
 // stores again to a line it PreFlushed (pmlab's loop extensions rarely mispredict). When the
 // fault-free run never does it, a missed mutant is reported as not reached instead of missed.
-std::string not_reached(const SimRunSpec& spec, mem::Mutation m) {
-  if (m != mem::Mutation::kPreflushNoNack && m != mem::Mutation::kPreflushNoOwnStore) return {};
-  const auto pf = simulate(spec).stats.preflush;
+namespace {
+
+// not_reached on the fault-free run's PreFlush statistics (none: PreFlush off).
+std::string not_reached_in(const std::optional<sim::PreflushStats>& pf, mem::Mutation m) {
   if (!pf) return {};
   if (m == mem::Mutation::kPreflushNoNack)
     return pf->nacked + pf->dir_back_invalidations > 0
@@ -882,12 +884,25 @@ std::string not_reached(const SimRunSpec& spec, mem::Mutation m) {
                                     : "the fault-free run never stores to a line it PreFlushed";
 }
 
+bool preflush_control(mem::Mutation m) {
+  return m == mem::Mutation::kPreflushNoNack || m == mem::Mutation::kPreflushNoOwnStore;
+}
+
+}  // namespace
+
+std::string not_reached(const SimRunSpec& spec, mem::Mutation m) {
+  return preflush_control(m) ? not_reached_in(simulate(spec).stats.preflush, m) : std::string{};
+}
+
 std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
   std::vector<ControlResult> out;
+  std::optional<sim::PreflushStats> fault_free;  // simulated when a PreFlush control is missed
   for (const mem::Mutation m : applicable_mutations(opt.spec)) {
     const CampaignResult r = run_campaign(control_options(opt, m));
     out.push_back({m, r.trials, r.trials - r.passed, tally_by_image(r), r.seconds, {}});
-    if (!out.back().detected()) out.back().not_reached = not_reached(opt.spec, m);
+    if (out.back().detected() || !preflush_control(m)) continue;
+    if (!fault_free) fault_free = simulate(opt.spec).stats.preflush;  // once for both controls
+    out.back().not_reached = not_reached_in(fault_free, m);
   }
   return out;
 }

@@ -512,18 +512,8 @@ void Hierarchy::store_nt(int core, std::uint64_t line, unsigned off, unsigned si
   cs.clock += params_.l1.hit_latency.value();
   const std::uint64_t t = cs.clock;
   if (!wc_.holds(core, line)) {
-    bool dirty = false;
     std::uint64_t since = detail::kNever;
-    if (const std::size_t s = llc_.find(line); s != kNoSlot) {
-      since = take_since(s, line);
-      dirty = (llc_.state(s) & kDirty) != 0;
-      for_each_core(llc_.sharers(s),
-                    [&](int c) { dirty |= strip_private(c, line, Strip::kInvalidate); });
-      llc_.invalidate(s);
-    } else if (!params_.inclusive_llc) {
-      for (int c = 0; c < params_.cores; ++c) dirty |= strip_private(c, line, Strip::kInvalidate);
-      since = take_since(kNoSlot, line);
-    }
+    const bool dirty = remove_everywhere(line, since);
     if (dirty)
       cs.flush_done = std::max(cs.flush_done, nvm_write(line, WriteCause::kEviction,
                                                         t + llc_.latency().value(), core, since));
@@ -603,19 +593,24 @@ void Hierarchy::preflush_store(int core, std::uint64_t line, std::size_t l1_slot
     for_each_core(v->cores, [&](int c) { pf_[static_cast<std::size_t>(c)].nack(v->line, true); });
 }
 
-void Hierarchy::drop_clean_line(std::uint64_t line) {
+bool Hierarchy::remove_everywhere(std::uint64_t line, std::uint64_t& since) {
   bool dirty = false;
-  const std::size_t s = llc_.find(line);
-  if (s != kNoSlot) {
-    (void)take_since(s, line);
+  if (const std::size_t s = llc_.find(line); s != kNoSlot) {
+    since = take_since(s, line);
     dirty = (llc_.state(s) & kDirty) != 0;
     for_each_core(llc_.sharers(s),
                   [&](int c) { dirty |= strip_private(c, line, Strip::kInvalidate); });
     llc_.invalidate(s);
   } else if (!params_.inclusive_llc) {
     for (int c = 0; c < params_.cores; ++c) dirty |= strip_private(c, line, Strip::kInvalidate);
-    (void)take_since(kNoSlot, line);
+    since = take_since(kNoSlot, line);
   }
+  return dirty;
+}
+
+void Hierarchy::drop_clean_line(std::uint64_t line) {
+  std::uint64_t since = detail::kNever;
+  const bool dirty = remove_everywhere(line, since);
   // A marked line was written back and not stored to since: dropping a dirty one would lose
   // bytes, so it counts against transparency.
   if (dirty) ++pf_violations_;

@@ -137,6 +137,9 @@ class Hierarchy {
   // PreFlush: the store just completed; asks the core's predictor and may PreFlush the line.
   void preflush_store(int core, std::uint64_t line, std::size_t l1_slot, std::uint32_t pc,
                       bool reached_directory);
+  // Takes `line` out of every cache (the LLC and every private copy) without writing it;
+  // returns whether a copy was dirty, and sets `since` to when it became so (kNever: unknown).
+  bool remove_everywhere(std::uint64_t line, std::uint64_t& since);
   // A clflushopt ACKed early by an L1 mark: removes the (clean) line from every cache.
   void drop_clean_line(std::uint64_t line);
   // PreflushParams::l1_marks: `core`'s L1 lost `line` (and any PreFlush mark on it), evicted or
