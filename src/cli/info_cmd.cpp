@@ -47,10 +47,10 @@ struct Progress {
 // LP progress: checksum-table slots whose tag says they were committed. Read through the
 // mapping, i.e. what this process sees (after a crash: what reached the pool).
 std::optional<Progress> lp_progress(const pool::Pool& pool) {
-  if (!pool.has_array("lp_table")) return std::nullopt;
-  const auto& info = pool.array_info("lp_table");
+  if (!pool.has_array(lp::kTableArray)) return std::nullopt;
+  const auto& info = pool.array_info(lp::kTableArray);
   const std::size_t slots = info.bytes / sizeof(lp::ChecksumSlot);
-  const auto* s = pool.array<const lp::ChecksumSlot>("lp_table");
+  const auto* s = pool.array<const lp::ChecksumSlot>(lp::kTableArray);
   Progress pr{0, slots};
   for (std::size_t i = 0; i < slots; ++i)
     if (s[i].tag == lp::ChecksumTable::tag_for(i)) ++pr.committed;

@@ -127,6 +127,7 @@ int do_run(const RunArgs& a, const Given& g) {
     auto params = merge(a, Given{true, true, true, true, true, true, true, true}, defaults);
     const auto& k = run::find_kernel(params.kernel);
     k.validate(params);
+    params.layout_tag = k.layout_tag(params);
     // Sizes the file system cannot hold are impossible parameters (exit 2), refused before
     // anything is created rather than failing with ENOSPC once allocation starts.
     const auto arrays = k.arrays(params);
@@ -147,7 +148,8 @@ int do_run(const RunArgs& a, const Given& g) {
   const auto& params = pool->params();
   const auto& k = run::find_kernel(params.kernel);
   k.validate(params);
-  pool->require_layout(k.arrays(params));  // a header can pass its CRC and still lie
+  run::require_layout_tag(*pool, k.layout_tag(params));  // written by another pmlab?
+  pool->require_layout(k.arrays(params));                // a header can pass its CRC and still lie
   run::RunReport report;
   try {
     // No bar for a run already done, nor for a kernel that declares no outer-step count.

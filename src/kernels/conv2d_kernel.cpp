@@ -28,7 +28,7 @@ cv::Operands shape_of(const pool::RunParams& p) {
 // Outer iteration = row blocks done, 0 or all of them: the blocks are independent and run in
 // one parallel loop, and recovery (lp, ep) completes every block, so it resumes "at the end".
 constexpr auto kSchemes = std::tuple{
-    Scheme{.name = "base",
+    Scheme{.name = kBaseScheme,
            .run =
                [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
                  if (first < c.op.blocks()) cv::run_base(be, c.op);
@@ -37,41 +37,8 @@ constexpr auto kSchemes = std::tuple{
              r.recovery_action = "restart";  // out of place: the inputs are intact, run again
              return 0;
            }},
-    Scheme{.name = "lp",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 return std::vector{lp_table_spec(shape_of(p).table_slots())};  // one per block
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 if (first >= c.op.blocks()) return;
-                 lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-                   cv::run_lp<decltype(kind)::value>(be, c.op, c.checksum_table());
-                 });
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "lp-recovery";
-             lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-               cv::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), r.recovery);
-             });
-             return c.op.blocks();
-           },
-           .mutants = kLpMutants},
-    Scheme{.name = "ep",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 return std::vector{ep_index_spec(shape_of(p).blocks())};  // one per block
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 if (first < c.op.blocks()) cv::run_ep(be, c.op, c.index_records(c.op.blocks()));
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "ep-recovery";
-             cv::recover_ep(be, c.op, c.index_records(c.op.blocks()), r.recovery);
-             return c.op.blocks();
-           },
-           .mutants = kEagerMutants},
+    lp_scheme<shape_of>(),  // one slot per block
+    ep_scheme<shape_of>(),  // one record per block
     wal_scheme<shape_of>(),
     cp_scheme<shape_of>(),
     cp_clflush_scheme<shape_of>(),

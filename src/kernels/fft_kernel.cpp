@@ -22,53 +22,17 @@ ff::Operands shape_of(const pool::RunParams& p) {
   return {nullptr, nullptr, nullptr, nullptr, p.n, p.bs};
 }
 
-int pass_of(std::size_t first) {
-  return static_cast<int>(std::min<std::size_t>(first, ff::kPasses));
-}
-
 // Outer iteration = pass (0: columns into y, 1: rows into z).
 constexpr auto kSchemes = std::tuple{
-    Scheme{.name = "base",
+    Scheme{.name = kBaseScheme,
            .run = [](mem::Backend auto& be, const Ctx& c,
-                     std::size_t first) { ff::run_base(be, c.op, pass_of(first)); },
+                     std::size_t first) { ff::run_base(be, c.op, first); },
            .recover = [](mem::Backend auto&, const Ctx&, RunReport& r) -> std::size_t {
              r.recovery_action = "restart";  // out of place: the inputs are intact, run again
              return 0;
            }},
-    Scheme{
-        .name = "lp",
-        .arrays =
-            [](const pool::RunParams& p) {
-              return std::vector{lp_table_spec(shape_of(p).table_slots())};  // (pass, group)
-            },
-        .run =
-            [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-              lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-                ff::run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), pass_of(first));
-              });
-            },
-        .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-          r.recovery_action = "lp-recovery";
-          return static_cast<std::size_t>(lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-            return ff::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), r.recovery);
-          }));
-        },
-        .mutants = kLpMutants},
-    Scheme{.name = "ep",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 return std::vector{ep_index_spec(shape_of(p).table_slots())};  // (pass, group)
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 ff::run_ep(be, c.op, c.index_records(c.op.table_slots()), pass_of(first));
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "ep-recovery";
-             return static_cast<std::size_t>(
-                 ff::recover_ep(be, c.op, c.index_records(c.op.table_slots()), r.recovery));
-           },
-           .mutants = kEagerMutants},
+    lp_scheme<shape_of>(),
+    ep_scheme<shape_of>(),
     wal_scheme<shape_of>(),
     cp_scheme<shape_of>(),
     cp_clflush_scheme<shape_of>(),

@@ -64,8 +64,8 @@ constexpr auto ep_scheme(std::string_view name) {
 // copied twice per run (docs/gemm.md).
 constexpr std::size_t kHrParts = 8;
 scheme::PartialCopier copier_of(const Ctx& c) {
-  return {c.op.c.data(), c.pool.array<double>("hr_copy"),
-          c.pool.array<scheme::PartState>("hr_parts"), c.op.n * c.op.n, kHrParts};
+  return {c.op.c.data(), c.pool.array<double>(scheme::kHrCopyArray),
+          c.pool.array<scheme::PartState>(scheme::kHrPartsArray), c.op.n * c.op.n, kHrParts};
 }
 
 constexpr auto hr_scheme() {
@@ -75,8 +75,9 @@ constexpr auto hr_scheme() {
           [](const pool::RunParams& p) {
             return std::vector{
                 ep_index_spec(shape_of(p).panels()),
-                pool::ArraySpec{"hr_copy", scheme::PartialCopier::copy_bytes(p.n * p.n)},
-                pool::ArraySpec{"hr_parts", scheme::PartialCopier::state_bytes(kHrParts)}};
+                pool::ArraySpec{scheme::kHrCopyArray, scheme::PartialCopier::copy_bytes(p.n * p.n)},
+                pool::ArraySpec{scheme::kHrPartsArray,
+                                scheme::PartialCopier::state_bytes(kHrParts)}};
           },
       .run =
           [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
@@ -89,12 +90,21 @@ constexpr auto hr_scheme() {
         return gm::recover_ep<gm::Grain::kLazy>(be, c.op, c.index_records(c.op.panels()),
                                                 r.recovery, &copier);
       },
-      .mutants = kEagerMutants};
+      .mutants = kEagerMutants,
+      .validate =
+          [](std::string_view, const pool::RunParams& p) {
+            if (!shape_of(p).steps_outer())
+              throw Error(
+                  ErrorCode::kInvalidArgument,
+                  fmt::format("gemm: scheme hr needs a GEPP variant (gepp1, gepp2), whose kc "
+                              "steps leave all of C consistent; --variant {} has none",
+                              gm::to_string(shape_of(p).cfg.variant)));
+          }};
 }
 
 // The outer iteration is a kc step for GEPP1/GEPP2 and "all done" (0 or 1) for the others.
 constexpr auto kSchemes = std::tuple{
-    Scheme{.name = "base",
+    Scheme{.name = kBaseScheme,
            .run = [](mem::Backend auto& be, const Ctx& c,
                      std::size_t first) { gm::run_base(be, c.op, first); },
            .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
@@ -104,25 +114,7 @@ constexpr auto kSchemes = std::tuple{
            }},
     ep_scheme<gm::Grain::kLazy>("ep-lazy"),
     ep_scheme<gm::Grain::kEager>("ep-eager"),
-    Scheme{.name = "lp",
-           .arrays =
-               [](const pool::RunParams& p) {
-                 return std::vector{lp_table_spec(shape_of(p).table_slots())};
-               },
-           .run =
-               [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                 lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-                   gm::run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), first);
-                 });
-               },
-           .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-             r.recovery_action = "lp-recovery";
-             return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-               return gm::recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
-                                                            r.recovery);
-             });
-           },
-           .mutants = kLpMutants},
+    lp_scheme<shape_of>(),
     hr_scheme(),
 };
 
@@ -161,16 +153,7 @@ struct Gemm {
                      "dram (the simulator leaves them out of the NVM statistics)",
              .choices = {"nvm", "dram"}}};
   }
-  static void validate(const pool::RunParams& p) {
-    require_sizes(kName, p, kMaxN);
-    if (p.scheme == "hr" && !shape_of(p).steps_outer())
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("gemm: scheme hr needs a GEPP variant (gepp1, gepp2), whose kc "
-                              "steps leave all of C consistent; --variant {} has none",
-                              gm::to_string(shape_of(p).cfg.variant)));
-    require_table_fits(kName, p, lp::ChecksumTable::bytes_for(shape_of(p).table_slots()),
-                       "panel and kc step");
-  }
+  static void validate(const pool::RunParams& p) { require_sizes(kName, p, kMaxN); }
   static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
     const std::uint64_t mat = p.n * p.n * sizeof(double);
     return {{"a", mat}, {"b", mat}, {"c", mat}};

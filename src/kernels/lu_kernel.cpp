@@ -32,11 +32,7 @@ struct Lu {
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;
 
-  static void validate(const pool::RunParams& p) {
-    require_sizes(kName, p, 1u << 16);
-    require_table_fits(kName, p, lp::ChecksumTable::bytes_for(shape_of(p).table_slots()),
-                       "step and tile");
-  }
+  static void validate(const pool::RunParams& p) { require_sizes(kName, p, 1u << 16); }
   static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
     const std::uint64_t mat = p.n * p.n * sizeof(double);
     return {{"a", mat}, {"w", mat}};

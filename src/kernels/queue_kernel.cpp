@@ -41,7 +41,7 @@ constexpr auto kSchemes = std::tuple{
              return 0;
            },
            .mutants = bep::kTxMutants},
-    Scheme{.name = "base",
+    Scheme{.name = kBaseScheme,
            .run =
                [](mem::Backend auto& be, const Ctx& c, std::size_t) {
                  bep::with_epochs(be, sim::Barrier::kNone,

@@ -35,6 +35,11 @@ void restart(B& be, const Operands& op) {
 namespace pmlab::run {
 namespace {
 
+// The arrays only tmm's rows add (names spelled here only): in-place versioning's second
+// version of C, and pmemobj's "C copied back" marker.
+constexpr std::string_view kIpvSecondC = "ipv_c1";
+constexpr std::string_view kObjStateArray = "obj_state";
+
 namespace tm = kernels::tmm;
 using Ctx = SchemeContext<tm::Operands>;
 
@@ -49,7 +54,8 @@ std::uint64_t tiles_of(const pool::RunParams& p) {
 enum class Grain { kIi, kJj };
 
 tm::EagerState eager_of(const Ctx& c, const scheme::PartialCopier* copier = nullptr) {
-  return {{c.pool.array<scheme::IndexRecordLayout<2>>("ep_index"), c.op.tiles()}, copier};
+  return {{c.pool.array<scheme::IndexRecordLayout<2>>(scheme::kEpIndexArray), c.op.tiles()},
+          copier};
 }
 
 template <Grain G, mem::Backend B>
@@ -70,7 +76,7 @@ std::size_t recover_eager(B& be, const tm::Operands& op, const tm::EagerState& s
 }
 
 std::vector<pool::ArraySpec> ep_arrays(const pool::RunParams& p) {
-  return {{"ep_index", scheme::IndexRecordTable<2>::bytes_for(tiles_of(p))}};
+  return {{scheme::kEpIndexArray, scheme::IndexRecordTable<2>::bytes_for(tiles_of(p))}};
 }
 
 // EagerRecompute at granularity G (thesis Figs. 3.1-3.4).
@@ -90,31 +96,32 @@ constexpr auto ep_scheme(std::string_view name) {
 // Hybrid Recompute (thesis §3.2.1): EagerRecompute plus 1/Parts of C copied per kk iteration.
 template <std::size_t Parts>
 scheme::PartialCopier copier_of(const Ctx& c) {
-  return {c.op.c.data(), c.pool.array<double>("hr_copy"),
-          c.pool.array<scheme::PartState>("hr_parts"), c.op.n * c.op.n, Parts};
+  return {c.op.c.data(), c.pool.array<double>(scheme::kHrCopyArray),
+          c.pool.array<scheme::PartState>(scheme::kHrPartsArray), c.op.n * c.op.n, Parts};
 }
 
 template <Grain G, std::size_t Parts>
 constexpr auto hr_scheme(std::string_view name) {
-  return Scheme{.name = name,
-                .arrays =
-                    [](const pool::RunParams& p) {
-                      auto arrays = ep_arrays(p);
-                      arrays.push_back({"hr_copy", scheme::PartialCopier::copy_bytes(p.n * p.n)});
-                      arrays.push_back({"hr_parts", scheme::PartialCopier::state_bytes(Parts)});
-                      return arrays;
-                    },
-                .run =
-                    [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-                      const auto copier = copier_of<Parts>(c);
-                      run_eager<G>(be, c.op, eager_of(c, &copier), first);
-                    },
-                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-                  r.recovery_action = "restore latest partial copy + recompute";
-                  const auto copier = copier_of<Parts>(c);
-                  return recover_eager<G>(be, c.op, eager_of(c, &copier), r.recovery);
-                },
-                .mutants = kEagerMutants};
+  return Scheme{
+      .name = name,
+      .arrays =
+          [](const pool::RunParams& p) {
+            auto arrays = ep_arrays(p);
+            arrays.push_back({scheme::kHrCopyArray, scheme::PartialCopier::copy_bytes(p.n * p.n)});
+            arrays.push_back({scheme::kHrPartsArray, scheme::PartialCopier::state_bytes(Parts)});
+            return arrays;
+          },
+      .run =
+          [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+            const auto copier = copier_of<Parts>(c);
+            run_eager<G>(be, c.op, eager_of(c, &copier), first);
+          },
+      .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "restore latest partial copy + recompute";
+        const auto copier = copier_of<Parts>(c);
+        return recover_eager<G>(be, c.op, eager_of(c, &copier), r.recovery);
+      },
+      .mutants = kEagerMutants};
 }
 
 // Undo-logging transactions (thesis Fig. 2.6): one per panel (ii) or per tile (jj).
@@ -123,46 +130,48 @@ constexpr auto hr_scheme(std::string_view name) {
 // PMDK's, keep this format; twice the bytes).
 template <scheme::LogFormat F>
 tm::WalState wal_of(const Ctx& c) {
-  tm::WalState st{c.pool.array<scheme::UndoHeader>("wal_header"),
-                  c.pool.array<tm::WalIndex>("wal_index")};
+  tm::WalState st{c.pool.array<scheme::UndoHeader>(scheme::kWalHeaderArray),
+                  c.pool.array<tm::WalIndex>(scheme::kWalIndexArray)};
   if constexpr (F == scheme::LogFormat::kEntry)
-    st.entries = c.pool.array<scheme::LogEntry>("wal_log");
+    st.entries = c.pool.array<scheme::LogEntry>(scheme::kWalLogArray);
   else
-    st.log = c.pool.array<double>("wal_log");
+    st.log = c.pool.array<double>(scheme::kWalLogArray);
   return st;
 }
 
 template <Grain G, scheme::LogFormat F = scheme::LogFormat::kBlock>
 constexpr auto wal_scheme(std::string_view name) {
-  return Scheme{
-      .name = name,
-      .arrays =
-          [](const pool::RunParams& p) {
-            const std::uint64_t nt = tiles_of(p), b = std::min(p.bs, p.n);
-            const std::uint64_t log = G == Grain::kJj ? nt * b * b : p.n * p.n;
-            const std::uint64_t record =
-                F == scheme::LogFormat::kEntry ? sizeof(scheme::LogEntry) : sizeof(double);
-            return std::vector<pool::ArraySpec>{{"wal_header", nt * sizeof(scheme::UndoHeader)},
-                                                {"wal_index", nt * sizeof(tm::WalIndex)},
-                                                {"wal_log", log * record}};
-          },
-      .run =
-          [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-            if constexpr (G == Grain::kJj)
-              tm::run_wal_jj<F>(be, c.op, wal_of<F>(c), first);
-            else
-              tm::run_wal_ii<F>(be, c.op, wal_of<F>(c), first);
-          },
-      .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
-        r.recovery_action = "undo-log rollback";
-        return tm::recover_wal<F>(be, c.op, wal_of<F>(c), G == Grain::kJj, r.recovery);
-      },
-      .mutants = kCommitMutants};
+  return Scheme{.name = name,
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      const std::uint64_t nt = tiles_of(p), b = std::min(p.bs, p.n);
+                      const std::uint64_t log = G == Grain::kJj ? nt * b * b : p.n * p.n;
+                      const std::uint64_t record = F == scheme::LogFormat::kEntry
+                                                       ? sizeof(scheme::LogEntry)
+                                                       : sizeof(double);
+                      return std::vector<pool::ArraySpec>{
+                          {scheme::kWalHeaderArray, nt * sizeof(scheme::UndoHeader)},
+                          {scheme::kWalIndexArray, nt * sizeof(tm::WalIndex)},
+                          {scheme::kWalLogArray, log * record}};
+                    },
+                .run =
+                    [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
+                      if constexpr (G == Grain::kJj)
+                        tm::run_wal_jj<F>(be, c.op, wal_of<F>(c), first);
+                      else
+                        tm::run_wal_ii<F>(be, c.op, wal_of<F>(c), first);
+                    },
+                .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "undo-log rollback";
+                  return tm::recover_wal<F>(be, c.op, wal_of<F>(c), G == Grain::kJj, r.recovery);
+                },
+                .mutants = kCommitMutants};
 }
 
 // Checkpoint of A, B and C by copy, double-buffered, after every kk tile.
 tm::CpState cp_of(const Ctx& c) {
-  return {c.pool.array<double>("cp_area"), c.pool.array<tm::CpHeader>("cp_header")};
+  return {c.pool.array<double>(scheme::kCpAreaArray),
+          c.pool.array<tm::CpHeader>(scheme::kCpHeaderArray)};
 }
 
 constexpr auto cp_scheme() {
@@ -170,8 +179,8 @@ constexpr auto cp_scheme() {
                 .arrays =
                     [](const pool::RunParams& p) {
                       return std::vector<pool::ArraySpec>{
-                          {"cp_area", 6 * p.n * p.n * sizeof(double)},
-                          {"cp_header", kCacheLineBytes}};
+                          {scheme::kCpAreaArray, 6 * p.n * p.n * sizeof(double)},
+                          {scheme::kCpHeaderArray, kCacheLineBytes}};
                     },
                 .run = [](mem::Backend auto& be, const Ctx& c,
                           std::size_t first) { tm::run_cp(be, c.op, cp_of(c), first); },
@@ -205,7 +214,8 @@ constexpr auto cp_variant_scheme(std::string_view name) {
 // versions per kk tile; ipv-sync flushes in place, ipv hands the flush to the helper thread,
 // ipv-nf does not flush (measurement only, not crash-safe).
 tm::IpvState ipv_of(const Ctx& c) {
-  return {c.pool.array<double>("ipv_c1"), c.pool.array<scheme::IpvHeader>("ipv_header")};
+  return {c.pool.array<double>(kIpvSecondC),
+          c.pool.array<scheme::IpvHeader>(scheme::kIpvHeaderArray)};
 }
 
 template <tm::IpvFlush How>
@@ -214,8 +224,8 @@ constexpr auto ipv_scheme(std::string_view name) {
                 .arrays =
                     [](const pool::RunParams& p) {
                       return std::vector<pool::ArraySpec>{
-                          {"ipv_c1", p.n * p.n * sizeof(double)},
-                          {"ipv_header", sizeof(scheme::IpvHeader)}};
+                          {kIpvSecondC, p.n * p.n * sizeof(double)},
+                          {scheme::kIpvHeaderArray, sizeof(scheme::IpvHeader)}};
                     },
                 .run = [](mem::Backend auto& be, const Ctx& c,
                           std::size_t first) { tm::run_ipv(be, c.op, ipv_of(c), How, first); },
@@ -251,7 +261,7 @@ tm::PmemobjTmm open_pmemobj(B& be, const Ctx& c, bool fresh) {
 }
 
 tm::ObjState* obj_state_of(const Ctx& c) {
-  return c.pool.array<tm::ObjState>("obj_state");
+  return c.pool.array<tm::ObjState>(kObjStateArray);
 }
 
 // libpmemobj undo transactions, one per (kk, ii): C is computed in a pool of libpmemobj's own,
@@ -261,7 +271,7 @@ constexpr auto pmemobj_scheme() {
   return Scheme{.name = "pmemobj",
                 .arrays =
                     [](const pool::RunParams&) {
-                      return std::vector<pool::ArraySpec>{{"obj_state", sizeof(tm::ObjState)}};
+                      return std::vector<pool::ArraySpec>{{kObjStateArray, sizeof(tm::ObjState)}};
                     },
                 .run =
                     [](mem::Backend auto& be, const Ctx& c, std::size_t first) {

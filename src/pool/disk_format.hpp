@@ -37,11 +37,14 @@ struct Header {
   std::uint32_t param_count;  // kernel parameters (format 2; format 1 had one `extra` word here)
   Param params[8];
   Array arrays[32];
+  std::uint32_t layout_tag;  // format 3: RunParams::layout_tag
+  std::uint32_t reserved;
   std::uint64_t header_crc;  // CRC32C of every byte before this field
 };
 static_assert(sizeof(Header) < kStateOffset);
 static_assert(offsetof(Header, params) == 104 && offsetof(Header, arrays) == 296 &&
-              offsetof(Header, header_crc) == 1576);  // as docs/pool-format.md lists them
+              offsetof(Header, layout_tag) == 1576 &&
+              offsetof(Header, header_crc) == 1584);  // as docs/pool-format.md lists them
 static_assert(offsetof(Header, header_crc) % 8 == 0);
 
 struct StateLine {

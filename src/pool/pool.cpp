@@ -340,6 +340,7 @@ RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std:
   p.n = h.n;
   p.bs = h.bs;
   p.seed = h.seed;
+  p.layout_tag = h.layout_tag;
   for (std::uint32_t i = 0; i < h.param_count; ++i) {
     std::string name = read_name(h.params[i].name, sizeof h.params[i].name);
     if (name.empty()) throw corrupt(fmt::format("kernel parameter #{} has no name", i));
@@ -521,6 +522,7 @@ std::optional<Pool> Pool::try_create(const std::string& path, const RunParams& p
   }
   h.array_count = static_cast<std::uint32_t>(arrays.size());
   h.file_bytes = layout(arrays, h.arrays);
+  h.layout_tag = params.layout_tag;
   h.header_crc = header_crc(h);
 
   // Cheap early answer; the race with a concurrent creator is settled by publishing below.
@@ -667,12 +669,12 @@ void Pool::require_layout(const std::vector<ArraySpec>& expected) const {
                             path_, params_.kernel, params_.scheme, params_.n, params_.bs));
 }
 
-bool Pool::has_array(const std::string& name) const {
+bool Pool::has_array(std::string_view name) const {
   return std::any_of(arrays_.begin(), arrays_.end(),
                      [&](const ArrayInfo& a) { return a.name == name; });
 }
 
-const ArrayInfo& Pool::array_info(const std::string& name) const {
+const ArrayInfo& Pool::array_info(std::string_view name) const {
   for (const auto& a : arrays_)
     if (a.name == name) return a;
   throw Error(ErrorCode::kPoolCorrupt, fmt::format("pool '{}' has no array '{}'", path_, name));

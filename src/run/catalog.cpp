@@ -3,6 +3,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "pmlab/core/error.hpp"
 #include "pmlab/run/catalog.hpp"
@@ -76,6 +77,16 @@ const std::vector<KernelDriver>& kernel_drivers() {
 const std::vector<SimKernel>& sim_kernels() {
   static const std::vector<SimKernel> kernels = build_all(&CatalogEntry::sim);
   return kernels;
+}
+
+void require_layout_tag(const pool::Pool& pool, std::uint32_t ours) {
+  const pool::RunParams& stored = pool.params();
+  if (stored.layout_tag == 0 || stored.layout_tag == ours) return;
+  pool::RunParams asked = stored;
+  asked.layout_tag = ours;
+  throw Error(ErrorCode::kPoolMismatch,
+              fmt::format("pool '{}' does not match this run: {}", pool.path(),
+                          fmt::join(pool::describe_differences(stored, asked), "; ")));
 }
 
 const KernelDriver& find_kernel(const std::string& name) {

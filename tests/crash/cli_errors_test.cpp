@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../src/pool/disk_format.hpp"
 #include "../support/process.hpp"
+#include "pmlab/core/crc32c.hpp"
 
 namespace pmlab::testing {
 namespace {
@@ -70,6 +72,36 @@ TEST_F(CliErrors, CorruptHeaderExitsThreeAndLeavesFileUntouched) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("header checksum mismatch"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(pool()), before);
+}
+
+// A pool whose layout tag is not this build's (written by a pmlab that lays its arrays out
+// otherwise) is refused before anything reads its arrays; the same pool with its own tag runs.
+TEST_F(CliErrors, PoolOfAnotherLayoutExitsThreeAndLeavesFileUntouched) {
+  ASSERT_EQ(pmlab({"run", "tmm", "--n", "20", "--bs", "7", "--pool", pool()}).exit_code, 0);
+  auto reseal_with_tag = [&](std::uint32_t tag) {
+    const int fd = ::open(pool().c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    pool::disk::Header h{};
+    ASSERT_EQ(::pread(fd, &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+    h.layout_tag = tag;
+    h.header_crc = crc32c(&h, offsetof(pool::disk::Header, header_crc));
+    ASSERT_EQ(::pwrite(fd, &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+    ::close(fd);
+  };
+  pool::disk::Header stamped{};
+  {
+    std::ifstream in(pool(), std::ios::binary);
+    in.read(reinterpret_cast<char*>(&stamped), sizeof stamped);
+  }
+  ASSERT_NE(stamped.layout_tag, 0u) << "pmlab run stamps the layout it wrote";
+  reseal_with_tag(stamped.layout_tag ^ 0x5a5a5a5au);
+  const auto before = slurp(pool());
+  auto r = pmlab({"run", "--pool", pool(), "--verify"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("written by another version"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(pool()), before);
+  reseal_with_tag(stamped.layout_tag);
+  EXPECT_EQ(pmlab({"run", "--pool", pool(), "--verify"}).exit_code, 0);
 }
 
 TEST_F(CliErrors, MismatchedParametersExitThreeAndNameTheField) {

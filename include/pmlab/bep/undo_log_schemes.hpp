@@ -15,6 +15,9 @@
 
 namespace pmlab::bep {
 
+// The pool array of the per-thread undo logs (one TxLog per thread).
+inline constexpr std::string_view kTxLogArray = "txlog";
+
 // The scheme table of a benchmark whose every op is one undo-log Tx (tx.hpp): `tx` (epoch
 // persistency, per-thread logs in the pool array "txlog", per-thread resume) and `base` (no
 // persistency; recovery restarts from the initial structure). Ops supplies, for the run's
@@ -25,13 +28,13 @@ namespace pmlab::bep {
 //   static void restart(auto& backend, const Ctx&);  // writes the initial structure again
 template <class Ctx, class Ops>
 constexpr auto undo_log_schemes() {
-  constexpr auto logs = [](const Ctx& c) { return c.pool.template array<TxLog>("txlog"); };
+  constexpr auto logs = [](const Ctx& c) { return c.pool.template array<TxLog>(kTxLogArray); };
   return std::tuple{
       run::Scheme{
           .name = "tx",
           .arrays =
               [](const pool::RunParams& p) {
-                return std::vector<pool::ArraySpec>{{"txlog", p.threads * sizeof(TxLog)}};
+                return std::vector<pool::ArraySpec>{{kTxLogArray, p.threads * sizeof(TxLog)}};
               },
           .run =
               [logs](mem::Backend auto& be, const Ctx& c, std::size_t) {
@@ -47,7 +50,7 @@ constexpr auto undo_log_schemes() {
           },
           .mutants = kTxMutants},
       run::Scheme{
-          .name = "base",
+          .name = run::kBaseScheme,
           .run = [](mem::Backend auto& be, const Ctx& c, std::size_t) { Ops::run_base(be, c); },
           .recover = [](mem::Backend auto& be, const Ctx& c, run::RunReport& r) -> std::size_t {
             r.recovery_action = "restart";  // no log: back to the initial structure

@@ -31,17 +31,6 @@ inline void require_sizes(std::string_view kernel, const pool::RunParams& p, std
   require_in_range(kernel, "--threads", p.threads, 1, 1024);
 }
 
-// Refuses an LP run whose checksum table would exceed 2 GiB (tiny --bs on a large --n).
-inline void require_table_fits(std::string_view kernel, const pool::RunParams& p,
-                               std::uint64_t table_bytes, std::string_view slot_unit) {
-  constexpr std::uint64_t kMaxTableBytes = 2ull << 30;
-  if (p.scheme == "lp" && table_bytes > kMaxTableBytes)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: --bs {} is too small for --n {}: the LP checksum table (one slot "
-                            "per {}) would take {} MiB; use a larger --bs",
-                            kernel, p.bs, p.n, slot_unit, table_bytes >> 20));
-}
-
 // Compares got[0, want.size()) with want bit for bit; where(i) names element i for the report.
 template <class Where>
 [[nodiscard]] VerifyResult compare_bits(const double* got, const std::vector<double>& want,

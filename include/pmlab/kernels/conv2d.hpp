@@ -125,9 +125,12 @@ void run_base(B& be, const Operands& op) {
   });
 }
 
-// LP: each row block is a region; its checksum goes to slot b with plain stores.
+// LP: each row block is a region; its checksum goes to slot b with plain stores. The outer
+// iteration counts blocks done, 0 or all of them (the blocks run in one parallel loop): `first`
+// = blocks() means "already complete".
 template <lp::ChecksumKind K, mem::Backend B>
-void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table) {
+void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first = 0) {
+  if (first >= op.blocks()) return;
   be.parallel_for(0, op.blocks(), [&](std::size_t b) {
     lp::Region<K, B> region(be, table, b, {0, static_cast<std::uint32_t>(b)});
     // One value per 25 multiply-adds: a single checksum chain costs nothing here, and lanes
@@ -141,10 +144,10 @@ void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table) {
 
 // Recovery: every block whose slot does not match its data — written or not — is recomputed
 // from the inputs, persisted, and its slot committed durably, in parallel. The convolution is
-// then complete (normal execution has nothing left to do).
+// then complete (normal execution has nothing left to do): returns blocks().
 template <lp::ChecksumKind K, mem::Backend B>
-void recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
-                lp::RecoveryStats& stats) {
+std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
+                       lp::RecoveryStats& stats) {
   std::vector<lp::RecoveryStats> per(op.blocks());
   be.parallel_for(0, op.blocks(), [&](std::size_t b) {
     lp::RecoveryStats& s = per[b];
@@ -163,6 +166,7 @@ void recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
     ++s.regions_recomputed;
   });
   for (const auto& s : per) stats += s;
+  return op.blocks();
 }
 
 // EagerRecompute: a block's rows are flushed, then its record set to 1 durably (one 64-byte
@@ -182,18 +186,26 @@ void ep_block(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
       [&] { conv_block(be, op, b, [](double) {}); }, [&] { persist_block(be, op, b); });
 }
 
+// One index record per row block.
+[[nodiscard]] inline std::size_t ep_records(const Operands& op) {
+  return op.blocks();
+}
+
 template <mem::Backend B>
-void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec) {
+void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
+            std::size_t first = 0) {
+  if (first >= op.blocks()) return;
   be.parallel_for(0, op.blocks(), [&](std::size_t b) {
     ep_block(be, op, rec, b);
     mem::outer_step_done(be);
   });
 }
 
-// Recomputes the blocks not recorded as done; the convolution is then complete.
+// Recomputes the blocks not recorded as done; the convolution is then complete: returns
+// blocks().
 template <mem::Backend B>
-void recover_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
-                lp::RecoveryStats& stats) {
+std::size_t recover_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
+                       lp::RecoveryStats& stats) {
   std::vector<lp::RecoveryStats> per(op.blocks());
   be.parallel_for(0, op.blocks(), [&](std::size_t b) {
     ++per[b].regions_validated;
@@ -202,6 +214,7 @@ void recover_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& re
     ++per[b].regions_recomputed;
   });
   for (const auto& s : per) stats += s;
+  return op.blocks();
 }
 
 }  // namespace pmlab::kernels::conv2d

@@ -44,9 +44,9 @@ namespace pmlab::kernels::conv2d {
 // block, progress 1 = committed; block b's log at first_row(b)·n of an n² log area.
 
 [[nodiscard]] inline std::array<scheme::PoolArray, 3> wal_bytes_for(const Operands& op) {
-  return {{{"wal_header", scheme::WalUnits::header_bytes(op.blocks())},
-           {"wal_index", scheme::WalUnits::progress_bytes(op.blocks())},
-           {"wal_log", op.n * op.n * sizeof(double)}}};
+  return {{{scheme::kWalHeaderArray, scheme::WalUnits::header_bytes(op.blocks())},
+           {scheme::kWalIndexArray, scheme::WalUnits::progress_bytes(op.blocks())},
+           {scheme::kWalLogArray, op.n * op.n * sizeof(double)}}};
 }
 
 [[nodiscard]] inline scheme::LogBlock<double> wal_block(const Operands& op,
@@ -102,9 +102,10 @@ void cp_segments(const Operands& op, std::size_t from, std::size_t to, Fn&& fn) 
 }
 
 [[nodiscard]] inline std::array<scheme::PoolArray, 2> cp_bytes_for(const Operands& op) {
-  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
-           {"cp_area", scheme::StepCheckpoint::area_bytes(op.out.rows() * op.out.ld(),
-                                                          scheme::CheckpointMode::kAppendOnly)}}};
+  return {{{scheme::kCpHeaderArray, scheme::StepCheckpoint::header_bytes()},
+           {scheme::kCpAreaArray,
+            scheme::StepCheckpoint::area_bytes(op.out.rows() * op.out.ld(),
+                                               scheme::CheckpointMode::kAppendOnly)}}};
 }
 
 [[nodiscard]] inline scheme::StepCheckpoint cp_state(const Operands& op,

@@ -71,6 +71,16 @@ struct Operands {
 
 inline constexpr int kPasses = 2;
 
+// The pass an outer iteration `first` resumes at (first >= kPasses: the run is complete).
+[[nodiscard]] inline int first_pass(std::size_t first) {
+  return static_cast<int>(std::min<std::size_t>(first, kPasses));
+}
+
+// One EagerRecompute index record per region (pass, group), as LP's table.
+[[nodiscard]] inline std::size_t ep_records(const Operands& op) {
+  return op.table_slots();
+}
+
 [[nodiscard]] inline std::size_t reverse_bits(std::size_t i, int bits) {
   std::size_t r = 0;
   for (int b = 0; b < bits; ++b, i >>= 1) r = (r << 1) | (i & 1);
@@ -185,8 +195,8 @@ void persist_region(B& be, const Operands& op, int pass, std::size_t r) {
 }
 
 template <mem::Backend B>
-void run_base(B& be, const Operands& op, int first_pass = 0) {
-  for (int pass = first_pass; pass < kPasses; ++pass) {
+void run_base(B& be, const Operands& op, std::size_t first = 0) {
+  for (int pass = first_pass(first); pass < kPasses; ++pass) {
     be.parallel_for(0, op.regions(pass),
                     [&](std::size_t r) { pass_region(be, op, pass, r, [](double) {}); });
     mem::outer_step_done(be);
@@ -195,8 +205,8 @@ void run_base(B& be, const Operands& op, int first_pass = 0) {
 
 // LP: each group of sub-FFTs is a region; its checksum goes to slot (pass, group).
 template <lp::ChecksumKind K, mem::Backend B>
-void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, int first_pass = 0) {
-  for (int pass = first_pass; pass < kPasses; ++pass) {
+void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first = 0) {
+  for (int pass = first_pass(first); pass < kPasses; ++pass) {
     be.parallel_for(0, op.regions(pass), [&](std::size_t r) {
       lp::Region<K, B> region(be, table, op.slot(pass, r),
                               {static_cast<std::uint32_t>(pass), static_cast<std::uint32_t>(r)});
@@ -250,15 +260,15 @@ void settle_pass(B& be, const Operands& op, const lp::ChecksumTable& table, int 
 // or missing ones recomputed, pulling in the previous pass if needed); execution resumes at the
 // next pass. With no slot written at all, it restarts at pass 0 (which rewrites everything).
 template <lp::ChecksumKind K, mem::Backend B>
-[[nodiscard]] int recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
-                             lp::RecoveryStats& stats) {
+[[nodiscard]] std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table,
+                                     lp::RecoveryStats& stats) {
   for (int pass = kPasses; pass-- > 0;) {
     bool any = false;
     for (std::size_t r = 0; r < op.regions(pass) && !any; ++r)
       any = table.written(be, op.slot(pass, r));
     if (!any) continue;
     detail::settle_pass<K>(be, op, table, pass, stats);
-    return pass + 1;
+    return static_cast<std::size_t>(pass) + 1;
   }
   return 0;
 }
@@ -279,8 +289,9 @@ void ep_region(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec
 }
 
 template <mem::Backend B>
-void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, int first_pass = 0) {
-  for (int pass = first_pass; pass < kPasses; ++pass) {
+void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
+            std::size_t first = 0) {
+  for (int pass = first_pass(first); pass < kPasses; ++pass) {
     be.parallel_for(0, op.regions(pass), [&](std::size_t r) { ep_region(be, op, rec, pass, r); });
     mem::outer_step_done(be);
   }
@@ -290,8 +301,9 @@ void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec, i
 // any record is the one in flight: its unrecorded regions are recomputed, and execution resumes
 // at the next pass (or at pass 0 when nothing is recorded).
 template <mem::Backend B>
-[[nodiscard]] int recover_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
-                             lp::RecoveryStats& stats) {
+[[nodiscard]] std::size_t recover_ep(B& be, const Operands& op,
+                                     const scheme::IndexRecordTable<1>& rec,
+                                     lp::RecoveryStats& stats) {
   for (int pass = kPasses; pass-- > 0;) {
     bool any = false;
     for (std::size_t r = 0; r < op.regions(pass) && !any; ++r)
@@ -305,7 +317,7 @@ template <mem::Backend B>
       ++per[r].regions_recomputed;
     });
     for (const auto& s : per) stats += s;
-    return pass + 1;
+    return static_cast<std::size_t>(pass) + 1;
   }
   return 0;
 }

@@ -42,9 +42,9 @@ namespace pmlab::kernels::fft {
 // share it because no pass-0 transaction is open once pass 1 starts.
 
 [[nodiscard]] inline std::array<scheme::PoolArray, 3> wal_bytes_for(const Operands& op) {
-  return {{{"wal_header", scheme::WalUnits::header_bytes(op.table_slots())},
-           {"wal_index", scheme::WalUnits::progress_bytes(op.table_slots())},
-           {"wal_log", 2 * op.n * sizeof(double)}}};
+  return {{{scheme::kWalHeaderArray, scheme::WalUnits::header_bytes(op.table_slots())},
+           {scheme::kWalIndexArray, scheme::WalUnits::progress_bytes(op.table_slots())},
+           {scheme::kWalLogArray, 2 * op.n * sizeof(double)}}};
 }
 
 [[nodiscard]] inline scheme::LogBlock<double> wal_block(const Operands& op,
@@ -108,8 +108,8 @@ void cp_segments(const Operands& op, std::size_t from, std::size_t to, Fn&& fn) 
 }
 
 [[nodiscard]] inline std::array<scheme::PoolArray, 2> cp_bytes_for(const Operands& op) {
-  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
-           {"cp_area",
+  return {{{scheme::kCpHeaderArray, scheme::StepCheckpoint::header_bytes()},
+           {scheme::kCpAreaArray,
             scheme::StepCheckpoint::area_bytes(2 * op.n, scheme::CheckpointMode::kAppendOnly)}}};
 }
 

@@ -48,9 +48,9 @@ namespace pmlab::kernels::gauss {
 // first_row(b)·(n+1) of an n·(n+1) log area, the same place as the block in W.
 
 [[nodiscard]] inline std::array<scheme::PoolArray, 3> wal_bytes_for(const Operands& op) {
-  return {{{"wal_header", scheme::WalUnits::header_bytes(op.blocks())},
-           {"wal_index", scheme::WalUnits::progress_bytes(op.blocks())},
-           {"wal_log", op.n * op.cols() * sizeof(double)}}};
+  return {{{scheme::kWalHeaderArray, scheme::WalUnits::header_bytes(op.blocks())},
+           {scheme::kWalIndexArray, scheme::WalUnits::progress_bytes(op.blocks())},
+           {scheme::kWalLogArray, op.n * op.cols() * sizeof(double)}}};
 }
 
 [[nodiscard]] inline scheme::LogBlock<double> wal_region_block(const Operands& op,
@@ -123,9 +123,10 @@ void cp_segments(const Operands& op, std::size_t from, Fn&& fn) {
 }
 
 [[nodiscard]] inline std::array<scheme::PoolArray, 2> cp_bytes_for(const Operands& op) {
-  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
-           {"cp_area", scheme::StepCheckpoint::area_bytes(
-                           op.w.rows() * op.w.ld(), scheme::CheckpointMode::kDoubleBuffered)}}};
+  return {{{scheme::kCpHeaderArray, scheme::StepCheckpoint::header_bytes()},
+           {scheme::kCpAreaArray,
+            scheme::StepCheckpoint::area_bytes(op.w.rows() * op.w.ld(),
+                                               scheme::CheckpointMode::kDoubleBuffered)}}};
 }
 
 [[nodiscard]] inline scheme::StepCheckpoint cp_state(const Operands& op,
@@ -177,9 +178,9 @@ struct HrState {
 
 [[nodiscard]] inline std::array<scheme::PoolArray, 3> hr_bytes_for(const Operands& op,
                                                                    std::size_t parts) {
-  return {{{"ep_index", scheme::IndexRecordTable<1>::bytes_for(op.blocks())},
-           {"hr_copy", scheme::BandCopier::copy_bytes(op.w.rows() * op.w.ld())},
-           {"hr_parts", scheme::BandCopier::state_bytes(parts)}}};
+  return {{{scheme::kEpIndexArray, scheme::IndexRecordTable<1>::bytes_for(op.blocks())},
+           {scheme::kHrCopyArray, scheme::BandCopier::copy_bytes(op.w.rows() * op.w.ld())},
+           {scheme::kHrPartsArray, scheme::BandCopier::state_bytes(parts)}}};
 }
 
 [[nodiscard]] inline HrState hr_state(const Operands& op, scheme::IndexRecordLayout<1>* records,

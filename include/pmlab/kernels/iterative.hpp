@@ -127,9 +127,9 @@ void restart(B& be, const Op& op) {
 
 template <class Op>
 [[nodiscard]] std::array<scheme::PoolArray, 3> wal_bytes_for(const Op& op) {
-  return {{{"wal_header", scheme::WalUnits::header_bytes(1)},
-           {"wal_index", scheme::WalUnits::progress_bytes(1)},
-           {"wal_log", op.state_bytes()}}};
+  return {{{scheme::kWalHeaderArray, scheme::WalUnits::header_bytes(1)},
+           {scheme::kWalIndexArray, scheme::WalUnits::progress_bytes(1)},
+           {scheme::kWalLogArray, op.state_bytes()}}};
 }
 
 template <class Op>
@@ -170,9 +170,9 @@ template <class Op>
 
 template <class Op>
 [[nodiscard]] std::array<scheme::PoolArray, 2> cp_bytes_for(const Op& op) {
-  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
-           {"cp_area", scheme::StepCheckpoint::area_bytes(
-                           op.elements, scheme::CheckpointMode::kDoubleBuffered)}}};
+  return {{{scheme::kCpHeaderArray, scheme::StepCheckpoint::header_bytes()},
+           {scheme::kCpAreaArray, scheme::StepCheckpoint::area_bytes(
+                                      op.elements, scheme::CheckpointMode::kDoubleBuffered)}}};
 }
 
 template <class Op>

@@ -14,11 +14,19 @@
 
 namespace pmlab::run {
 
+// The arrays these rows add (names spelled here only): LP's two extra state buffers and its
+// durable-iteration word, and in-place versioning's second version of the state.
+inline constexpr std::string_view kLpState1Array = "lp_s1";
+inline constexpr std::string_view kLpState2Array = "lp_s2";
+inline constexpr std::string_view kLpDurableArray = "lp_durable";
+inline constexpr std::string_view kIpvState1Array = "ipv_s1";
+
 template <class Ctx>
 [[nodiscard]] kernels::iterative::LpState iterative_lp_of(const Ctx& c) {
-  return {{c.op.s, c.pool.template array<double>("lp_s1"), c.pool.template array<double>("lp_s2")},
-          c.pool.template array<std::uint64_t>("lp_durable"),
-          c.pool.template array<lp::ChecksumSlot>("lp_table")};
+  return {{c.op.s, c.pool.template array<double>(kLpState1Array),
+           c.pool.template array<double>(kLpState2Array)},
+          c.pool.template array<std::uint64_t>(kLpDurableArray),
+          c.pool.template array<lp::ChecksumSlot>(lp::kTableArray)};
 }
 
 // Lazy Persistency: regions = bs rows of each state vector, one checksum slot per region and
@@ -29,9 +37,9 @@ constexpr auto iterative_lp_scheme() {
                 .arrays =
                     [](const pool::RunParams& p) {
                       const auto op = ShapeOf(p);
-                      return std::vector<pool::ArraySpec>{{"lp_s1", op.state_bytes()},
-                                                          {"lp_s2", op.state_bytes()},
-                                                          {"lp_durable", sizeof(std::uint64_t)},
+                      return std::vector<pool::ArraySpec>{{kLpState1Array, op.state_bytes()},
+                                                          {kLpState2Array, op.state_bytes()},
+                                                          {kLpDurableArray, sizeof(std::uint64_t)},
                                                           lp_table_spec(op.table_slots())};
                     },
                 .run =
@@ -53,8 +61,9 @@ constexpr auto iterative_lp_scheme() {
 
 template <class Ctx>
 [[nodiscard]] scheme::InPlaceVersions iterative_versions_of(const Ctx& c) {
-  return kernels::iterative::ipv_versions(c.op, c.pool.template array<double>("ipv_s1"),
-                                          c.pool.template array<scheme::IpvHeader>("ipv_header"));
+  return kernels::iterative::ipv_versions(
+      c.op, c.pool.template array<double>(kIpvState1Array),
+      c.pool.template array<scheme::IpvHeader>(scheme::kIpvHeaderArray));
 }
 
 // In-place versioning (seed 002 §4.1): the state and ipv_s1 alternate as working and consistent
@@ -67,8 +76,8 @@ constexpr auto iterative_ipv_scheme(std::string_view name) {
       .arrays =
           [](const pool::RunParams& p) {
             return std::vector<pool::ArraySpec>{
-                {"ipv_s1", ShapeOf(p).state_bytes()},
-                {"ipv_header", scheme::InPlaceVersions::header_bytes()}};
+                {kIpvState1Array, ShapeOf(p).state_bytes()},
+                {scheme::kIpvHeaderArray, scheme::InPlaceVersions::header_bytes()}};
           },
       .run =
           [](mem::Backend auto& be, const auto& c, std::size_t first) {

@@ -92,9 +92,9 @@ template <TiledFactorization F>
 template <TiledFactorization F>
 [[nodiscard]] std::array<scheme::PoolArray, 3> wal_bytes_for(const F& op) {
   const std::size_t units = op.tiles() * op.tiles();
-  return {{{"wal_header", scheme::WalUnits::header_bytes(units)},
-           {"wal_index", scheme::WalUnits::progress_bytes(units)},
-           {"wal_log", op.n() * op.n() * sizeof(double)}}};
+  return {{{scheme::kWalHeaderArray, scheme::WalUnits::header_bytes(units)},
+           {scheme::kWalIndexArray, scheme::WalUnits::progress_bytes(units)},
+           {scheme::kWalLogArray, op.n() * op.n() * sizeof(double)}}};
 }
 
 template <mem::Backend B, TiledFactorization F>
@@ -122,9 +122,10 @@ template <TiledFactorization F>
 template <TiledFactorization F>
 [[nodiscard]] std::array<scheme::PoolArray, 2> cp_bytes_for(const F& op) {
   const auto work = op.work();
-  return {{{"cp_header", scheme::StepCheckpoint::header_bytes()},
-           {"cp_area", scheme::StepCheckpoint::area_bytes(
-                           work.rows() * work.ld(), scheme::CheckpointMode::kDoubleBuffered)}}};
+  return {{{scheme::kCpHeaderArray, scheme::StepCheckpoint::header_bytes()},
+           {scheme::kCpAreaArray,
+            scheme::StepCheckpoint::area_bytes(work.rows() * work.ld(),
+                                               scheme::CheckpointMode::kDoubleBuffered)}}};
 }
 
 template <TiledFactorization F>
@@ -172,9 +173,9 @@ template <mem::Backend B, TiledFactorization F>
 template <TiledFactorization F>
 [[nodiscard]] std::array<scheme::PoolArray, 3> hr_bytes_for(const F& op, std::size_t parts) {
   const auto work = op.work();
-  return {{{"ep_index", scheme::IndexRecordTable<1>::bytes_for(ep_records(op))},
-           {"hr_copy", scheme::BandCopier::copy_bytes(work.rows() * work.ld())},
-           {"hr_parts", scheme::BandCopier::state_bytes(parts)}}};
+  return {{{scheme::kEpIndexArray, scheme::IndexRecordTable<1>::bytes_for(ep_records(op))},
+           {scheme::kHrCopyArray, scheme::BandCopier::copy_bytes(work.rows() * work.ld())},
+           {scheme::kHrPartsArray, scheme::BandCopier::state_bytes(parts)}}};
 }
 
 template <TiledFactorization F>

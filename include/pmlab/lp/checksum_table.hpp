@@ -3,12 +3,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "pmlab/lp/checksum.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/mutation.hpp"
 
 namespace pmlab::lp {
+
+// The name of LP's checksum table in a pool.
+inline constexpr std::string_view kTableArray = "lp_table";
 
 /// One region's checksum in persistent memory. A slot is 32 bytes, 32-byte aligned, so it never
 /// straddles a cache line and reaches NVM as one unit. `tag` is 0 in a never-written slot (pools

@@ -30,6 +30,10 @@ struct RunParams {
   std::uint64_t seed = 1;  // input generator seed
   // The kernel's own parameters, in the order it declares them (empty: every one at its default).
   std::vector<KernelParam> kernel_params;
+  // What this build's kernel and scheme lay the pool's arrays out as (run::layout_tag): a pool
+  // written under another layout is refused instead of misread. 0: none declared (pools made
+  // by tests and scratch runs), never checked.
+  std::uint32_t layout_tag = 0;
 
   // The value of the kernel's parameter `name`, or `fallback` when it was not given.
   [[nodiscard]] std::uint64_t kernel_param(std::string_view name, std::uint64_t fallback) const {

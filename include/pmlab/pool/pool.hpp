@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pmlab/pool/params.hpp"
@@ -16,7 +17,7 @@ struct pmem2_map;
 
 namespace pmlab::pool {
 
-inline constexpr std::uint32_t kFormatVersion = 2;  // 2: named kernel parameters
+inline constexpr std::uint32_t kFormatVersion = 3;  // 2: named kernel parameters; 3: layout tag
 inline constexpr std::size_t kMaxArrays = 32;
 inline constexpr std::size_t kMaxArrayName = 24;
 
@@ -35,6 +36,12 @@ void remove_temporaries_for_exit() noexcept;
 struct ArraySpec {
   std::string name;
   std::uint64_t bytes = 0;
+
+  ArraySpec() = default;
+  // Implicit from a name constant (e.g. scheme::kWalLogArray), so tables read `{kName, bytes}`.
+  ArraySpec(std::string_view array_name, std::uint64_t array_bytes)
+      : name(array_name), bytes(array_bytes) {}
+  friend bool operator==(const ArraySpec&, const ArraySpec&) = default;
 };
 
 struct ArrayInfo {
@@ -114,10 +121,10 @@ class Pool {
   // Throws kPoolCorrupt unless the pool holds exactly `expected` (names and sizes, in order):
   // what a kernel computes from the stored parameters, so that no access can leave an array.
   void require_layout(const std::vector<ArraySpec>& expected) const;
-  [[nodiscard]] bool has_array(const std::string& name) const;
-  [[nodiscard]] const ArrayInfo& array_info(const std::string& name) const;  // throws if absent
+  [[nodiscard]] bool has_array(std::string_view name) const;
+  [[nodiscard]] const ArrayInfo& array_info(std::string_view name) const;  // throws if absent
   template <class T>
-  [[nodiscard]] T* array(const std::string& name) const {
+  [[nodiscard]] T* array(std::string_view name) const {
     return reinterpret_cast<T*>(base_ + array_info(name).offset);
   }
   [[nodiscard]] const std::vector<ArrayInfo>& arrays() const { return arrays_; }

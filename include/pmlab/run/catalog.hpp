@@ -75,6 +75,8 @@ struct KernelDriver {
   // Throws pmlab::Error(kInvalidArgument) for impossible parameters or unknown schemes.
   std::function<void(const pool::RunParams&)> validate;
   std::function<std::vector<pool::ArraySpec>(const pool::RunParams&)> arrays;
+  // The layout tag this build stamps on a pool of these parameters (run::layout_tag).
+  std::function<std::uint32_t(const pool::RunParams&)> layout_tag;
   // Writes the inputs (and output initial values) into a freshly created pool.
   std::function<void(pool::Pool&)> init;
   // Recovers an interrupted run if needed, runs to completion, marks the pool done.
@@ -88,6 +90,10 @@ struct KernelDriver {
   // only the time elapsed).
   std::function<std::uint64_t(const pool::RunParams&)> outer_steps;
 };
+
+// Throws kPoolMismatch when the pool was stamped with a layout tag other than `ours` (a pool
+// without one, tag 0, passes).
+void require_layout_tag(const pool::Pool& pool, std::uint32_t ours);
 
 [[nodiscard]] const std::vector<KernelDriver>& kernel_drivers();
 [[nodiscard]] const KernelDriver& find_kernel(const std::string& name);  // throws pmlab::Error

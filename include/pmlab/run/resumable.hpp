@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "pmlab/core/crc32c.hpp"
 #include "pmlab/mem/native_backend.hpp"
 #include "pmlab/pool/pool.hpp"
 #include "pmlab/run/catalog.hpp"
@@ -103,6 +104,7 @@ void validate_run(const pool::RunParams& p) {
   require_scheme(K::schemes, K::kName, p.scheme);
   require_declared_params<K>(p);
   K::validate(p);
+  with_scheme(K::schemes, p.scheme, [&](const auto& s) { s.validate(K::kName, p); });
 }
 
 template <ResumableKernel K>
@@ -112,6 +114,34 @@ template <ResumableKernel K>
     for (auto& a : s.arrays(p)) arrays.push_back(std::move(a));
   });
   return arrays;
+}
+
+// The kernel's layout revision: K::kLayoutRevision when it declares one (bump it when the
+// contents format of one of its arrays changes), else 1.
+template <class K>
+[[nodiscard]] constexpr std::uint32_t kernel_layout_revision() {
+  if constexpr (requires { K::kLayoutRevision; })
+    return K::kLayoutRevision;
+  else
+    return 1;
+}
+
+// How this build lays out the pool of a run of `p` (docs/pool-format.md, "layout tag"): a
+// CRC32C over the kernel and scheme names, both layout revisions and every array's name and
+// size. Never 0, which means "none declared".
+template <ResumableKernel K>
+[[nodiscard]] std::uint32_t layout_tag(const pool::RunParams& p) {
+  std::string key = fmt::format("{}/{}/{}", K::kName, p.scheme, kernel_layout_revision<K>());
+  with_scheme(K::schemes, p.scheme,
+              [&](const auto& s) { key += fmt::format("/{}", s.layout_revision); });
+  for (const auto& a : run_arrays<K>(p)) key += fmt::format("/{}:{}", a.name, a.bytes);
+  const std::uint32_t tag = crc32c(key.data(), key.size());
+  return tag == 0 ? 1 : tag;
+}
+
+template <ResumableKernel K>
+void require_layout_tag(const pool::Pool& pool) {
+  if (pool.params().layout_tag != 0) require_layout_tag(pool, layout_tag<K>(pool.params()));
 }
 
 // CPU time of the whole process (every thread), for RunReport::compute_cpu_seconds.
@@ -132,6 +162,7 @@ template <ResumableKernel K>
   };
   const pool::RunParams& p = pool.params();
   validate_run<K>(p);
+  require_layout_tag<K>(pool);
   RunReport report;
   if (pool.state() == pool::RunState::kDone) {
     report.recovery_action = "none (run already complete)";
@@ -174,6 +205,7 @@ template <ResumableKernel K>
   d.crash_test_max_n = K::kCrashTestMaxN;
   d.validate = validate_run<K>;
   d.arrays = run_arrays<K>;
+  d.layout_tag = layout_tag<K>;
   d.init = K::init;
   d.execute = execute_resumable<K>;
   d.verify = K::verify;

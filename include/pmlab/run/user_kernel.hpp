@@ -45,7 +45,9 @@ RunReport run_on_pool(const std::string& path, const pool::RunParams& params,
                 fmt::format("params.kernel is '{}' but the kernel is '{}'", params.kernel,
                             std::string(K::kName)));
   validate_run<K>(params);
-  pool::Pool pool = pool::Pool::open_or_create(path, params, run_arrays<K>(params), K::init);
+  pool::RunParams stamped = params;
+  stamped.layout_tag = layout_tag<K>(params);
+  pool::Pool pool = pool::Pool::open_or_create(path, stamped, run_arrays<K>(params), K::init);
   RunReport report = execute_resumable<K>(pool, opt);
   if (verify != nullptr) *verify = K::verify(pool);
   return report;

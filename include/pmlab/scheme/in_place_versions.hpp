@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/mutation.hpp"
@@ -15,6 +16,10 @@
 #include "pmlab/scheme/versions.hpp"
 
 namespace pmlab::scheme {
+
+// The name of in-place versioning's header array (the commit word); each kernel names the
+// second version of its own target array.
+inline constexpr std::string_view kIpvHeaderArray = "ipv_header";
 
 enum class IpvFlush {
   kSync,   // ipv-sync: the working version is flushed in place at the end of the iteration

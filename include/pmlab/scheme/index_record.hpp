@@ -5,10 +5,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "pmlab/mem/backend.hpp"
 
 namespace pmlab::scheme {
+
+// The name of EagerRecompute's (and Hybrid Recompute's) pool array of index records.
+inline constexpr std::string_view kEpIndexArray = "ep_index";
 
 // One record on its own cache line(s): records of different panels/threads never share a line,
 // so concurrent writers never collide and a flush of one record never drags another along.

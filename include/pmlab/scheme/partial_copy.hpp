@@ -5,11 +5,16 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 
 namespace pmlab::scheme {
+
+// The names of Hybrid Recompute's copy arrays (PartialCopier's and BandCopier's).
+inline constexpr std::string_view kHrCopyArray = "hr_copy";
+inline constexpr std::string_view kHrPartsArray = "hr_parts";
 
 // Per part, per copy slot: how many outer iterations the copy holds; 0 = none, or being written.
 struct alignas(64) PartState {

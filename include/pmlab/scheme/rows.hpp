@@ -63,33 +63,34 @@ template <std::size_t N>
 // The pool's arrays seen through the kernels' rival state types (names from *_bytes_for).
 template <class Ctx>
 [[nodiscard]] scheme::WalUnits wal_units_of(const Ctx& c) {
-  return {c.pool.template array<scheme::UndoHeader>("wal_header"),
-          c.pool.template array<scheme::WalProgress>("wal_index"),
-          c.pool.template array<double>("wal_log")};
+  return {c.pool.template array<scheme::UndoHeader>(scheme::kWalHeaderArray),
+          c.pool.template array<scheme::WalProgress>(scheme::kWalIndexArray),
+          c.pool.template array<double>(scheme::kWalLogArray)};
 }
 template <class Ctx>
 [[nodiscard]] scheme::StepCheckpoint checkpoint_of(const Ctx& c) {
-  return cp_state(c.op, c.pool.template array<scheme::StepCheckpointHeader>("cp_header"),
-                  c.pool.template array<double>("cp_area"), cp_default_every(c.op));
+  return cp_state(c.op, c.pool.template array<scheme::StepCheckpointHeader>(scheme::kCpHeaderArray),
+                  c.pool.template array<double>(scheme::kCpAreaArray), cp_default_every(c.op));
 }
 // The checkpoint of the seed-002 rows: the same arrays as cp, copies made by Mode, taken every
 // scheme::checkpoint_interval() outer iterations (1 unless --cp-every says otherwise).
 template <scheme::CopyMode Mode, class Ctx>
 [[nodiscard]] scheme::StepCheckpoint checkpoint_variant_of(const Ctx& c) {
-  return cp_state(c.op, c.pool.template array<scheme::StepCheckpointHeader>("cp_header"),
-                  c.pool.template array<double>("cp_area"), scheme::checkpoint_interval())
+  return cp_state(c.op, c.pool.template array<scheme::StepCheckpointHeader>(scheme::kCpHeaderArray),
+                  c.pool.template array<double>(scheme::kCpAreaArray),
+                  scheme::checkpoint_interval())
       .with_copy(Mode);
 }
 template <std::size_t Parts, class Ctx>
 [[nodiscard]] auto hybrid_of(const Ctx& c) {
-  return hr_state(c.op, c.pool.template array<scheme::IndexRecordLayout<1>>("ep_index"),
-                  c.pool.template array<double>("hr_copy"),
-                  c.pool.template array<scheme::PartState>("hr_parts"), Parts);
+  return hr_state(c.op, c.pool.template array<scheme::IndexRecordLayout<1>>(scheme::kEpIndexArray),
+                  c.pool.template array<double>(scheme::kHrCopyArray),
+                  c.pool.template array<scheme::PartState>(scheme::kHrPartsArray), Parts);
 }
 
 // Base of an in-place kernel: no persistent progress, so recovery restores the input and restarts.
 constexpr auto restart_base_scheme() {
-  return Scheme{.name = "base",
+  return Scheme{.name = kBaseScheme,
                 .run = [](mem::Backend auto& be, const auto& c,
                           std::size_t first) { run_base(be, c.op, first); },
                 .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
@@ -102,6 +103,19 @@ constexpr auto restart_base_scheme() {
 // Where a kernel's LP checksum table lives: among lp's own arrays, or among the kernel's (tmm:
 // every tmm pool has kept one since the first pool format, and its layout stays unchanged).
 enum class TableArray { kScheme, kKernel };
+
+// Refuses an LP run whose checksum table of `slots` slots would exceed 2 GiB (a tiny --bs on a
+// large --n).
+inline void require_table_fits(std::string_view kernel, const pool::RunParams& p,
+                               std::uint64_t slots) {
+  constexpr std::uint64_t kMaxTableBytes = 2ull << 30;
+  const std::uint64_t bytes = lp::ChecksumTable::bytes_for(slots);
+  if (bytes > kMaxTableBytes)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: --bs {} is too small for --n {}: the LP checksum table ({} "
+                            "slots, one per region) would take {} MiB; use a larger --bs",
+                            kernel, p.bs, p.n, slots, bytes >> 20));
+}
 
 // Lazy Persistency with one checksum slot per ShapeOf(p).table_slots(), any checksum kind.
 template <auto ShapeOf, TableArray Table = TableArray::kScheme>
@@ -125,7 +139,11 @@ constexpr auto lp_scheme() {
                                                              r.recovery);
                   });
                 },
-                .mutants = kLpMutants};
+                .mutants = kLpMutants,
+                .validate =
+                    [](std::string_view kernel, const pool::RunParams& p) {
+                      require_table_fits(kernel, p, ShapeOf(p).table_slots());
+                    }};
 }
 
 // EagerRecompute with ep_records(op) index records (one per region's output unit).

@@ -52,6 +52,10 @@
 
 namespace pmlab::run {
 
+// The reference row every kernel's table has: no persistency at all, what every overhead is
+// measured against (pmlab bench, eval).
+inline constexpr std::string_view kBaseScheme = "base";
+
 // What a scheme's run/recover see: the pool (for its arrays), the kernel's operand views of it,
 // and the run parameters (checksum kind, threads, ...).
 template <class Operands>
@@ -62,21 +66,24 @@ struct SchemeContext {
 
   // The arrays of the two recompute schemes every kernel has (see lp_table_spec, ep_index_spec).
   [[nodiscard]] lp::ChecksumTable checksum_table() const {
-    return {pool.array<lp::ChecksumSlot>("lp_table"), op.table_slots()};
+    return {pool.array<lp::ChecksumSlot>(lp::kTableArray), op.table_slots()};
   }
   [[nodiscard]] scheme::IndexRecordTable<1> index_records(std::size_t count) const {
-    return {pool.array<scheme::IndexRecordLayout<1>>("ep_index"), count};
+    return {pool.array<scheme::IndexRecordLayout<1>>(scheme::kEpIndexArray), count};
   }
 };
 
 [[nodiscard]] inline pool::ArraySpec lp_table_spec(std::uint64_t slots) {
-  return {"lp_table", lp::ChecksumTable::bytes_for(slots)};
+  return {lp::kTableArray, lp::ChecksumTable::bytes_for(slots)};
 }
 [[nodiscard]] inline pool::ArraySpec ep_index_spec(std::uint64_t records) {
-  return {"ep_index", scheme::IndexRecordTable<1>::bytes_for(records)};
+  return {scheme::kEpIndexArray, scheme::IndexRecordTable<1>::bytes_for(records)};
 }
 
 using SchemeArraysFn = std::vector<pool::ArraySpec> (*)(const pool::RunParams&);
+// (kernel name, parameters) -> void, throwing for parameters the scheme refuses.
+using SchemeValidateFn = void (*)(std::string_view, const pool::RunParams&);
+inline void accept_any_params(std::string_view, const pool::RunParams&) {}
 [[nodiscard]] inline std::vector<pool::ArraySpec> no_scheme_arrays(const pool::RunParams&) {
   return {};
 }
@@ -104,6 +111,12 @@ struct Scheme {
   // False for a measurement row that gives up crash consistency on purpose (ipv-nf: versioning
   // without its flushes). Crash campaigns and kill tests skip it; `pmlab crash` refuses it.
   bool crash_safe = true;
+  // Bump when the *contents* format of this row's arrays changes (names and sizes are in the
+  // layout tag already): pools written under the old format are then refused, not misread.
+  std::uint32_t layout_revision = 1;
+  // Refuses parameters this scheme cannot run (kInvalidArgument), e.g. an LP checksum table
+  // too large for the pool; the kernel's own checks run before it.
+  SchemeValidateFn validate = accept_any_params;
 };
 
 // A scheme that backend B can execute in context Ctx.
@@ -114,6 +127,8 @@ concept SchemeFor = mem::Backend<B> &&
   { s.name } -> std::convertible_to<std::string_view>;
   { s.sim_refusal } -> std::convertible_to<std::string_view>;
   { s.arrays(p) } -> std::same_as<std::vector<pool::ArraySpec>>;
+  { s.layout_revision } -> std::convertible_to<std::uint32_t>;
+  s.validate(std::string_view{}, p);
   s.prepare(be, ctx);
   s.run(be, ctx, first);
   { s.recover(be, ctx, report) } -> std::same_as<std::size_t>;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "pmlab/mem/backend.hpp"
@@ -14,6 +15,10 @@
 #include "pmlab/scheme/copy_mode.hpp"
 
 namespace pmlab::scheme {
+
+// The names of a checkpoint scheme's pool arrays (spelled here only).
+inline constexpr std::string_view kCpHeaderArray = "cp_header";
+inline constexpr std::string_view kCpAreaArray = "cp_area";
 
 // The checkpoint's persistent header, one line. Every field is one aligned 8-byte word, so each
 // store is failure-atomic; no field ever depends on two words being written together.

@@ -4,11 +4,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/scheme/undo_log.hpp"
 
 namespace pmlab::scheme {
+
+// The names of a WAL scheme's pool arrays (spelled here only).
+inline constexpr std::string_view kWalHeaderArray = "wal_header";
+inline constexpr std::string_view kWalIndexArray = "wal_index";
+inline constexpr std::string_view kWalLogArray = "wal_log";
 
 // A unit's progress (what its last committed transaction reached), and its value before the
 // transaction in flight. Own line: units of concurrent regions never share one.
