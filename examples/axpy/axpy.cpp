@@ -77,7 +77,7 @@ int run(const std::string& path, const AxpyParams& p, std::uint64_t stop_after) 
       {"x", p.n * sizeof(double)},
       {"y", p.n * sizeof(double)},
       {"z", p.n * sizeof(double)},
-      {"lp_table", lp::ChecksumTable::bytes_for(p.regions())}};
+      {lp::kTableArray, lp::ChecksumTable::bytes_for(p.regions())}};
   bool created = false;
   pool::Pool pool = pool::open_or_create_with(
       path, identity, p, arrays,
@@ -91,7 +91,7 @@ int run(const std::string& path, const AxpyParams& p, std::uint64_t stop_after) 
   const Arrays arr{pool.array<const double>("x"),
                    pool.array<const double>("y"),
                    pool.array<double>("z"),
-                   {pool.array<lp::ChecksumSlot>("lp_table"), p.regions()}};
+                   {pool.array<lp::ChecksumSlot>(lp::kTableArray), p.regions()}};
   // Flushes (recovery only) with whatever libpmem2 chose for this mapping.
   mem::NativeBackend<persist::Pmem2Persist> be(persist::Pmem2Persist(pool.map()), 1);
 

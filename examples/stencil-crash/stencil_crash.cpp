@@ -20,9 +20,9 @@ namespace {
 
 using namespace pmlab;
 
-run::CampaignOptions campaign(std::shared_ptr<const run::UserKernel> kernel, std::uint64_t trials,
-                              std::uint64_t seed) {
-  run::CampaignOptions opt;
+experiments::CampaignOptions campaign(std::shared_ptr<const run::UserKernel> kernel,
+                                      std::uint64_t trials, std::uint64_t seed) {
+  experiments::CampaignOptions opt;
   opt.spec.run.kernel = "stencil";
   opt.spec.run.scheme = "lp";
   opt.spec.run.n = 20;
@@ -44,7 +44,7 @@ run::CampaignOptions campaign(std::shared_ptr<const run::UserKernel> kernel, std
   return opt;
 }
 
-void print(const char* what, const run::CampaignResult& r) {
+void print(const char* what, const experiments::CampaignResult& r) {
   std::uint64_t recomputed = 0;
   for (const auto& t : r.results) recomputed += t.recovery.regions_recomputed;
   std::printf(
@@ -56,7 +56,7 @@ void print(const char* what, const run::CampaignResult& r) {
   for (const auto& t : r.results)
     if (!t.passed) {
       std::printf("         first failure: trial %llu (%s at op %llu): %s\n",
-                  static_cast<unsigned long long>(t.index), run::to_string(t.kind),
+                  static_cast<unsigned long long>(t.index), experiments::to_string(t.kind),
                   static_cast<unsigned long long>(t.crash_op), t.failure.c_str());
       break;
     }
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   }
   try {
     const auto kernel = run::make_user_kernel<stencil::Stencil>();
-    const auto ok = run::run_campaign(campaign(kernel, trials, seed));
+    const auto ok = experiments::run_campaign(campaign(kernel, trials, seed));
     print("lp", ok);
 
     auto mutant = std::make_shared<run::UserKernel>(*kernel);
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       return static_cast<std::size_t>(be.load(pool.array<const std::uint64_t>("durable_steps"))) +
              1;
     };
-    const auto bad = run::run_campaign(campaign(mutant, trials, seed));
+    const auto bad = experiments::run_campaign(campaign(mutant, trials, seed));
     print("mutant", bad);
 
     if (ok.passed != ok.trials) {

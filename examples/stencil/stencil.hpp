@@ -15,6 +15,7 @@
 #include <pmlab/core/error.hpp>
 #include <pmlab/kernels/checks.hpp>
 #include <pmlab/lp/checksum.hpp>
+#include <pmlab/lp/checksum_param.hpp>
 #include <pmlab/lp/checksum_table.hpp>
 #include <pmlab/lp/recovery.hpp>
 #include <pmlab/lp/region.hpp>
@@ -164,36 +165,36 @@ std::size_t recover_lp(B& be, const Operands& op, lp::RecoveryStats& stats) {
 
 // --- the kernel description -------------------------------------------------------------------
 
-using Ctx = run::SchemeContext<Operands>;
+using Ctx = scheme::SchemeContext<Operands>;
 
 inline std::vector<pool::ArraySpec> lp_arrays(const pool::RunParams& p) {
   const std::size_t bands = (p.n - 2 + p.bs - 1) / p.bs;
   return {{"durable_steps", sizeof(std::uint64_t)},
-          {"lp_table", lp::ChecksumTable::bytes_for(2 * bands)}};
+          {lp::kTableArray, lp::ChecksumTable::bytes_for(2 * bands)}};
 }
 
 inline constexpr auto kSchemes = std::tuple{
-    run::Scheme{
-        .name = "base",
+    scheme::Scheme{
+        .name = scheme::kBaseScheme,
         .run = [](mem::Backend auto& be, const Ctx& c,
                   std::size_t first) { run_base(be, c.op, first); },
-        .recover = [](mem::Backend auto& be, const Ctx& c, run::RunReport& r) -> std::size_t {
+        .recover = [](mem::Backend auto& be, const Ctx& c, scheme::RunReport& r) -> std::size_t {
           r.recovery_action = "restart";  // grid 0 may have been overwritten
           restore_input(be, c.op, c.params.seed);
           return 0;
         }},
-    run::Scheme{
+    scheme::Scheme{
         .name = "lp",
         .arrays = lp_arrays,
         .run =
             [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-              lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+              lp::with_checksum_kind(lp::checksum_of(c.params), [&](auto kind) {
                 run_lp<decltype(kind)::value>(be, c.op, first);
               });
             },
-        .recover = [](mem::Backend auto& be, const Ctx& c, run::RunReport& r) -> std::size_t {
+        .recover = [](mem::Backend auto& be, const Ctx& c, scheme::RunReport& r) -> std::size_t {
           r.recovery_action = "lp-recovery";
-          return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+          return lp::with_checksum_kind(lp::checksum_of(c.params), [&](auto kind) {
             return recover_lp<decltype(kind)::value>(be, c.op, r.recovery);
           });
         }},
@@ -242,7 +243,7 @@ struct Stencil {
         steps_of(p)};
     if (pool.has_array("lp_table")) {
       op.durable_steps = pool.array<std::uint64_t>("durable_steps");
-      op.slots = pool.array<lp::ChecksumSlot>("lp_table");
+      op.slots = pool.array<lp::ChecksumSlot>(lp::kTableArray);
     }
     return op;
   }

@@ -37,7 +37,7 @@ struct BenchArgs {
 };
 
 int do_bench(const BenchArgs& a) {
-  run::BenchOptions o;
+  experiments::BenchOptions o;
   o.kernel = a.kernel;
   o.schemes = a.schemes;
   o.n = a.n;
@@ -70,13 +70,13 @@ int do_bench(const BenchArgs& a) {
   // handler cannot remove a directory safely) and exit 130 (run_bench throws kInterrupted).
   const InterruptScope interrupts(OnInterrupt::kStopAfterStep);
   o.stop = InterruptScope::stop_flag();
-  const auto r = run::run_bench(o);
+  const auto r = experiments::run_bench(o);
   bar.finish();
   if (a.json) {
-    auto j = run::to_json(r);
+    auto j = experiments::to_json(r);
     fmt::print("{}\n", with_meta(j).dump(2));
   } else {
-    fmt::print("{}", run::to_markdown(r));
+    fmt::print("{}", experiments::to_markdown(r));
   }
   for (const auto& s : r.schemes)
     if (!s.bit_exact) return kExitVerifyFailed;

@@ -16,6 +16,7 @@
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
+#include "pmlab/lp/checksum_param.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -43,7 +44,7 @@ struct CrashArgs {
   KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string flush = "clflushopt";
   double recovery_crash_rate = 0.3;
-  int jobs = run::kDefaultCampaignJobs;
+  int jobs = experiments::kDefaultCampaignJobs;
   MachineArgs machine = campaign_machine();
   std::vector<std::string> images{"cache", "any-dirty"};
   std::string mutate = "none";
@@ -73,7 +74,7 @@ run::SimRunSpec make_spec(const CrashArgs& a) {
   spec.run.n = a.n;
   spec.run.bs = a.bs;
   spec.run.threads = a.threads;
-  spec.run.checksum = lp::checksum_kind_from_string(a.checksum);
+  lp::set_checksum(spec.run, lp::checksum_kind_from_string(a.checksum));
   a.kernel_options.apply(spec.run);
   spec.machine = build_machine(a.machine);
   spec.flush = flush_mode(a.flush);
@@ -86,7 +87,7 @@ run::SimRunSpec make_spec(const CrashArgs& a) {
 
 // The resolved cleaning period is repeated in cycles: no calibration run on replay.
 std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
-                           const run::TrialResult& t) {
+                           const experiments::TrialResult& t) {
   std::string cmd = fmt::format(
       "pmlab crash {} --scheme {} --n {} --bs {} --threads {} --checksum {} {} --flush {} "
       "--replay {}",
@@ -97,16 +98,16 @@ std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
   cmd += a.kernel_options.as_flags();
   if (a.mutate != "none") cmd += fmt::format(" --mutate {}", a.mutate);
   for (auto k : t.recovery_crashes) cmd += fmt::format(" --replay-recovery {}", k);
-  cmd += fmt::format(" --replay-image {}", run::to_string(t.image));
-  if (t.image == run::ImageModel::kAnyDirty)
+  cmd += fmt::format(" --replay-image {}", experiments::to_string(t.image));
+  if (t.image == experiments::ImageModel::kAnyDirty)
     cmd += fmt::format(" --replay-image-seed {}", t.image_seed);
   return cmd;
 }
 
-std::vector<run::ImageModel> image_models(const std::vector<std::string>& names) {
-  std::vector<run::ImageModel> out;
+std::vector<experiments::ImageModel> image_models(const std::vector<std::string>& names) {
+  std::vector<experiments::ImageModel> out;
   for (const auto& n : names) {
-    const auto m = run::image_model_from_string(n);
+    const auto m = experiments::image_model_from_string(n);
     if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
   }
   return out;
@@ -118,27 +119,27 @@ int do_crash(const CrashArgs& a) {
     dump_machine(spec.machine);
     return kExitOk;
   }
-  const auto mutation = run::mutation_from_string(a.mutate);
+  const auto mutation = experiments::mutation_from_string(a.mutate);
   // An epoch-engine mutant is caught by the persist-order oracle (the image check alone sees it
   // only when a crash lands in the window it opens): on, as --check-order would.
   if (mem::epoch_engine_mutation(mutation)) spec.machine.persistency.check_order = true;
-  run::require_crash_safe(spec);  // before anything runs: usage errors
-  run::require_applicable(spec, mutation);
+  experiments::require_crash_safe(spec);  // before anything runs: usage errors
+  experiments::require_applicable(spec, mutation);
   auto images = image_models(a.images);
   // Under a hardware barrier (lb*) the default is the cache image alone: any-dirty ignores the
   // epoch order the hardware guarantees (run_campaign refuses it; docs/bep.md).
   if (spec.machine.persistency.hardware() && a.images == CrashArgs{}.images)
-    images = {run::ImageModel::kCache};
+    images = {experiments::ImageModel::kCache};
   if (a.replay) {
-    auto t = run::replay_trial(spec, *a.replay, a.replay_recovery,
-                               {run::image_model_from_string(a.replay_image), a.replay_image_seed,
-                                mutation, a.model_recovery});
+    auto t = experiments::replay_trial(spec, *a.replay, a.replay_recovery,
+                                       {experiments::image_model_from_string(a.replay_image),
+                                        a.replay_image_seed, mutation, a.model_recovery});
     if (a.json) {
       nlohmann::json j{{"crash_op", t.crash_op},
                        {"recovery_crashes", t.recovery_crashes},
                        {"crashes_in_recovery", t.crashes_in_recovery},
                        {"crashes_in_resumed_run", t.crashes_in_resumed_run},
-                       {"image", run::to_string(t.image)},
+                       {"image", experiments::to_string(t.image)},
                        {"mutation", mem::to_string(mutation)},
                        {"passed", t.passed},
                        {"failure", t.failure},
@@ -149,12 +150,12 @@ int do_crash(const CrashArgs& a) {
       fmt::print(
           "replay crash at op {} ({} image; later crashes: {} in recovery, {} in the "
           "resumed run): {}{}\n",
-          t.crash_op, run::to_string(t.image), t.crashes_in_recovery, t.crashes_in_resumed_run,
-          t.passed ? "PASSED" : "FAILED: ", t.failure);
+          t.crash_op, experiments::to_string(t.image), t.crashes_in_recovery,
+          t.crashes_in_resumed_run, t.passed ? "PASSED" : "FAILED: ", t.failure);
     }
     return t.passed ? kExitOk : kExitVerifyFailed;
   }
-  run::CampaignOptions opt;
+  experiments::CampaignOptions opt;
   opt.spec = spec;
   opt.trials = a.trials;
   opt.seed = a.seed ? *a.seed : std::random_device{}();
@@ -167,15 +168,15 @@ int do_crash(const CrashArgs& a) {
   ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials,
                   progress_wanted(a.quiet));
   opt.progress = [&](std::uint64_t done, std::uint64_t) { bar.update(done); };
-  auto r = run::run_campaign(opt);
+  auto r = experiments::run_campaign(opt);
   bar.finish();
   // Negative controls: the same campaign (seed, trials, images) on each mutant it must catch.
-  std::vector<run::ControlResult> controls;
+  std::vector<experiments::ControlResult> controls;
   const bool with_controls = a.controls && mutation == mem::Mutation::kNone;
-  if (with_controls) controls = run::run_controls(opt);
-  auto j = run::to_json(r, a.per_trial);
+  if (with_controls) controls = experiments::run_controls(opt);
+  auto j = experiments::to_json(r, a.per_trial);
   j["seed"] = opt.seed;
-  if (with_controls) j["controls"] = run::to_json(controls);
+  if (with_controls) j["controls"] = experiments::to_json(controls);
   if (a.json) {
     for (auto& f : j["failures"])
       f["replay"] = replay_command(a, spec, r.results[f["trial"].get<std::size_t>()]);
@@ -188,9 +189,9 @@ int do_crash(const CrashArgs& a) {
         r.trials_per_second(),
         r.jobs > 0 ? fmt::format("{} forked at once", r.jobs) : std::string("sequential"));
     std::string per_model;
-    for (const auto& x : run::tally_by_image(r))
-      per_model += fmt::format("{}{} {}/{}", per_model.empty() ? "" : ", ", run::to_string(x.image),
-                               x.passed, x.trials);
+    for (const auto& x : experiments::tally_by_image(r))
+      per_model += fmt::format("{}{} {}/{}", per_model.empty() ? "" : ", ",
+                               experiments::to_string(x.image), x.passed, x.trials);
     fmt::print("  crash images: {}{}\n", per_model,
                r.mutation == mem::Mutation::kNone
                    ? std::string()
@@ -248,7 +249,7 @@ int do_crash(const CrashArgs& a) {
         fmt::print(
             "  negative controls (same campaign on deliberately broken protocols): detects "
             "{}/{} mutants ({})\n",
-            run::mutants_detected(controls), run::mutants_reached(controls), each);
+            experiments::mutants_detected(controls), experiments::mutants_reached(controls), each);
       for (const auto& c : controls)
         if (!c.not_reached.empty())
           fmt::print("  negative control {} missed but not reached, so not counted: {}\n",
@@ -260,10 +261,12 @@ int do_crash(const CrashArgs& a) {
     for (const auto& t : r.results)
       if (!t.passed)
         fmt::print("  FAILED trial {} ({} crash at op {}): {}\n    replay: {}\n", t.index,
-                   run::to_string(t.kind), t.crash_op, t.failure, replay_command(a, spec, t));
+                   experiments::to_string(t.kind), t.crash_op, t.failure,
+                   replay_command(a, spec, t));
   }
   if (r.passed != r.trials) return kExitVerifyFailed;
-  if (with_controls && run::mutants_detected(controls) < run::mutants_reached(controls)) {
+  if (with_controls &&
+      experiments::mutants_detected(controls) < experiments::mutants_reached(controls)) {
     for (const auto& c : controls)
       if (!c.detected() && c.not_reached.empty())
         fmt::print(stderr,

@@ -27,7 +27,7 @@ struct EvalArgs {
 };
 
 int do_eval(const EvalArgs& a) {
-  eval::EvalOptions opt;
+  experiments::EvalOptions opt;
   opt.full = a.full;
   opt.out_dir = a.out;
   opt.seed = a.seed;
@@ -53,13 +53,13 @@ int do_eval(const EvalArgs& a) {
     bar.set_detail(what);
     bar.update(static_cast<std::uint64_t>(frac * 1000));
   };
-  auto results = eval::run_eval(opt);
+  auto results = experiments::run_eval(opt);
   bar.finish();
   interrupts.reset();
   if (a.json) {
     fmt::print("{}\n", with_meta(results).dump(2));
   } else {
-    fmt::print("\n{}\n", eval::render_headline(results));
+    fmt::print("\n{}\n", experiments::render_headline(results));
     fmt::print("{} in {:.0f} s. Report: {}/report.md, data: {}/results.json, figures: {}\n",
                results["complete"].get<bool>() ? "Evaluation complete"
                                                : "Evaluation INTERRUPTED (partial report)",

@@ -86,7 +86,7 @@ int do_info(const InfoArgs& a) {
                      {"n", p.n},
                      {"bs", p.bs},
                      {"threads", p.threads},
-                     {"checksum", std::string(lp::to_string(p.checksum))},
+                     {"checksum", p.checksum},
                      {"seed", p.seed},
                      {"kernel_params", nlohmann::json::object()}}}};
   for (const auto& kp : p.kernel_params) j["params"]["kernel_params"][kp.name] = kp.value;
@@ -115,8 +115,7 @@ int do_info(const InfoArgs& a) {
   }
   fmt::print("pool {} ({} bytes)\n", a.pool, static_cast<std::uint64_t>(st.st_size));
   fmt::print("  kernel {}, scheme {}, n {}, bs {}, threads {}, checksum {}, seed {}{}\n", p.kernel,
-             p.scheme, p.n, p.bs, p.threads, lp::to_string(p.checksum), p.seed,
-             kernel_param_flags(p));
+             p.scheme, p.n, p.bs, p.threads, p.checksum, p.seed, kernel_param_flags(p));
   if (!pool) {
     fmt::print("  state: in use by another process ({})\n", busy);
     return kExitOk;

@@ -21,6 +21,7 @@
 #include "kernel_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
+#include "pmlab/lp/checksum_param.hpp"
 #include "pmlab/run/catalog.hpp"
 
 namespace pmlab::cli {
@@ -99,7 +100,7 @@ pool::RunParams merge(const RunArgs& a, const Given& g, const pool::RunParams& b
   if (g.n) p.n = a.n;
   if (g.bs) p.bs = a.bs;
   if (g.threads) p.threads = a.threads;
-  if (g.checksum) p.checksum = lp::checksum_kind_from_string(a.checksum);
+  if (g.checksum) lp::set_checksum(p, lp::checksum_kind_from_string(a.checksum));
   if (g.seed) p.seed = a.seed;
   if (g.kernel_params) a.kernel_options.apply(p);
   return p;
@@ -179,7 +180,7 @@ int do_run(const RunArgs& a, const Given& g) {
         {"n", params.n},
         {"bs", params.bs},
         {"threads", params.threads},
-        {"checksum", std::string(lp::to_string(params.checksum))},
+        {"checksum", params.checksum},
         {"seed", params.seed},
         {"kernel_params", kernel_params_json(params)},  // the kernel's own, e.g. conv2d's width
         {"pool", a.pool},
@@ -215,8 +216,8 @@ int do_run(const RunArgs& a, const Given& g) {
     fmt::print("{}\n", with_meta(j).dump(2));
   } else {
     fmt::print("pmlab run {} --scheme {} --n {} --bs {} --threads {} --checksum {}{}  pool={}\n",
-               params.kernel, params.scheme, params.n, params.bs, params.threads,
-               lp::to_string(params.checksum), kernel_param_flags(params), a.pool);
+               params.kernel, params.scheme, params.n, params.bs, params.threads, params.checksum,
+               kernel_param_flags(params), a.pool);
     if (report.resumed) {
       fmt::print("  resumed an interrupted run (start #{}): {}\n", pool->starts(),
                  report.recovery_action);

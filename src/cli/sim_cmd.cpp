@@ -18,6 +18,7 @@
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
+#include "pmlab/lp/checksum_param.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/presets.hpp"
 
@@ -128,7 +129,7 @@ int do_sim(const SimArgs& a) {
   spec.run.n = a.n;
   spec.run.bs = a.bs;
   spec.run.threads = a.threads.value_or(static_cast<std::uint32_t>(spec.machine.threads));
-  spec.run.checksum = lp::checksum_kind_from_string(a.checksum);
+  lp::set_checksum(spec.run, lp::checksum_kind_from_string(a.checksum));
   spec.run.seed = a.seed;
   a.kernel_options.apply(spec.run);
   spec.flush = sim::flush_mode_from_string(a.flush);
@@ -162,7 +163,7 @@ int do_sim(const SimArgs& a) {
                      {"n", a.n},
                      {"bs", a.bs},
                      {"threads", spec.run.threads},
-                     {"checksum", std::string(lp::to_string(spec.run.checksum))},
+                     {"checksum", spec.run.checksum},
                      {"seed", a.seed},
                      {"flush", a.flush},
                      {"drain", a.drain},

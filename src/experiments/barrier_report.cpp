@@ -6,7 +6,7 @@
 #include "paper_numbers.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -184,4 +184,4 @@ std::string barrier_section(const json& benches) {
   return md;
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

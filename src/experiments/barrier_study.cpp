@@ -8,7 +8,7 @@
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/stats.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -226,4 +226,4 @@ json barrier_study_summary(const json& benches) {
   return out;
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

@@ -30,7 +30,12 @@
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/scheme/scheme.hpp"
 
-namespace pmlab::run {
+namespace pmlab::experiments {
+
+using run::ExecOptions;
+using run::find_kernel;
+using run::RunReport;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -60,7 +65,8 @@ Run run_scheme(const BenchOptions& opt, const std::string& scheme, const fs::pat
                std::uint64_t executions, bool verify) {
   pool::RunParams p;
   p.kernel = opt.kernel;
-  p.scheme = scheme == kAaScheme ? std::string(kBaseScheme) : scheme;  // the A/A row runs base
+  p.scheme =
+      scheme == kAaScheme ? std::string(scheme::kBaseScheme) : scheme;  // the A/A row runs base
   p.n = opt.n;
   p.bs = opt.bs;
   p.threads = opt.threads;
@@ -219,7 +225,7 @@ std::string format_seconds(double s) {
 }  // namespace
 
 BenchResult run_bench(const BenchOptions& opt) {
-  std::vector<std::string> schemes{std::string(kBaseScheme)};
+  std::vector<std::string> schemes{std::string(scheme::kBaseScheme)};
   for (const auto& s : opt.schemes.empty() ? find_kernel(opt.kernel).schemes : opt.schemes)
     if (std::find(schemes.begin(), schemes.end(), s) == schemes.end()) schemes.push_back(s);
   validate(opt, schemes);
@@ -243,7 +249,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.n = opt.n;
   r.bs = opt.bs;
   r.threads = opt.threads;
-  r.persist = to_string(opt.mode);
+  r.persist = run::to_string(opt.mode);
   r.flush = std::string(persist::to_string(opt.flush));
   r.nt_store_isa = std::string(scheme::nt_copy_isa());
   r.target = opt.target;
@@ -259,7 +265,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   // Calibration: one untimed base execution (it also warms caches, page tables and the
   // OpenMP runtime) sets how many executions make a repetition.
   if (opt.progress) opt.progress(0, schemes.size(), "calibrating on base");
-  const Run calibration = run_scheme(opt, std::string(kBaseScheme), dir, 1, true);
+  const Run calibration = run_scheme(opt, std::string(scheme::kBaseScheme), dir, 1, true);
   // CPU time per thread, when lower than wall time: preemption during calibration on a busy
   // machine would otherwise shrink every repetition below --rep-seconds.
   const double calibration_cpu = calibration.timing.cpu_seconds / static_cast<double>(opt.threads);
@@ -274,7 +280,7 @@ BenchResult run_bench(const BenchOptions& opt) {
       std::floor(5 * opt.min_rep_seconds / std::max(calibration.wall_seconds, 1e-6));
   r.executions_per_rep =
       static_cast<std::uint64_t>(std::clamp(std::min(wanted, affordable), 1.0, 100000.0));
-  r.schemes.push_back({std::string(kBaseScheme), std::nullopt, 0, calibration.verified});
+  r.schemes.push_back({std::string(scheme::kBaseScheme), std::nullopt, 0, calibration.verified});
 
   std::vector<double> base_reps;
   for (std::size_t s = 1; s < schemes.size(); ++s) {
@@ -301,9 +307,9 @@ BenchResult run_bench(const BenchOptions& opt) {
       experiments::RunTiming base, scheme;
       if (scheme_first) {
         scheme = run_one(name);
-        base = run_one(std::string(kBaseScheme));
+        base = run_one(std::string(scheme::kBaseScheme));
       } else {
-        base = run_one(std::string(kBaseScheme));
+        base = run_one(std::string(scheme::kBaseScheme));
         scheme = run_one(name);
       }
       return experiments::PairTiming{base.wall_seconds, scheme.wall_seconds, base.cpu_seconds,
@@ -408,7 +414,7 @@ nlohmann::json to_json(const BenchResult& r) {
                      {"median_rep_seconds", s.median_rep_seconds},
                      {"bit_exact_vs_base", s.bit_exact}};
     if (!s.paired) {
-      if (s.scheme == kBaseScheme) {  // the reference: its ratio is 1 by definition
+      if (s.scheme == scheme::kBaseScheme) {  // the reference: its ratio is 1 by definition
         j["ratio"] = 1.0;
         j["ci95"] = {1.0, 1.0};
         j["resolved"] = true;
@@ -499,10 +505,10 @@ std::string to_markdown(const BenchResult& r) {
   out += "|---|---:|---|---:|---:|---|:---:|\n";
   for (const auto& s : r.schemes) {
     if (!s.paired) {
-      out += fmt::format("| {} | {} | {} | | | | {} |\n", s.scheme,
-                         format_seconds(s.median_rep_seconds),
-                         s.scheme == kBaseScheme ? "(reference)" : "(single pass: not timed)",
-                         s.bit_exact ? "yes" : "NO");
+      out += fmt::format(
+          "| {} | {} | {} | | | | {} |\n", s.scheme, format_seconds(s.median_rep_seconds),
+          s.scheme == scheme::kBaseScheme ? "(reference)" : "(single pass: not timed)",
+          s.bit_exact ? "yes" : "NO");
       continue;
     }
     const auto& p = *s.paired;
@@ -525,4 +531,4 @@ std::string to_markdown(const BenchResult& r) {
   return out;
 }
 
-}  // namespace pmlab::run
+}  // namespace pmlab::experiments

@@ -11,7 +11,7 @@
 #include "pmlab/kernels/tmm.hpp"
 #include "pmlab/mem/native_backend.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 template <lp::ChecksumKind K>
@@ -230,4 +230,4 @@ nlohmann::json ChecksumStudy::to_json() const {
   return j;
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

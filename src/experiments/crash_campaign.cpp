@@ -23,7 +23,20 @@
 #include "pmlab/run/user_kernel.hpp"
 #include "pmlab/sim/crash_image.hpp"
 
-namespace pmlab::run {
+namespace pmlab::experiments {
+
+// The simulator session and the catalog this campaign drives (run layer).
+using run::find_kernel;
+using run::find_sim_kernel;
+using run::KernelDriver;
+using run::NativeRestart;
+using run::RunReport;
+using run::SimKernel;
+using run::SimRunResult;
+using run::SimRunSpec;
+using run::SimSession;
+using run::simulate;
+using run::TailBackend;
 namespace {
 
 struct FaultFree {
@@ -938,4 +951,4 @@ nlohmann::json to_json(const std::vector<ControlResult>& c) {
           {"runs", runs}};
 }
 
-}  // namespace pmlab::run
+}  // namespace pmlab::experiments

@@ -25,7 +25,7 @@
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/stats.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -177,7 +177,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
     const bool aa = k.name == "tmm";
     const double schemes = (full ? static_cast<double>(k.schemes.size()) : 1.0) + (aa ? 1 : 0);
     steps.push_back({"native", "native " + k.name, (budget + 5) * schemes, [=, name = k.name] {
-                       run::BenchOptions b;
+                       experiments::BenchOptions b;
                        b.kernel = name;
                        b.n = sz.bench_n;
                        if (!full && has_lp) b.schemes = {"lp"};
@@ -188,7 +188,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
                        b.target = 0.01;
                        b.seed = opt.seed;
                        b.stop = opt.stop;  // Ctrl-C stops inside the benchmark too
-                       return run::to_json(run::run_bench(b));
+                       return experiments::to_json(experiments::run_bench(b));
                      }});
   }
   // 1b. Instructions per scheme vs base under callgrind (scripts/instruction-counts): the
@@ -245,15 +245,15 @@ std::vector<Step> plan(const EvalOptions& opt) {
              spec.run.threads = 2;
              if (!simulable(spec))
                return json{{"kernel", name}, {"scheme", s}, {"skipped", "native only"}};
-             run::CampaignOptions c;
+             experiments::CampaignOptions c;
              c.spec = spec;
              c.trials = full ? 2000 : 100;
              c.seed = opt.seed;
-             auto j = run::to_json(run::run_campaign(c), false);
+             auto j = experiments::to_json(experiments::run_campaign(c), false);
              j["n"] = spec.run.n;
              // Negative controls: the same campaign on each mutant the scheme must catch
              // ("detects N/M mutants"; an undetected one is reported, not hidden).
-             j["controls"] = run::to_json(run::run_controls(c));
+             j["controls"] = experiments::to_json(experiments::run_controls(c));
              return j;
            }});
     }
@@ -547,4 +547,4 @@ json run_eval(const EvalOptions& opt) {
   return results;
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

@@ -16,7 +16,7 @@
 
 #include "pmlab/core/error.hpp"
 
-namespace pmlab::run {
+namespace pmlab::experiments {
 
 namespace {
 constexpr int kExitParentGone = 130;
@@ -116,4 +116,4 @@ void ForkPool::wait_all() {
   while (!running_.empty()) poll(true);
 }
 
-}  // namespace pmlab::run
+}  // namespace pmlab::experiments

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pmlab::run {
+namespace pmlab::experiments {
 
 class ForkPool {
  public:
@@ -50,4 +50,4 @@ class ForkPool {
   int child_fd_ = -1;  // in a child: the write end of its pipe
 };
 
-}  // namespace pmlab::run
+}  // namespace pmlab::experiments

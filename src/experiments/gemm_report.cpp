@@ -8,7 +8,7 @@
 
 #include "pmlab/experiments/gemm_study.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -147,4 +147,4 @@ std::string gemm_section(const json& variants) {
   return md;
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

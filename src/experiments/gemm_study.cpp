@@ -10,7 +10,7 @@
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/stats.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 
 using nlohmann::json;
 
@@ -66,4 +66,4 @@ json gemm_study_variant(const std::string& variant, const GemmStudyOptions& o) {
           {"cells", cells}};
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-namespace pmlab::eval::paper {
+namespace pmlab::experiments::paper {
 
 // LP paper Fig. 10 (text §VI-B): tmm on gem5, lp-isca18 machine, normalized to base.
 // The paper's tmm+WAL is ii-granular and does not say how its log is laid out, so its values
@@ -70,4 +70,4 @@ inline const std::map<std::string, std::string> kMicro15Bsp = {
     {"lb-idt-10k", "1.35x"}, {"lb++-10k", "1.3x"}, {"lb++-nolog-10k", "~1.16x"},
     {"write-through", "~8x"}};
 
-}  // namespace pmlab::eval::paper
+}  // namespace pmlab::experiments::paper

@@ -7,7 +7,7 @@
 
 #include "pmlab/experiments/preflush_study.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -140,4 +140,4 @@ std::string preflush_section(const json& steps) {
   return md + "\n";
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

@@ -10,7 +10,7 @@
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/stats.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -182,4 +182,4 @@ json preflush_study_sensitivity(const PreflushStudyOptions& o, bool full) {
   return {{"kernel", "tmm"}, {"n", o.n}, {"bs", o.bs}, {"threads", o.threads}, {"rows", rows}};
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

@@ -17,7 +17,7 @@
 #include "pmlab/experiments/preflush_study.hpp"
 #include "pmlab/experiments/seed002_study.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -641,4 +641,4 @@ std::string render_report(const json& results) {
   return md;
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

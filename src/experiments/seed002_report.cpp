@@ -5,7 +5,7 @@
 
 #include "pmlab/experiments/seed002_study.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -119,4 +119,4 @@ std::string seed002_section(const json& entries) {
   return md + "\n";
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

@@ -17,7 +17,7 @@
 #include "pmlab/sim/presets.hpp"
 #include "pmlab/sim/stats.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -292,4 +292,4 @@ json seed002_kernel(const std::string& kernel, const Seed002Options& o) {
   return out;
 }
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

@@ -13,6 +13,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace cgk = kernels::cg;
 using Ctx = SchemeContext<cgk::Operands>;
 

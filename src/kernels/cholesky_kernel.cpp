@@ -12,6 +12,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace ch = kernels::cholesky;
 
 // Sizes only (no arrays): table and record counts.

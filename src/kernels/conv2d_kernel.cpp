@@ -12,6 +12,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace cv = kernels::conv2d;
 using Ctx = SchemeContext<cv::Operands>;
 

@@ -13,6 +13,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace ga = kernels::gauss;
 
 // Sizes only (no arrays): table and record counts.

@@ -17,6 +17,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace gm = kernels::gemm;
 using Ctx = SchemeContext<gm::Operands>;
 

@@ -14,6 +14,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace hs = bep::hash;
 
 struct HashOperands {

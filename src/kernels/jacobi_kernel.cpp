@@ -13,6 +13,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace jk = kernels::jacobi;
 using Ctx = SchemeContext<jk::Operands>;
 

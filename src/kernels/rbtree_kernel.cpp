@@ -18,6 +18,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace rb = bep::rbtree;
 
 // A transaction logs at most kTxMaxLines lines. A red-black insert's write set is about

@@ -18,6 +18,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace sg = bep::sdg;
 
 struct SdgOperands {

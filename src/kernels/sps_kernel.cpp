@@ -15,6 +15,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 namespace sp = bep::sps;
 
 struct SpsOperands {

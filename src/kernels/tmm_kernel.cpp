@@ -35,6 +35,8 @@ void restart(B& be, const Operands& op) {
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type and the rows kernels share
+
 // The arrays only tmm's rows add (names spelled here only): in-place versioning's second
 // version of C, and pmemobj's "C copied back" marker.
 constexpr std::string_view kIpvSecondC = "ipv_c1";

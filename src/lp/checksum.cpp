@@ -4,6 +4,7 @@
 #include <string>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/lp/checksum_param.hpp"
 
 namespace pmlab::lp {
 
@@ -29,6 +30,14 @@ ChecksumKind checksum_kind_from_string(std::string_view s) {
   throw Error(ErrorCode::kInvalidArgument,
               "unknown checksum kind '" + std::string(s) +
                   "' (expected modular, parity, adler32, modular-parity or crc32c)");
+}
+
+ChecksumKind checksum_of(const pool::RunParams& p) {
+  return checksum_kind_from_string(p.checksum);
+}
+
+void set_checksum(pool::RunParams& p, ChecksumKind k) {
+  p.checksum = std::string(to_string(k));
 }
 
 bool is_valid_checksum_kind(std::uint32_t raw) {

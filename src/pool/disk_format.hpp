@@ -30,7 +30,7 @@ struct Header {
   std::uint64_t file_bytes;
   char kernel[16];
   char scheme[24];
-  std::uint32_t checksum;
+  std::uint32_t reserved0;  // format 2 stored the checksum kind's number here
   std::uint32_t threads;
   std::uint64_t n, bs, seed;
   std::uint32_t array_count;
@@ -38,13 +38,14 @@ struct Header {
   Param params[8];
   Array arrays[32];
   std::uint32_t layout_tag;  // format 3: RunParams::layout_tag
-  std::uint32_t reserved;
+  std::uint32_t reserved1;
+  char checksum[16];         // format 3: the checksum kind by name (NUL-padded)
   std::uint64_t header_crc;  // CRC32C of every byte before this field
 };
 static_assert(sizeof(Header) < kStateOffset);
 static_assert(offsetof(Header, params) == 104 && offsetof(Header, arrays) == 296 &&
-              offsetof(Header, layout_tag) == 1576 &&
-              offsetof(Header, header_crc) == 1584);  // as docs/pool-format.md lists them
+              offsetof(Header, layout_tag) == 1576 && offsetof(Header, checksum) == 1584 &&
+              offsetof(Header, header_crc) == 1600);  // as docs/pool-format.md lists them
 static_assert(offsetof(Header, header_crc) % 8 == 0);
 
 struct StateLine {

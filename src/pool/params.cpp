@@ -31,7 +31,7 @@ std::vector<std::string> describe_differences(const RunParams& stored, const Run
   };
   cmp("kernel", stored.kernel, requested.kernel);
   cmp("scheme", stored.scheme, requested.scheme);
-  cmp("checksum", lp::to_string(stored.checksum), lp::to_string(requested.checksum));
+  cmp("checksum", stored.checksum, requested.checksum);
   cmp("threads", stored.threads, requested.threads);
   cmp("n", stored.n, requested.n);
   cmp("bs", stored.bs, requested.bs);

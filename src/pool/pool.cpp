@@ -310,7 +310,6 @@ RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std:
   if (h.header_bytes != disk::kHeaderBytes) throw corrupt("unexpected header size");
   if (h.file_bytes != file_size)
     throw corrupt(fmt::format("file is {} bytes, header says {}", file_size, h.file_bytes));
-  if (!lp::is_valid_checksum_kind(h.checksum)) throw corrupt("unknown checksum kind");
   if (h.array_count > kMaxArrays) throw corrupt("too many arrays");
   if (h.param_count > kMaxKernelParams) throw corrupt("too many kernel parameters");
   auto state = st.state_word & 0xffff'ffffu;
@@ -335,7 +334,7 @@ RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std:
   RunParams p;
   p.kernel = read_name(h.kernel, sizeof h.kernel);
   p.scheme = read_name(h.scheme, sizeof h.scheme);
-  p.checksum = static_cast<lp::ChecksumKind>(h.checksum);
+  p.checksum = read_name(h.checksum, sizeof h.checksum);
   p.threads = h.threads;
   p.n = h.n;
   p.bs = h.bs;
@@ -507,7 +506,7 @@ std::optional<Pool> Pool::try_create(const std::string& path, const RunParams& p
   h.header_bytes = disk::kHeaderBytes;
   copy_name(h.kernel, sizeof h.kernel, params.kernel, "kernel");
   copy_name(h.scheme, sizeof h.scheme, params.scheme, "scheme");
-  h.checksum = static_cast<std::uint32_t>(params.checksum);
+  copy_name(h.checksum, sizeof h.checksum, params.checksum, "checksum kind");
   h.threads = params.threads;
   h.n = params.n;
   h.bs = params.bs;

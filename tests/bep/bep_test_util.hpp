@@ -49,18 +49,18 @@ inline void expect_simulated_run_verifies(const run::SimRunSpec& spec) {
 }
 
 // A crash campaign (30% of restarts cut again) on the spec.
-inline run::CampaignResult campaign(const run::SimRunSpec& spec, std::uint64_t trials,
-                                    std::uint64_t seed = 5) {
-  run::CampaignOptions opt;
+inline experiments::CampaignResult campaign(const run::SimRunSpec& spec, std::uint64_t trials,
+                                            std::uint64_t seed = 5) {
+  experiments::CampaignOptions opt;
   opt.spec = spec;
   opt.trials = trials;
   opt.seed = seed;
   // The any-dirty image ignores the epoch order a hardware barrier guarantees (docs/bep.md).
-  if (spec.machine.persistency.hardware()) opt.images = {run::ImageModel::kCache};
-  return run::run_campaign(opt);
+  if (spec.machine.persistency.hardware()) opt.images = {experiments::ImageModel::kCache};
+  return experiments::run_campaign(opt);
 }
 
-inline void expect_all_pass(const run::CampaignResult& r) {
+inline void expect_all_pass(const experiments::CampaignResult& r) {
   EXPECT_EQ(r.passed, r.trials);
   for (const auto& t : r.results)
     if (!t.passed) {

@@ -139,9 +139,9 @@ TEST(EvalNullRatios, ReportPrintsNa) {
                                                            {"cycles_vs_base", nullptr},
                                                            {"writes_vs_base", nullptr}}})}}})}};
   std::string report;
-  ASSERT_NO_THROW(report = eval::render_report(results));
+  ASSERT_NO_THROW(report = experiments::render_report(results));
   EXPECT_NE(report.find("n/a"), std::string::npos) << report;
-  const std::string headline = eval::render_headline(results);
+  const std::string headline = experiments::render_headline(results);
   EXPECT_NE(headline.find("| jacobi | – | n/a |"), std::string::npos) << headline;
 }
 

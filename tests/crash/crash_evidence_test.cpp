@@ -23,6 +23,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::experiments;  // the crash campaign under test
+
 struct Case {
   std::string kernel, scheme;
   friend void PrintTo(const Case& c, std::ostream* os) { *os << c.kernel << " " << c.scheme; }

@@ -105,10 +105,10 @@ void run_split(B& b, const Operands& op) {
       });
 }
 
-using Ctx = run::SchemeContext<Operands>;
+using Ctx = scheme::SchemeContext<Operands>;
 
 inline constexpr auto kSchemes = std::tuple{
-    run::Scheme{
+    scheme::Scheme{
         .name = "master",
         .run = [](mem::Backend auto& be, const Ctx& c,
                   std::size_t first) { run_master(be, c.op, first); },
@@ -117,17 +117,17 @@ inline constexpr auto kSchemes = std::tuple{
           return static_cast<std::size_t>(be.load(c.op.commit));
         },
         .mutants = {mem::Mutation::kNoFlush, mem::Mutation::kNoFence}},
-    run::Scheme{.name = "split",
-                .run =
-                    [](mem::Backend auto& be, const Ctx& c, std::size_t) {
-                      bep::with_epochs(be, bep::configured_barrier(be),
-                                       [&](auto& et) { run_split(et, c.op); });
-                    },
-                .recover = [](mem::Backend auto&, const Ctx&, run::RunReport& r) -> std::size_t {
-                  r.recovery_action = "per-thread resume";  // each thread at its done count
-                  return 0;
-                },
-                .mutants = {mem::Mutation::kLbNoSplit}},
+    scheme::Scheme{.name = "split",
+                   .run =
+                       [](mem::Backend auto& be, const Ctx& c, std::size_t) {
+                         bep::with_epochs(be, bep::configured_barrier(be),
+                                          [&](auto& et) { run_split(et, c.op); });
+                       },
+                   .recover = [](mem::Backend auto&, const Ctx&, run::RunReport& r) -> std::size_t {
+                     r.recovery_action = "per-thread resume";  // each thread at its done count
+                     return 0;
+                   },
+                   .mutants = {mem::Mutation::kLbNoSplit}},
 };
 
 struct Handoff {

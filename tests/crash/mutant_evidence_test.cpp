@@ -17,6 +17,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::experiments;  // the crash campaign under test
+
 // docs/bep.md's engine-mutant table: 4 cores, 1 KiB L1s, an 8 KiB LLC, 12 ops per thread.
 SimRunSpec bep_spec(const std::string& bench, sim::Barrier b, std::uint64_t l1 = 1024,
                     std::uint32_t l1_ways = 4, std::uint64_t llc = 8192,

@@ -3,7 +3,7 @@
 
 #include "pmlab/experiments/checksum_study.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 const AccuracyCell& cell(const std::vector<AccuracyCell>& cells, lp::ChecksumKind k, ErrorModel m) {
@@ -61,4 +61,4 @@ TEST(EvalChecksumStudy, OverheadStudyGivesEveryKindAPairedInterval) {
 }
 
 }  // namespace
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

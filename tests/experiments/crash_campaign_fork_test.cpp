@@ -13,6 +13,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::experiments;  // the crash campaign under test
+
 SimRunSpec tiny_spec(const std::string& scheme, std::uint64_t n, std::uint64_t bs,
                      std::uint32_t threads) {
   SimRunSpec spec;

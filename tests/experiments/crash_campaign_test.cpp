@@ -9,11 +9,14 @@
 #include "../support/test_seed.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
+#include "pmlab/lp/checksum_param.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 
 namespace pmlab::run {
 namespace {
+
+using namespace pmlab::experiments;  // the crash campaign under test
 
 SimRunSpec small_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n,
                       std::uint64_t bs, std::uint32_t threads, lp::ChecksumKind kind) {
@@ -23,7 +26,7 @@ SimRunSpec small_spec(const std::string& kernel, const std::string& scheme, std:
   spec.run.n = n;
   spec.run.bs = bs;
   spec.run.threads = threads;
-  spec.run.checksum = kind;
+  lp::set_checksum(spec.run, kind);
   MachineOverrides o;
   o.cores = 2;
   o.l1_size = 1024;  // tiny caches: CI-sized runs evict, so crashes leave partial state
@@ -113,7 +116,7 @@ TEST_P(CrashCampaign, EveryTrialRecoversBitExactly) {
     for (const auto& t : r.results) {
       EXPECT_TRUE(t.passed) << "seed " << seed << " n=" << n << " bs=" << bs
                             << " threads=" << opt.spec.run.threads
-                            << " checksum=" << lp::to_string(opt.spec.run.checksum)
+                            << " checksum=" << opt.spec.run.checksum
                             << " width=" << opt.spec.run.kernel_param("width", 0)
                             << " campaign seed " << opt.seed << " trial " << t.index << " crash_op "
                             << t.crash_op << " recovery crashes " << t.recovery_crashes.size()

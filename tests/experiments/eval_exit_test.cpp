@@ -35,11 +35,11 @@ json results_with(bool bit_exact, std::uint64_t passed, std::uint64_t trials) {
 }
 
 TEST(EvalVerdict, PassingDocumentHasNoFailedChecks) {
-  EXPECT_TRUE(eval::failed_checks(results_with(true, 40, 40)).empty());
+  EXPECT_TRUE(experiments::failed_checks(results_with(true, 40, 40)).empty());
 }
 
 TEST(EvalVerdict, NotBitExactAndFailedTrialsAreEachNamed) {
-  const auto failed = eval::failed_checks(results_with(false, 37, 40));
+  const auto failed = experiments::failed_checks(results_with(false, 37, 40));
   ASSERT_EQ(failed.size(), 2u);
   EXPECT_NE(failed[0].find("native tmm lp"), std::string::npos) << failed[0];
   EXPECT_NE(failed[1].find("crash lu wal: 3 of 40 trials failed"), std::string::npos) << failed[1];
@@ -52,14 +52,14 @@ TEST(EvalVerdict, AnUndetectedNegativeControlIsAFailedCheck) {
       {"detected", 1},
       {"runs", json::array({{{"mutation", "no-flush"}, {"trials", 40}, {"detected", true}},
                             {{"mutation", "no-fence"}, {"trials", 40}, {"detected", false}}})}};
-  const auto failed = eval::failed_checks(r);
+  const auto failed = experiments::failed_checks(r);
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_NE(failed[0].find("crash lu wal: negative control no-fence not detected"),
             std::string::npos)
       << failed[0];
   // The report says so at its top (a document holding only the verdict: no sections to render).
   const json verdict{{"complete", true}, {"failed_checks", failed}};
-  const std::string report = eval::render_report(verdict);
+  const std::string report = experiments::render_report(verdict);
   EXPECT_NE(report.find("1 check(s) FAILED"), std::string::npos) << report;
   EXPECT_NE(report.find("negative control no-fence not detected"), std::string::npos) << report;
 }

@@ -13,6 +13,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::experiments;  // the crash campaign under test
+
 CampaignOptions campaign(const std::string& kernel, const std::string& scheme) {
   CampaignOptions opt;
   opt.spec.run.kernel = kernel;

@@ -10,14 +10,14 @@
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/experiments/eval.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
 
 // A real campaign and its controls, as eval's crash step records them in results.json.
 json measured_campaign(const std::string& kernel, const std::string& scheme) {
-  run::CampaignOptions c;
+  experiments::CampaignOptions c;
   c.spec.run.kernel = kernel;
   c.spec.run.scheme = scheme;
   c.spec.run.n = 16;
@@ -32,9 +32,9 @@ json measured_campaign(const std::string& kernel, const std::string& scheme) {
   c.spec.machine = run::machine_from("lp-isca18", o);
   c.trials = 20;
   c.seed = 11;
-  json j = run::to_json(run::run_campaign(c), false);
+  json j = experiments::to_json(experiments::run_campaign(c), false);
   j["n"] = c.spec.run.n;
-  j["controls"] = run::to_json(run::run_controls(c));
+  j["controls"] = experiments::to_json(experiments::run_controls(c));
   return j;
 }
 
@@ -79,4 +79,4 @@ TEST(ReportCrash, AMissedMutantIsNamedAndTheHeadlineCountsIt) {
 }
 
 }  // namespace
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

@@ -7,7 +7,7 @@
 
 #include "pmlab/experiments/eval.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 using nlohmann::json;
@@ -87,4 +87,4 @@ TEST(ReportNative, InstructionCountsSkippedWithANote) {
 }
 
 }  // namespace
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

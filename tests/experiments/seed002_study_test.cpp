@@ -7,7 +7,7 @@
 
 #include "pmlab/experiments/seed002_study.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 TEST(Seed002Study, PicksTheCatalogKernelsWithIpvRows) {
@@ -42,4 +42,4 @@ TEST(Seed002Study, SimulatedFlushCostsCoverEveryStateAndKind) {
 }
 
 }  // namespace
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

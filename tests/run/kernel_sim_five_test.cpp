@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pmlab/lp/checksum_param.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 
@@ -41,7 +42,7 @@ pool::RunParams params(const std::string& kernel, const std::string& scheme, std
   p.n = kernel == "fft" ? std::bit_floor(4 * n) : n;  // fft: a power of two
   p.bs = bs;
   p.threads = threads;
-  p.checksum = kind;
+  lp::set_checksum(p, kind);
   p.seed = 7 + n;
   if (kernel == "conv2d" && extra != 0) p.set_kernel_param("width", extra);
   return p;

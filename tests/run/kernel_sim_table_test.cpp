@@ -19,6 +19,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::scheme;  // the Scheme row type
+
 namespace fs = std::filesystem;
 
 // out[i] = 2·in[i] + 1 in blocks of bs elements; the outer iteration is a block.

@@ -60,8 +60,8 @@ TEST(UserKernel, StencilRunsOnAPoolUnderEachSchemeAndResumesADonePool) {
   }
 }
 
-run::CampaignOptions stencil_campaign(std::shared_ptr<const run::UserKernel> kernel) {
-  run::CampaignOptions opt;
+experiments::CampaignOptions stencil_campaign(std::shared_ptr<const run::UserKernel> kernel) {
+  experiments::CampaignOptions opt;
   opt.spec.run = stencil_params("lp", 20, 3, 5, 2);
   opt.spec.user = std::move(kernel);
   run::MachineOverrides o;
@@ -79,8 +79,8 @@ run::CampaignOptions stencil_campaign(std::shared_ptr<const run::UserKernel> ker
 
 TEST(UserKernel, CrashCampaignOverTheStencilPassesAndCatchesAMutantRecovery) {
   const auto kernel = run::make_user_kernel<stencil::Stencil>();
-  const auto ok = run::run_campaign(stencil_campaign(kernel));
-  EXPECT_EQ(ok.passed, ok.trials) << run::to_json(ok, false).dump(2);
+  const auto ok = experiments::run_campaign(stencil_campaign(kernel));
+  EXPECT_EQ(ok.passed, ok.trials) << experiments::to_json(ok, false).dump(2);
   EXPECT_GT(ok.commits, 0u);
   std::uint64_t recomputed = 0;
   for (const auto& t : ok.results) recomputed += t.recovery.regions_recomputed;
@@ -92,7 +92,7 @@ TEST(UserKernel, CrashCampaignOverTheStencilPassesAndCatchesAMutantRecovery) {
   mutant->sim.recover = [](sim::SimBackend& be, pool::Pool& pool, run::RunReport&) {
     return static_cast<std::size_t>(be.load(pool.array<const std::uint64_t>("durable_steps"))) + 1;
   };
-  const auto bad = run::run_campaign(stencil_campaign(mutant));
+  const auto bad = experiments::run_campaign(stencil_campaign(mutant));
   EXPECT_LT(bad.passed, bad.trials);
 }
 

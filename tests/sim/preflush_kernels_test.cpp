@@ -13,6 +13,8 @@
 namespace pmlab::run {
 namespace {
 
+using namespace pmlab::experiments;  // the crash campaign under test
+
 struct Totals {
   std::uint64_t rows = 0, issued = 0, correct = 0, violations = 0;
 };

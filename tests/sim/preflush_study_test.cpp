@@ -6,7 +6,7 @@
 
 #include "pmlab/experiments/preflush_study.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 namespace {
 
 TEST(PreflushStudy, KernelRowsAndReport) {
@@ -32,4 +32,4 @@ TEST(PreflushStudy, KernelRowsAndReport) {
 }
 
 }  // namespace
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

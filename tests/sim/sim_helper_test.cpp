@@ -191,10 +191,10 @@ run::SimRunSpec ipv_spec(const std::string& wcf = "never") {
 
 TEST(SimHelper, TmmIpvCampaignCrashesInsideTheHelperAndIsBitExact) {
   for (const char* wcf : {"never", "always"}) {
-    run::CampaignOptions opt;
+    experiments::CampaignOptions opt;
     opt.spec = ipv_spec(wcf);
     opt.trials = 120;
-    const auto r = run::run_campaign(opt);
+    const auto r = experiments::run_campaign(opt);
     EXPECT_EQ(r.passed, r.trials) << wcf;
     EXPECT_EQ(r.helper_requests, 4u) << wcf;
     EXPECT_GT(r.in_helper.trials, 0u) << wcf;
@@ -207,10 +207,10 @@ TEST(SimHelper, TmmIpvCampaignCrashesInsideTheHelperAndIsBitExact) {
 TEST(SimHelper, TmmIpvMutantsFailWithTheHelperOn) {
   for (const mem::Mutation m :
        {mem::Mutation::kIpvCommitBeforeFlush, mem::Mutation::kIpvBarrierAfterWrite}) {
-    run::CampaignOptions opt;
+    experiments::CampaignOptions opt;
     opt.spec = ipv_spec();
     opt.trials = 120;
-    const auto r = run::run_campaign(run::control_options(opt, m));
+    const auto r = experiments::run_campaign(experiments::control_options(opt, m));
     EXPECT_LT(r.passed, r.trials) << mem::to_string(m);
     EXPECT_GT(r.helper_requests, 0u);
   }

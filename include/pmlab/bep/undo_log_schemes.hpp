@@ -21,7 +21,7 @@ inline constexpr std::string_view kTxLogArray = "txlog";
 // The scheme table of a benchmark whose every op is one undo-log Tx (tx.hpp): `tx` (epoch
 // persistency, per-thread logs in the pool array "txlog", per-thread resume) and `base` (no
 // persistency; recovery restarts from the initial structure). Ops supplies, for the run's
-// operands in Ctx (a run::SchemeContext):
+// operands in Ctx (a scheme::SchemeContext):
 //   static void run_tx(auto& tracked, const Ctx&, TxLog* logs);
 //   static std::uint64_t recover_tx(auto& tracked, const Ctx&, TxLog* logs);  // ops rolled back
 //   static void run_base(auto& backend, const Ctx&);
@@ -30,7 +30,7 @@ template <class Ctx, class Ops>
 constexpr auto undo_log_schemes() {
   constexpr auto logs = [](const Ctx& c) { return c.pool.template array<TxLog>(kTxLogArray); };
   return std::tuple{
-      run::Scheme{
+      scheme::Scheme{
           .name = "tx",
           .arrays =
               [](const pool::RunParams& p) {
@@ -41,7 +41,8 @@ constexpr auto undo_log_schemes() {
                 with_epochs(be, configured_barrier(be),
                             [&](auto& et) { Ops::run_tx(et, c, logs(c)); });
               },
-          .recover = [logs](mem::Backend auto& be, const Ctx& c, run::RunReport& r) -> std::size_t {
+          .recover = [logs](mem::Backend auto& be, const Ctx& c,
+                            scheme::RunReport& r) -> std::size_t {
             r.recovery_action = "undo-log rollback, per-thread resume";
             with_epochs(be, configured_barrier(be), [&](auto& et) {
               r.recovery.regions_recomputed = Ops::recover_tx(et, c, logs(c));
@@ -49,10 +50,10 @@ constexpr auto undo_log_schemes() {
             return 0;  // each thread resumes at its own count (bep/progress.hpp)
           },
           .mutants = kTxMutants},
-      run::Scheme{
-          .name = run::kBaseScheme,
+      scheme::Scheme{
+          .name = scheme::kBaseScheme,
           .run = [](mem::Backend auto& be, const Ctx& c, std::size_t) { Ops::run_base(be, c); },
-          .recover = [](mem::Backend auto& be, const Ctx& c, run::RunReport& r) -> std::size_t {
+          .recover = [](mem::Backend auto& be, const Ctx& c, scheme::RunReport& r) -> std::size_t {
             r.recovery_action = "restart";  // no log: back to the initial structure
             Ops::restart(be, c);
             return 0;

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 
 struct BarrierStudyOptions {
   int threads = 16;              // threads = cores of micro15 (the paper: 32, one per core)
@@ -48,12 +48,12 @@ struct BarrierStudyOptions {
 // Geometric means over the benchmarks of a study's rows (vs_lb and conflict %), per config.
 [[nodiscard]] nlohmann::json barrier_study_summary(const nlohmann::json& benches);
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 
 // The report's "Persist barriers" section from results["barriers"] (one entry per benchmark),
 // the paper's averages and the acceptance bands of issue 18 beside each measured geomean.
 [[nodiscard]] std::string barrier_section(const nlohmann::json& benches);
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

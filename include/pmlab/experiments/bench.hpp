@@ -16,7 +16,7 @@
 #include "pmlab/persist/persister.hpp"
 #include "pmlab/pool/params.hpp"
 
-namespace pmlab::run {
+namespace pmlab::experiments {
 
 // The A/A row (BenchOptions::aa_check): base timed against base on a pool of its own, with the
 // same pairing, order alternation and interval as every scheme. Its true ratio is exactly 1, so
@@ -109,4 +109,4 @@ struct BenchResult {
 // pairs, CPU/wall, bit-exact; then the machine state and warnings.
 [[nodiscard]] std::string to_markdown(const BenchResult& r);
 
-}  // namespace pmlab::run
+}  // namespace pmlab::experiments

@@ -11,7 +11,7 @@
 #include "pmlab/experiments/paired_ratio.hpp"
 #include "pmlab/lp/checksum.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 
 // How a region's persisted data can differ from what its checksum summarizes.
 enum class ErrorModel {
@@ -67,4 +67,4 @@ struct ChecksumStudy {
 [[nodiscard]] std::vector<AccuracyCell> run_accuracy_study(const ChecksumStudyOptions& opt);
 [[nodiscard]] std::vector<OverheadCell> run_overhead_study(const ChecksumStudyOptions& opt);
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

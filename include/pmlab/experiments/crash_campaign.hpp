@@ -12,7 +12,7 @@
 #include "pmlab/mem/mutation.hpp"
 #include "pmlab/run/sim_session.hpp"
 
-namespace pmlab::run {
+namespace pmlab::experiments {
 
 // Where in the run a trial cuts the power.
 enum class CrashPointKind {
@@ -62,7 +62,7 @@ inline constexpr int kDefaultCampaignJobs = 2;
 #endif
 
 struct CampaignOptions {
-  SimRunSpec spec;  // kernel run + machine (spec.verify is ignored)
+  run::SimRunSpec spec;  // kernel run + machine (spec.verify is ignored)
   std::uint64_t trials = 200;
   std::uint64_t seed = 1;
   double recovery_crash_rate = 0.3;  // chance that a restart is itself cut (repeatedly)
@@ -80,7 +80,7 @@ struct CampaignOptions {
   // simulated cycles are reported (TrialResult::recovery_cycles), at several times the cost.
   bool model_last_recovery = false;
   // Forked trials run the rest of the run after that restart's recovery natively
-  // (SimSession::run_native): its result and the regions it commits are what count, and both
+  // (run::SimSession::run_native): its result and the regions it commits are what count, and both
   // are the simulator's (CrashCampaignFork.* compare them with sequential trials, which keep it
   // simulated). Off: simulated unmodelled, several times slower.
   bool native_tail = true;
@@ -154,7 +154,7 @@ struct TrialSetup {
 };
 // One trial with explicit crash points (first = the run's crash, rest = later crashes, each
 // after the same measuring recovery the campaign ran).
-[[nodiscard]] TrialResult replay_trial(const SimRunSpec& spec, std::uint64_t crash_op,
+[[nodiscard]] TrialResult replay_trial(const run::SimRunSpec& spec, std::uint64_t crash_op,
                                        const std::vector<std::uint64_t>& recovery_crashes,
                                        const TrialSetup& setup = {});
 
@@ -171,13 +171,13 @@ struct ImageTally {
 // The mutations that break the spec's scheme, i.e. that its campaign must detect: what the
 // scheme's row declares (Scheme::mutants; the named sets are in scheme/rows.hpp). Empty for a
 // row that declares none (base, a scheme without a persistence protocol).
-[[nodiscard]] std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec);
+[[nodiscard]] std::vector<mem::Mutation> applicable_mutations(const run::SimRunSpec& spec);
 // Throws kInvalidArgument (a usage error) for a row that is not crash-safe (Scheme::crash_safe:
 // ipv-nf); run_campaign calls it first.
-void require_crash_safe(const SimRunSpec& spec);
+void require_crash_safe(const run::SimRunSpec& spec);
 // Throws kInvalidArgument (a usage error) naming the applicable mutations unless `m` is none or
 // one of them.
-void require_applicable(const SimRunSpec& spec, mem::Mutation m);
+void require_applicable(const run::SimRunSpec& spec, mem::Mutation m);
 
 struct ControlResult {
   mem::Mutation mutation = mem::Mutation::kNone;
@@ -202,11 +202,11 @@ inline constexpr std::uint64_t kNarrowWindowTrialFactor = 4;
 [[nodiscard]] std::uint64_t mutants_detected(const std::vector<ControlResult>& c);
 // Why a missed mutant `m` is excused for `spec` (the fault-free run never reaches the mechanism
 // it removes: PreFlush's NACK or own-store check), or empty.
-[[nodiscard]] std::string not_reached(const SimRunSpec& spec, mem::Mutation m);
+[[nodiscard]] std::string not_reached(const run::SimRunSpec& spec, mem::Mutation m);
 // The controls that must be detected (all but the missed ones the run never reaches): what
 // mutants_detected must equal.
 [[nodiscard]] std::uint64_t mutants_reached(const std::vector<ControlResult>& c);
 // {"mutants": M, "detected": N, "runs": [{mutation, trials, failed, by_image}]}
 [[nodiscard]] nlohmann::json to_json(const std::vector<ControlResult>& c);
 
-}  // namespace pmlab::run
+}  // namespace pmlab::experiments

@@ -13,7 +13,7 @@
 
 #include "pmlab/sim/params.hpp"
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 
 struct EvalOptions {
   bool full = false;  // paper sizes (hours) instead of the quick default (minutes)
@@ -48,4 +48,4 @@ nlohmann::json run_eval(const EvalOptions& opt);
 // The headline table printed to the terminal and at the top of report.md.
 [[nodiscard]] std::string render_headline(const nlohmann::json& results);
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

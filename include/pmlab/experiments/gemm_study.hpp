@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 
 struct GemmStudyOptions {
   std::uint64_t n = 256;
@@ -40,4 +40,4 @@ struct GemmConfig {
 // The failed checks of the section (the §4.7 bound on every run), for failed_checks().
 [[nodiscard]] std::vector<std::string> gemm_failed_checks(const nlohmann::json& variants);
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

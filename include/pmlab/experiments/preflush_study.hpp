@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 
 struct PreflushStudyOptions {
   std::uint64_t n = 128;  // --n of every kernel
@@ -38,4 +38,4 @@ struct PreflushStudyOptions {
 // The report's "PreFlush" section from results["preflush"] (kernel steps and the sensitivity).
 [[nodiscard]] std::string preflush_section(const nlohmann::json& steps);
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

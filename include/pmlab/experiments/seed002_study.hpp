@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace pmlab::eval {
+namespace pmlab::experiments {
 
 struct Seed002Options {
   bool full = false;  // larger sizes and more native rounds
@@ -37,4 +37,4 @@ struct Seed002Options {
 // kernel), with the paper's numbers beside each measured one.
 [[nodiscard]] std::string seed002_section(const nlohmann::json& entries);
 
-}  // namespace pmlab::eval
+}  // namespace pmlab::experiments

@@ -33,30 +33,35 @@ template <class Ctx>
 // iteration parity (iterative.hpp, "Lazy Persistency").
 template <auto ShapeOf>
 constexpr auto iterative_lp_scheme() {
-  return Scheme{.name = "lp",
-                .arrays =
-                    [](const pool::RunParams& p) {
-                      const auto op = ShapeOf(p);
-                      return std::vector<pool::ArraySpec>{{kLpState1Array, op.state_bytes()},
-                                                          {kLpState2Array, op.state_bytes()},
-                                                          {kLpDurableArray, sizeof(std::uint64_t)},
-                                                          lp_table_spec(op.table_slots())};
-                    },
-                .run =
-                    [](mem::Backend auto& be, const auto& c, std::size_t first) {
-                      lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-                        kernels::iterative::run_lp<decltype(kind)::value>(
-                            be, c.op, iterative_lp_of(c), first);
-                      });
-                    },
-                .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
-                  r.recovery_action = "lp-recovery";
-                  return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
-                    return kernels::iterative::recover_lp<decltype(kind)::value>(
-                        be, c.op, iterative_lp_of(c), r.recovery);
-                  });
-                },
-                .mutants = kLpMutants};
+  return scheme::Scheme{
+      .name = "lp",
+      .arrays =
+          [](const pool::RunParams& p) {
+            const auto op = ShapeOf(p);
+            return std::vector<pool::ArraySpec>{{kLpState1Array, op.state_bytes()},
+                                                {kLpState2Array, op.state_bytes()},
+                                                {kLpDurableArray, sizeof(std::uint64_t)},
+                                                scheme::lp_table_spec(op.table_slots())};
+          },
+      .run =
+          [](mem::Backend auto& be, const auto& c, std::size_t first) {
+            lp::with_checksum_kind(lp::checksum_of(c.params), [&](auto kind) {
+              kernels::iterative::run_lp<decltype(kind)::value>(be, c.op, iterative_lp_of(c),
+                                                                first);
+            });
+          },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "lp-recovery";
+        return lp::with_checksum_kind(lp::checksum_of(c.params), [&](auto kind) {
+          return kernels::iterative::recover_lp<decltype(kind)::value>(be, c.op, iterative_lp_of(c),
+                                                                       r.recovery);
+        });
+      },
+      .mutants = scheme::kLpMutants,
+      .validate =
+          [](std::string_view, const pool::RunParams& p) {
+            (void)lp::checksum_of(p);  // a kind LP knows
+          }};
 }
 
 template <class Ctx>
@@ -71,7 +76,7 @@ template <class Ctx>
 // ipv-nf does not flush (measurement only, not crash-safe).
 template <auto ShapeOf, scheme::IpvFlush How>
 constexpr auto iterative_ipv_scheme(std::string_view name) {
-  return Scheme{
+  return scheme::Scheme{
       .name = name,
       .arrays =
           [](const pool::RunParams& p) {
@@ -99,7 +104,7 @@ constexpr auto iterative_ipv_scheme(std::string_view name) {
         return d;
       },
       // ipv-nf flushes nothing: a measurement row, with no protocol to break.
-      .mutants = How == scheme::IpvFlush::kNone ? mem::MutationSet{} : kIpvMutants,
+      .mutants = How == scheme::IpvFlush::kNone ? mem::MutationSet{} : scheme::kIpvMutants,
       .crash_safe = How != scheme::IpvFlush::kNone};
 }
 
@@ -107,13 +112,13 @@ constexpr auto iterative_ipv_scheme(std::string_view name) {
 template <auto ShapeOf>
 constexpr auto iterative_schemes() {
   return std::tuple{
-      restart_base_scheme(),
+      scheme::restart_base_scheme(),
       iterative_lp_scheme<ShapeOf>(),
-      wal_scheme<ShapeOf>(),
-      cp_scheme<ShapeOf>(),
-      cp_clflush_scheme<ShapeOf>(),
-      cp_par_clflush_scheme<ShapeOf>(),
-      cp_nt_scheme<ShapeOf>(),
+      scheme::wal_scheme<ShapeOf>(),
+      scheme::cp_scheme<ShapeOf>(),
+      scheme::cp_clflush_scheme<ShapeOf>(),
+      scheme::cp_par_clflush_scheme<ShapeOf>(),
+      scheme::cp_nt_scheme<ShapeOf>(),
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kSync>("ipv-sync"),
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kAsync>("ipv"),
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kNone>("ipv-nf"),

@@ -7,8 +7,6 @@
 #include <string_view>
 #include <vector>
 
-#include "pmlab/lp/checksum_kind.hpp"
-
 namespace pmlab::pool {
 
 // One parameter a kernel declares for itself (e.g. conv2d's width), stored in the pool so that a
@@ -23,7 +21,9 @@ inline constexpr std::size_t kMaxKernelParams = 8;  // per pool header
 struct RunParams {
   std::string kernel = "tmm";  // kernel name (<= 15 chars)
   std::string scheme = "lp";   // scheme name (<= 23 chars)
-  lp::ChecksumKind checksum = lp::ChecksumKind::kModular;
+  // LP's checksum kind, by name: the pool stores it as given and only LP reads it
+  // (lp::checksum_of, lp/checksum_param.hpp). "modular" is LP's default kind.
+  std::string checksum = "modular";
   std::uint32_t threads = 1;
   std::uint64_t n = 256;
   std::uint64_t bs = 16;

@@ -59,10 +59,11 @@ concept KernelDescription = requires(const pool::RunParams& p, pool::Pool& pool,
 // ... plus a scheme table (K::schemes) whose every row runs on the native backends.
 template <class K>
 concept ResumableKernel = KernelDescription<K> &&
-    SchemeTableFor<decltype(K::schemes), SchemeContext<typename K::Operands>, mem::PlainBackend>;
+    scheme::SchemeTableFor<decltype(K::schemes), scheme::SchemeContext<typename K::Operands>,
+                           mem::PlainBackend>;
 
 template <ResumableKernel K>
-using ContextOf = SchemeContext<typename K::Operands>;
+using ContextOf = scheme::SchemeContext<typename K::Operands>;
 
 // A kernel's own parameters: K::params() if it declares any.
 template <class K>
@@ -101,16 +102,16 @@ void require_declared_params(const pool::RunParams& p) {
 
 template <ResumableKernel K>
 void validate_run(const pool::RunParams& p) {
-  require_scheme(K::schemes, K::kName, p.scheme);
+  scheme::require_scheme(K::schemes, K::kName, p.scheme);
   require_declared_params<K>(p);
   K::validate(p);
-  with_scheme(K::schemes, p.scheme, [&](const auto& s) { s.validate(K::kName, p); });
+  scheme::with_scheme(K::schemes, p.scheme, [&](const auto& s) { s.validate(K::kName, p); });
 }
 
 template <ResumableKernel K>
 [[nodiscard]] std::vector<pool::ArraySpec> run_arrays(const pool::RunParams& p) {
   std::vector<pool::ArraySpec> arrays = K::arrays(p);
-  with_scheme(K::schemes, p.scheme, [&](const auto& s) {
+  scheme::with_scheme(K::schemes, p.scheme, [&](const auto& s) {
     for (auto& a : s.arrays(p)) arrays.push_back(std::move(a));
   });
   return arrays;
@@ -132,8 +133,8 @@ template <class K>
 template <ResumableKernel K>
 [[nodiscard]] std::uint32_t layout_tag(const pool::RunParams& p) {
   std::string key = fmt::format("{}/{}/{}", K::kName, p.scheme, kernel_layout_revision<K>());
-  with_scheme(K::schemes, p.scheme,
-              [&](const auto& s) { key += fmt::format("/{}", s.layout_revision); });
+  scheme::with_scheme(K::schemes, p.scheme,
+                      [&](const auto& s) { key += fmt::format("/{}", s.layout_revision); });
   for (const auto& a : run_arrays<K>(p)) key += fmt::format("/{}:{}", a.name, a.bytes);
   const std::uint32_t tag = crc32c(key.data(), key.size());
   return tag == 0 ? 1 : tag;
@@ -173,7 +174,7 @@ template <ResumableKernel K>
   pool.set_state(pool::RunState::kRunning);
   const ContextOf<K> ctx{pool, K::operands(pool), p};
   with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
-    with_scheme(K::schemes, p.scheme, [&](const auto& scheme) {
+    scheme::with_scheme(K::schemes, p.scheme, [&](const auto& scheme) {
       scheme.prepare(be, ctx);  // untimed set-up
       const auto t0 = Clock::now();
       const std::size_t first = report.resumed ? scheme.recover(be, ctx, report) : 0;
@@ -199,8 +200,8 @@ template <ResumableKernel K>
 [[nodiscard]] KernelDriver make_kernel_driver() {
   KernelDriver d;
   d.name = std::string(K::kName);
-  d.schemes = scheme_names(K::schemes);
-  d.crash_unsafe = crash_unsafe_names(K::schemes);
+  d.schemes = scheme::scheme_names(K::schemes);
+  d.crash_unsafe = scheme::crash_unsafe_names(K::schemes);
   d.params = declared_params<K>();
   d.crash_test_max_n = K::kCrashTestMaxN;
   d.validate = validate_run<K>;

@@ -17,11 +17,11 @@
 namespace pmlab::run {
 
 template <class S, class Ctx>
-concept SimulableScheme = SchemeFor<S, Ctx, sim::SimBackend>;
+concept SimulableScheme = scheme::SchemeFor<S, Ctx, sim::SimBackend>;
 
 template <ResumableKernel K>
 void require_simulable(const pool::RunParams& p) {
-  with_scheme(K::schemes, p.scheme, [&](const auto& s) {
+  scheme::with_scheme(K::schemes, p.scheme, [&](const auto& s) {
     using S = std::remove_cvref_t<decltype(s)>;
     std::string why(s.sim_refusal);
     if (why.empty() && !SimulableScheme<S, ContextOf<K>>)
@@ -37,7 +37,7 @@ void require_simulable(const pool::RunParams& p) {
 // (SimKernel::check) has refused the others before anything runs.
 template <ResumableKernel K, class Fn>
 void with_sim_scheme(const pool::RunParams& p, Fn&& fn) {
-  with_scheme(K::schemes, p.scheme, [&](const auto& s) {
+  scheme::with_scheme(K::schemes, p.scheme, [&](const auto& s) {
     if constexpr (SimulableScheme<std::remove_cvref_t<decltype(s)>, ContextOf<K>>)
       fn(s);
     else
@@ -71,8 +71,9 @@ template <ResumableKernel K>
     const ContextOf<K> ctx{pool, K::operands(pool), pool.params()};
     TailBackend be(static_cast<int>(pool.params().threads), o.counting);
     std::optional<NativeRestart> out;
-    with_scheme(K::schemes, pool.params().scheme, [&](const auto& s) {
-      if constexpr (SchemeFor<std::remove_cvref_t<decltype(s)>, ContextOf<K>, TailBackend>) {
+    scheme::with_scheme(K::schemes, pool.params().scheme, [&](const auto& s) {
+      if constexpr (scheme::SchemeFor<std::remove_cvref_t<decltype(s)>, ContextOf<K>,
+                                      TailBackend>) {
         NativeRestart r;
         r.resume = o.first;
         if (o.recover) {
@@ -97,7 +98,7 @@ template <ResumableKernel K>
     return std::span<const std::byte>(static_cast<const std::byte*>(o.data), o.bytes);
   };
   k.base_refs = [](const pool::RunParams& p) -> std::uint64_t { return K::base_refs(p); };
-  k.mutants = [](std::string_view scheme) { return scheme_mutants(K::schemes, scheme); };
+  k.mutants = [](std::string_view name) { return scheme::scheme_mutants(K::schemes, name); };
   return k;
 }
 

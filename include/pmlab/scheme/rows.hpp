@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "pmlab/lp/checksum_param.hpp"
 #include "pmlab/mem/mutation.hpp"
 #include "pmlab/scheme/band_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
@@ -23,7 +24,7 @@
 #include "pmlab/scheme/step_checkpoint.hpp"
 #include "pmlab/scheme/wal_units.hpp"
 
-namespace pmlab::run {
+namespace pmlab::scheme {
 
 // The negative controls each family of rows declares (Scheme::mutants): the mutations that
 // break its protocol, i.e. that its crash campaign must detect. A row without a set has none.
@@ -128,13 +129,13 @@ constexpr auto lp_scheme() {
                     },
                 .run =
                     [](mem::Backend auto& be, const auto& c, std::size_t first) {
-                      lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                      lp::with_checksum_kind(lp::checksum_of(c.params), [&](auto kind) {
                         run_lp<decltype(kind)::value>(be, c.op, c.checksum_table(), first);
                       });
                     },
                 .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
                   r.recovery_action = "lp-recovery";
-                  return lp::with_checksum_kind(c.params.checksum, [&](auto kind) {
+                  return lp::with_checksum_kind(lp::checksum_of(c.params), [&](auto kind) {
                     return recover_lp<decltype(kind)::value>(be, c.op, c.checksum_table(),
                                                              r.recovery);
                   });
@@ -142,6 +143,7 @@ constexpr auto lp_scheme() {
                 .mutants = kLpMutants,
                 .validate =
                     [](std::string_view kernel, const pool::RunParams& p) {
+                      (void)lp::checksum_of(p);  // a kind LP knows
                       require_table_fits(kernel, p, ShapeOf(p).table_slots());
                     }};
 }
@@ -257,4 +259,4 @@ constexpr auto in_place_schemes() {
                     hr_scheme<ShapeOf, 8>("hr-x8")};
 }
 
-}  // namespace pmlab::run
+}  // namespace pmlab::scheme

@@ -47,10 +47,10 @@
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/mutation.hpp"
 #include "pmlab/pool/pool.hpp"
-#include "pmlab/run/catalog.hpp"
 #include "pmlab/scheme/index_record.hpp"
+#include "pmlab/scheme/run_report.hpp"
 
-namespace pmlab::run {
+namespace pmlab::scheme {
 
 // The reference row every kernel's table has: no persistency at all, what every overhead is
 // measured against (pmlab bench, eval).
@@ -194,4 +194,4 @@ void with_scheme(const Table& table, std::string_view name, Fn&& fn) {
   if (!found) throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}'", name));
 }
 
-}  // namespace pmlab::run
+}  // namespace pmlab::scheme
