@@ -148,7 +148,15 @@ int do_run(const RunArgs& a, const Given& g) {
   warn_if_emulated(*pool);
   const auto& params = pool->params();
   const auto& k = run::find_kernel(params.kernel);
-  k.validate(params);
+  try {
+    k.validate(params);
+  } catch (const Error& e) {
+    // Parameters read from a header (whose CRC held) that this pmlab refuses, e.g. a checksum
+    // kind it does not know: the pool is at fault, not the command line.
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
+    throw Error(ErrorCode::kPoolCorrupt,
+                fmt::format("pool '{}' holds a run this pmlab refuses: {}", a.pool, e.what()));
+  }
   run::require_layout_tag(*pool, k.layout_tag(params));  // written by another pmlab?
   pool->require_layout(k.arrays(params));                // a header can pass its CRC and still lie
   run::RunReport report;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -102,6 +103,32 @@ TEST_F(CliErrors, PoolOfAnotherLayoutExitsThreeAndLeavesFileUntouched) {
   EXPECT_EQ(slurp(pool()), before);
   reseal_with_tag(stamped.layout_tag);
   EXPECT_EQ(pmlab({"run", "--pool", pool(), "--verify"}).exit_code, 0);
+}
+
+// The checksum kind is stored by name and parsed by LP only: a header (valid CRC) naming a kind
+// this pmlab does not know is a pool it refuses, exit 3, before anything is written.
+TEST_F(CliErrors, PoolNamingAnUnknownChecksumKindExitsThreeAndLeavesFileUntouched) {
+  ASSERT_EQ(
+      pmlab({"run", "tmm", "--n", "20", "--bs", "7", "--pool", pool(), "--checksum", "parity"})
+          .exit_code,
+      0);
+  {
+    const int fd = ::open(pool().c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    pool::disk::Header h{};
+    ASSERT_EQ(::pread(fd, &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+    EXPECT_STREQ(h.checksum, "parity");
+    std::memset(h.checksum, 0, sizeof h.checksum);
+    std::memcpy(h.checksum, "md5", 3);
+    h.header_crc = crc32c(&h, offsetof(pool::disk::Header, header_crc));
+    ASSERT_EQ(::pwrite(fd, &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+    ::close(fd);
+  }
+  const auto before = slurp(pool());
+  auto r = pmlab({"run", "--pool", pool(), "--verify"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("unknown checksum kind 'md5'"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(pool()), before);
 }
 
 TEST_F(CliErrors, MismatchedParametersExitThreeAndNameTheField) {
