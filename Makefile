@@ -44,7 +44,7 @@ check-examples: build
 	@PRESET=$(PRESET) scripts/check-examples
 
 bench: build
-	@scripts/backend-overhead $(BUILD_DIR)/bench/bench_backend
+	@scripts/backend-overhead $(BUILD_DIR)/bench/bench_backend $(BUILD_DIR)/pmlab
 
 format:
 	@find include src tests bench -name '*.hpp' -o -name '*.cpp' | xargs clang-format -i
