@@ -1,5 +1,6 @@
 // Every scheme of an iterative solver whose persistent state is one array rewritten once per
-// iteration (cg, jacobi): base, lp, wal, cp and its seed-002 variants, and in-place versioning.
+// iteration (cg, jacobi): base, lp, ep, wal, cp and its seed-002 variants, and in-place
+// versioning.
 //
 // A kernel derives its Operands from iterative::State (so that argument-dependent lookup finds
 // the functions below for rows.hpp's shared rows) and provides, in its own namespace:
@@ -28,7 +29,9 @@
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
+#include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/in_place_versions.hpp"
+#include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/step_checkpoint.hpp"
 #include "pmlab/scheme/wal_units.hpp"
 
@@ -352,6 +355,54 @@ template <lp::ChecksumKind CK, mem::Backend B, class Op>
   if (validate(d + 1)) return d + 2;
   stats.regions_recomputed += op.regions();
   return d + 1;
+}
+
+// --- EagerRecompute --------------------------------------------------------------------------
+// A region is one whole iteration: its reductions span the whole state (see recover_lp), so no
+// smaller piece of an iteration can be recomputed alone. Iteration t reads buf[t % 2] and writes
+// buf[(t + 1) % 2], out of place, so a torn output never harms the input it is recomputed
+// from; the output is made durable, then the one index record says t + 1 (thesis Fig. 3.1).
+
+struct EpState {
+  std::array<double*, 2> buf{};   // buf[0] is the kernel's state array
+  scheme::IndexRecord<1> record;  // iterations [0, record) are durable
+};
+
+// The result ends in buffer 0: after an odd iteration count it is copied there durably from
+// buffer 1 (idempotent: recovery of a finished run redoes it).
+template <mem::Backend B, class Op>
+void ep_finish(B& be, const Op& op, const EpState& st) {
+  if (op.iterations % 2 != 0) scheme::copy_durable(be, st.buf[0], st.buf[1], op.elements);
+}
+
+template <mem::Backend B, class Op>
+void run_ep(B& be, const Op& op, const EpState& st, std::size_t first) {
+  for (std::size_t t = first; t < op.iterations; ++t) {
+    double* out = st.buf[(t + 1) % 2];
+    scheme::eager_region(
+        be, mem::RegionId{static_cast<std::uint32_t>(t), 0}, st.record,
+        {.done = static_cast<std::uint64_t>(t) + 1},
+        [&] { iterate_out_of_place(be, op, t, st.buf[t % 2], out); },
+        [&] { be.persist(out, op.state_bytes()); });
+    mem::outer_step_done(be);
+  }
+  ep_finish(be, op, st);
+}
+
+// The record names the iterations that are durable; the one after them was in flight (it starts
+// as soon as the record is set) and is redone whole by the resumed run from its durable input:
+// counted as one region recomputed, as recover_lp counts an iteration it reruns.
+template <mem::Backend B, class Op>
+[[nodiscard]] std::size_t recover_ep(B& be, const Op& op, const EpState& st,
+                                     lp::RecoveryStats& stats) {
+  ++stats.regions_validated;
+  const auto done = static_cast<std::size_t>(st.record.get(be, 0));
+  if (done < op.iterations) {
+    ++stats.regions_recomputed;
+    return done;
+  }
+  ep_finish(be, op, st);
+  return op.iterations;
 }
 
 // --- in-place versioning ---------------------------------------------------------------------

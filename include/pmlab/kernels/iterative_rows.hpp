@@ -20,6 +20,7 @@ inline constexpr std::string_view kLpState1Array = "lp_s1";
 inline constexpr std::string_view kLpState2Array = "lp_s2";
 inline constexpr std::string_view kLpDurableArray = "lp_durable";
 inline constexpr std::string_view kIpvState1Array = "ipv_s1";
+inline constexpr std::string_view kEpState1Array = "ep_s1";
 
 template <class Ctx>
 [[nodiscard]] kernels::iterative::LpState iterative_lp_of(const Ctx& c) {
@@ -62,6 +63,34 @@ constexpr auto iterative_lp_scheme() {
           [](std::string_view, const pool::RunParams& p) {
             (void)lp::checksum_of(p);  // a kind LP knows
           }};
+}
+
+template <class Ctx>
+[[nodiscard]] kernels::iterative::EpState iterative_ep_of(const Ctx& c) {
+  return {{c.op.s, c.pool.template array<double>(kEpState1Array)},
+          scheme::IndexRecord<1>(
+              c.pool.template array<scheme::IndexRecordLayout<1>>(scheme::kEpIndexArray))};
+}
+
+// EagerRecompute: one region per iteration, double-buffered (iterative.hpp, "EagerRecompute").
+template <auto ShapeOf>
+constexpr auto iterative_ep_scheme() {
+  return scheme::Scheme{
+      .name = "ep",
+      .arrays =
+          [](const pool::RunParams& p) {
+            return std::vector<pool::ArraySpec>{{kEpState1Array, ShapeOf(p).state_bytes()},
+                                                scheme::ep_index_spec(1)};
+          },
+      .run =
+          [](mem::Backend auto& be, const auto& c, std::size_t first) {
+            kernels::iterative::run_ep(be, c.op, iterative_ep_of(c), first);
+          },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "ep-recovery";
+        return kernels::iterative::recover_ep(be, c.op, iterative_ep_of(c), r.recovery);
+      },
+      .mutants = scheme::kEagerMutants};
 }
 
 template <class Ctx>
@@ -114,6 +143,7 @@ constexpr auto iterative_schemes() {
   return std::tuple{
       scheme::restart_base_scheme(),
       iterative_lp_scheme<ShapeOf>(),
+      iterative_ep_scheme<ShapeOf>(),
       scheme::wal_scheme<ShapeOf>(),
       scheme::cp_scheme<ShapeOf>(),
       scheme::cp_clflush_scheme<ShapeOf>(),
