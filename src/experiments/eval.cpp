@@ -275,6 +275,9 @@ std::vector<Step> plan(const EvalOptions& opt) {
   steps.push_back({"seed002", "seed 002 flush states", full ? 20.0 : 4.0, [=] {
                      return seed002_flush_states({full, opt.seed});
                    }});
+  steps.push_back({"seed002", "seed 002 flush scaling", full ? 10.0 : 3.0, [=] {
+                     return seed002_flush_scaling({full, opt.seed});
+                   }});
   for (const auto& k : seed002_kernels())
     steps.push_back({"seed002", "seed 002 " + k, full ? 120.0 : 8.0, [=] {
                        return seed002_kernel(k, {full, opt.seed});

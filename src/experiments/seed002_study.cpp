@@ -9,6 +9,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "pmlab/persist/flush.hpp"
 #include "pmlab/run/catalog.hpp"
@@ -93,6 +96,64 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// --- Fig. 5 ---------------------------------------------------------------------------------
+
+// Simulated: `lines` lines dirtied by `threads` cores (each its own contiguous share), then each
+// core flushes its share as one parallel loop (fork_clocks: each core gets its share of the
+// memory controller's write queue and units, as in a kernel's parallel loop); the flushes are
+// issued round robin, one line each. Cycles from the fork to the join after every core's
+// fence, per line of the buffer.
+double sim_flush_scaling_cycles(const std::string& machine, int threads, std::uint64_t lines) {
+  sim::SimParams p = sim::preset(machine);
+  p.cores = std::max(p.cores, threads);
+  sim::Machine m(p);
+  constexpr std::uint64_t kBase = 1u << 20;
+  const auto share = [&](int c) {
+    const std::uint64_t per =
+        (lines + static_cast<std::uint64_t>(threads) - 1) / static_cast<std::uint64_t>(threads);
+    const std::uint64_t lo = std::min(lines, per * static_cast<std::uint64_t>(c));
+    return std::pair{lo, std::min(lines, lo + per)};
+  };
+  m.fork_clocks(0, threads);
+  for (int c = 0; c < threads; ++c)
+    for (auto [i, e] = share(c); i < e; ++i) m.store(c, LineAddr(kBase + i));
+  m.join_clocks();
+  const std::uint64_t start = m.clock(0).value();
+  m.fork_clocks(0, threads);
+  for (std::uint64_t k = 0;; ++k) {
+    bool any = false;
+    for (int c = 0; c < threads; ++c) {
+      const auto [lo, hi] = share(c);
+      if (lo + k >= hi) continue;
+      m.flush(c, LineAddr(kBase + lo + k), sim::FlushMode::kClflush);
+      any = true;
+    }
+    if (!any) break;
+  }
+  for (int c = 0; c < threads; ++c) m.fence(c);
+  m.join_clocks();
+  return static_cast<double>(m.clock(0).value() - start) / static_cast<double>(lines);
+}
+
+// Native: the buffer dirtied, then `threads` threads each clflush + sfence their contiguous
+// share; wall nanoseconds from the first thread's start to the last one's end, per line.
+double native_flush_scaling_ns(unsigned char* buf, std::size_t lines, unsigned threads) {
+  std::memset(buf, static_cast<int>(lines & 0xff), lines * kCacheLineBytes);
+  const std::size_t per = (lines + threads - 1) / threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back([=] {
+      const std::size_t lo = std::min(lines, per * t), hi = std::min(lines, lo + per);
+      persist::persist_range<persist::FlushKind::kClflush>(buf + lo * kCacheLineBytes,
+                                                           (hi - lo) * kCacheLineBytes);
+    });
+  persist::persist_range<persist::FlushKind::kClflush>(buf, std::min(lines, per) * kCacheLineBytes);
+  for (auto& th : pool) th.join();
+  const auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(lines);
 }
 
 // --- Figs. 6, 12, 13, 14 -------------------------------------------------------------------
@@ -215,6 +276,71 @@ json seed002_flush_states(const Seed002Options& o) {
           {"sim", sim_rows},
           {"sim_machine", "lp-isca18"},
           {"native", {{"rounds", rounds}, {"lines", kLines}, {"rows", native_rows}}}};
+}
+
+json seed002_flush_scaling(const Seed002Options& o) {
+  // Simulated: 4,096 dirty lines (256 KiB, inside both machines' LLCs, as the paper's 20 MB
+  // buffer sits in its 20 MB LLC), 1 to 16 cores, on the two papers' machines.
+  constexpr std::uint64_t kSimLines = 4096;
+  json sim = json::array();
+  for (const char* machine : {"lp-isca18", "pact17"}) {
+    const sim::SimParams p = sim::preset(machine);
+    json rows = json::array();
+    double one = 0;
+    for (const int t : {1, 2, 4, 8, 16}) {
+      const double c = sim_flush_scaling_cycles(machine, t, kSimLines);
+      if (t == 1) one = c;
+      rows.push_back({{"threads", t}, {"cycles_per_line", c}, {"speedup", one / c}});
+    }
+    // The controller's bound: its write units drain one line per write_ns / units.
+    const double drain = p.nvm.write_ns * p.freq_ghz / static_cast<double>(p.nvm.write_units);
+    sim.push_back({{"machine", machine},
+                   {"lines", kSimLines},
+                   {"drain_cycles_per_line", drain},
+                   {"rows", rows}});
+  }
+  json out = {{"table", "flush-scaling"}, {"sim", sim}};
+  if (!persist::cpu_supports(persist::FlushKind::kClflush)) {
+    out["native"] = {{"skipped", "the CPU lacks clflush"}};
+    return out;
+  }
+  // Natively: the paper's 20 MB buffer, 1 to nproc threads, paired rounds (every thread count
+  // once per round, the order rotated), each count's speedup over 1 thread per round.
+  const unsigned nproc = std::max(1u, std::thread::hardware_concurrency());
+  const int rounds = o.full ? 21 : 7;
+  constexpr std::size_t kLines = (20u << 20) / kCacheLineBytes;
+  Aligned buf(kLines * kCacheLineBytes);
+  std::vector<unsigned> counts;
+  for (unsigned t = 1; t <= nproc; t *= 2) counts.push_back(t);
+  if (counts.back() != nproc) counts.push_back(nproc);
+  std::vector<std::vector<double>> ns(counts.size()), speedup(counts.size());
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> t(counts.size());
+    for (std::size_t j = 0; j < counts.size(); ++j) {
+      const std::size_t i = (j + static_cast<std::size_t>(r)) % counts.size();
+      t[i] = native_flush_scaling_ns(buf.p.get(), kLines, counts[i]);
+    }
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      ns[i].push_back(t[i]);
+      speedup[i].push_back(t[i] > 0 ? t[0] / t[i] : 0);
+    }
+  }
+  json native_rows = json::array();
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const auto [lo, hi] = std::minmax_element(speedup[i].begin(), speedup[i].end());
+    native_rows.push_back({{"threads", counts[i]},
+                           {"ns_per_line_median", median(ns[i])},
+                           {"speedup_median", median(speedup[i])},
+                           {"speedup_min", *lo},
+                           {"speedup_max", *hi},
+                           {"resolved", i == 0 || *lo > 1.0 || *hi < 1.0}});
+  }
+  out["native"] = {{"flush", "clflush"},
+                   {"mib", 20},
+                   {"rounds", rounds},
+                   {"cores", nproc},
+                   {"rows", native_rows}};
+  return out;
 }
 
 std::vector<std::string> seed002_kernels() {

@@ -23,6 +23,14 @@ struct Seed002Options {
 // state, cycles}], native: {rounds, rows: [...], skipped?}}.
 [[nodiscard]] nlohmann::json seed002_flush_states(const Seed002Options& o);
 
+// Fig. 5: clflush of a dirty buffer split over 1, 2, 4, ... threads, time per line. Simulated on
+// lp-isca18 (1-16 cores; deterministic) and natively on this machine (the paper's 20 MB, 1 to
+// nproc threads, paired rounds: median and range of each count's speedup over 1 thread, a range
+// straddling 1 marked unresolved). JSON: {sim: {machine, lines, rows: [{threads,
+// cycles_per_line, speedup}]}, native: {flush, mib, rounds, cores, rows: [{threads,
+// ns_per_line_median, speedup_median, speedup_min, speedup_max, resolved}]} | {skipped}}.
+[[nodiscard]] nlohmann::json seed002_flush_scaling(const Seed002Options& o);
+
 // The catalog kernels that have the rows Figs. 6, 12-14 need (an `ipv` row and the cp-*
 // variants), in catalog order: tmm today, and any kernel that gains such rows.
 [[nodiscard]] std::vector<std::string> seed002_kernels();
