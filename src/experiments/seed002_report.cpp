@@ -134,6 +134,12 @@ std::string seed002_section(const json& entries) {
                         pct_plain(f6.value("nt_gain_over_clflush", json())));
     figs += fmt::format("| Fig. 6: cp-par-clflush gain over cp-clflush | {} | up to 5% |\n",
                         pct_plain(f6.value("par_gain_over_clflush", json())));
+    const json f7 = e.value("fig7", json::object());
+    figs += fmt::format(
+        "| Fig. 7: copy's share of the checkpoint loss, design 1 (cp-clflush); 2a "
+        "(cp-par-clflush) | {}; {} | > 50% except BT and LU under design 1 |\n",
+        pct_plain(f7.value("copy_share_cp_clflush", json())),
+        pct_plain(f7.value("copy_share_cp_par_clflush", json())));
     figs += fmt::format("| Fig. 12: ipv overhead vs base | {} | 4.4% avg, <= 9.5% |\n",
                         pct(f12.value("ipv_overhead", json())));
     figs += fmt::format("| Fig. 12: ipv-sync (IPV flush, no helper) overhead | {} | (bar) |\n",

@@ -171,6 +171,10 @@ std::vector<Config> configs(const std::vector<std::string>& schemes) {
   std::vector<Config> c = {{"base", "base"}};
   for (const char* s : {"cp-clflush", "cp-par-clflush", "cp-nt", "ipv-sync", "ipv"})
     if (has(s)) c.push_back({s, s});
+  // Fig. 7's breakdown: the same checkpoints with every flush and fence off leave the copy's
+  // own cost; the rest of the design's loss is its CPU-cache flush.
+  for (const char* s : {"cp-clflush", "cp-par-clflush"})
+    if (has(s)) c.push_back({std::string(s) + " copy only", s, sim::FlushMode::kNone});
   // The paper's "IPV without flushing" (Figs. 12, 14): the ipv-nf row (no flush, no fence, no
   // helper; the same cycles as ipv with every flush and fence off), or that where it is absent.
   if (has("ipv-nf"))
@@ -397,6 +401,15 @@ json seed002_kernel(const std::string& kernel, const Seed002Options& o) {
   out["fig6"] = {{"nt_gain_over_clflush", gain("cp-nt", "cp-clflush")},
                  {"par_gain_over_clflush", gain("cp-par-clflush", "cp-clflush")},
                  {"cp_nt_overhead", ovh("cp-nt")}};
+  // Fig. 7: the copy's share of each clflush design's loss over base (the paper's third part,
+  // the DRAM cache's flush, is not modelled: pmlab's NVM has no DRAM cache in front).
+  const auto copy_share = [&](const std::string& design) -> json {
+    const double loss = cyc(design) - base, copy = cyc(design + " copy only") - base;
+    return cyc(design) > 0 && cyc(design + " copy only") > 0 && loss > 0 ? json(copy / loss)
+                                                                         : json(nullptr);
+  };
+  out["fig7"] = {{"copy_share_cp_clflush", copy_share("cp-clflush")},
+                 {"copy_share_cp_par_clflush", copy_share("cp-par-clflush")}};
   out["fig12"] = {{"ipv_overhead", ovh("ipv")},
                   {"ipv_sync_overhead", ovh("ipv-sync")},
                   {"ipv_no_flush_overhead", ovh("ipv no flush")},
