@@ -59,6 +59,7 @@ struct Run {
   experiments::RunTiming timing;
   double wall_seconds = 0;  // the whole run: pool creation, re-initializations, persists
   bool verified = true;     // the driver's bit-exact check against its fault-free reference
+  mem::HelperTimes helper;  // summed over the executions (seed 002's flush helper)
 };
 
 Run run_scheme(const BenchOptions& opt, const std::string& scheme, const fs::path& dir,
@@ -96,6 +97,9 @@ Run run_scheme(const BenchOptions& opt, const std::string& scheme, const fs::pat
       CALLGRIND_DUMP_STATS_AT(dump_label.c_str());
       r.timing.wall_seconds += report.compute_seconds;
       r.timing.cpu_seconds += report.compute_cpu_seconds;
+      r.helper.busy_ns += report.helper.busy_ns;
+      r.helper.exposed_ns += report.helper.exposed_ns;
+      if (!report.helper.placement.empty()) r.helper.placement = report.helper.placement;
       // Checked once (the reference costs as much as a run): every execution runs the same
       // deterministic code on the same inputs.
       if (verify && e == 0) r.verified = k.verify(pool).ok();
@@ -298,8 +302,15 @@ BenchResult run_bench(const BenchOptions& opt) {
     po.max_pairs = opt.max_pairs;
     po.threads_per_run = opt.threads;
     std::size_t pairs = 0;
+    mem::HelperTimes helper;  // the scheme's timed executions only
     auto run_one = [&](const std::string& which) {
-      return run_scheme(opt, which, dir, r.executions_per_rep, false).timing;
+      const Run run = run_scheme(opt, which, dir, r.executions_per_rep, false);
+      if (which == name) {
+        helper.busy_ns += run.helper.busy_ns;
+        helper.exposed_ns += run.helper.exposed_ns;
+        if (!run.helper.placement.empty()) helper.placement = run.helper.placement;
+      }
+      return run.timing;
     };
     const auto measure_pair = [&](bool scheme_first) {
       if (opt.progress)
@@ -337,6 +348,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     b.scheme = name;
     b.median_rep_seconds = result.scheme_median_seconds;
     b.bit_exact = exact;
+    b.helper = helper;
     b.paired = std::move(result);
     r.schemes.push_back(std::move(b));
   }
@@ -413,6 +425,11 @@ nlohmann::json to_json(const BenchResult& r) {
     nlohmann::json j{{"scheme", s.scheme},
                      {"median_rep_seconds", s.median_rep_seconds},
                      {"bit_exact_vs_base", s.bit_exact}};
+    if (!s.helper.placement.empty())
+      j["helper"] = {{"busy_ns", s.helper.busy_ns},
+                     {"exposed_ns", s.helper.exposed_ns},
+                     {"hidden_fraction", s.helper.hidden_fraction()},
+                     {"placement", s.helper.placement}};
     if (!s.paired) {
       if (s.scheme == scheme::kBaseScheme) {  // the reference: its ratio is 1 by definition
         j["ratio"] = 1.0;
@@ -522,6 +539,13 @@ std::string to_markdown(const BenchResult& r) {
                      r.load_after ? fmt::format("{:.2f}", *r.load_after) : "n/a", r.cores,
                      r.omp_wait_policy.empty() ? "(unset)" : r.omp_wait_policy);
   for (const auto& w : r.warnings) out += "Warning: " + w + "\n";
+  for (const auto& s : r.schemes)
+    if (!s.helper.placement.empty())
+      out += fmt::format(
+          "\n{}'s flush helper ({}): busy {:.1f} ms, main thread waited {:.1f} ms: {:.0f}% of "
+          "its flush time hidden (seed 002 Fig. 13: >= 41%)\n",
+          s.scheme, s.helper.placement, 1e-6 * static_cast<double>(s.helper.busy_ns),
+          1e-6 * static_cast<double>(s.helper.exposed_ns), 100 * s.helper.hidden_fraction());
   if (r.unit_costs.flush_fence_ns > 0)
     out += fmt::format(
         "\nUnit costs ({}): store + flush + sfence of one line {:.0f} ns; flushing many dirty "

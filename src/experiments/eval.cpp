@@ -282,6 +282,15 @@ std::vector<Step> plan(const EvalOptions& opt) {
     steps.push_back({"seed002", "seed 002 " + k, full ? 120.0 : 8.0, [=] {
                        return seed002_kernel(k, {full, opt.seed});
                      }});
+  // Figs. 6, 12, 13 natively: jacobi (quick; ~25 s), every seed-002 kernel (full).
+  for (const auto& k : seed002_kernels()) {
+    if (!full && k != "jacobi") continue;
+    steps.push_back({"seed002", "seed 002 native " + k, full ? 240.0 : 25.0, [=] {
+                       Seed002Options so{full, opt.seed};
+                       so.stop = opt.stop;  // Ctrl-C stops inside the benchmark too
+                       return seed002_native(k, so);
+                     }});
+  }
   // 3d. BSP bulk mode (seed 004 Figs. 13-14): the base schemes with hardware epochs of N
   // stores. Quick: 8 cores x 4000 transactions (~2 s per benchmark).
   for (const auto& bench : bep_benchmarks()) {

@@ -88,6 +88,43 @@ std::string fig5(const json& t) {
   return md + "\n";
 }
 
+// A derived gain: "+12.3% [+10.1%, +14.2%]", or "... unresolved" when its interval holds 0.
+std::string gain_text(const json& g) {
+  if (!g.is_object() || !g.contains("gain")) return "n/a";
+  std::string t = fmt::format("{:+.1f}%", 100 * g.value("gain", 0.0));
+  if (g.contains("ci95"))
+    t += fmt::format(" [{:+.1f}%, {:+.1f}%]", 100 * g["ci95"][0].get<double>(),
+                     100 * g["ci95"][1].get<double>());
+  return g.value("resolved", false) ? t : t + " unresolved";
+}
+
+std::string native_figures(const json& e) {
+  std::string md = fmt::format(
+      "### Figs. 6, 12, 13 natively: {} (n = {}, {} main thread; ipv's helper takes the second "
+      "core)\n\n`pmlab bench` against base, paired and interleaved; each ratio with its 95% "
+      "interval (\"unresolved\" when wider than the bench's target or the machine was busy). "
+      "DRAM behind the flushes: this machine has no NVM.\n\n| scheme | vs base [95% CI] | "
+      "bit-exact |\n|---|---|:---:|\n",
+      e.value("kernel", "?"), e.value("n", 0), e.value("threads", 0));
+  for (const auto& s : e.value("bench", json::object()).value("schemes", json::array()))
+    md += fmt::format("| {} | {} | {} |\n", s.value("scheme", "?"),
+                      s.value("text", s.value("scheme", "") == "base" ? "(reference)" : "n/a"),
+                      s.value("bit_exact_vs_base", false) ? "yes" : "**no**");
+  const json f6 = e.value("fig6", json::object()), f12 = e.value("fig12", json::object()),
+             f13 = e.value("fig13", json::object());
+  md += "\n| figure | measured (native) | paper |\n|---|---|---|\n";
+  md += fmt::format("| Fig. 6: cp-nt gain over cp-clflush | {} | 9.6% avg, 16% max |\n",
+                    gain_text(f6.value("nt_gain_over_clflush", json())));
+  md += fmt::format("| Fig. 6: cp-par-clflush gain over cp-clflush | {} | up to 5% |\n",
+                    gain_text(f6.value("par_gain_over_clflush", json())));
+  md += fmt::format("| Fig. 12: IPV without flushing, gain over cp-nt (design 2) | {} | 9% avg |\n",
+                    gain_text(f12.value("ipv_no_flush_gain_over_cp_nt", json())));
+  md += fmt::format("| Fig. 13: ipv's flush time hidden by the helper ({}) | {} | >= 41% |\n",
+                    f13.value("placement", "no helper ran"),
+                    pct_plain(f13.value("hidden_fraction", json())));
+  return md + "\n";
+}
+
 }  // namespace
 
 std::string seed002_section(const json& entries) {
@@ -105,6 +142,10 @@ std::string seed002_section(const json& entries) {
     }
     if (e.value("table", "") == "flush-scaling") {
       md += fig5(e);
+      continue;
+    }
+    if (e.value("table", "") == "native-figures") {
+      md += native_figures(e);
       continue;
     }
     if (e.contains("error") || e.contains("skipped")) {

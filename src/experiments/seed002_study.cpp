@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "pmlab/experiments/bench.hpp"
 #include "pmlab/persist/flush.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
@@ -280,6 +281,76 @@ json seed002_flush_states(const Seed002Options& o) {
           {"sim", sim_rows},
           {"sim_machine", "lp-isca18"},
           {"native", {{"rounds", rounds}, {"lines", kLines}, {"rows", native_rows}}}};
+}
+
+namespace {
+
+// One scheme's paired ratio to base, with its 95% interval (none when the bench gave none).
+struct MeasuredRatio {
+  double ratio = 0, low = 0, high = 0;
+  bool has_interval = false;
+};
+
+MeasuredRatio measured(const BenchResult& r, const std::string& scheme) {
+  for (const auto& s : r.schemes)
+    if (s.scheme == scheme && s.paired) {
+      MeasuredRatio m{s.paired->ratio, 0, 0, s.paired->ci95.has_value()};
+      if (m.has_interval) {
+        m.low = s.paired->ci95->low;
+        m.high = s.paired->ci95->high;
+      }
+      return m;
+    }
+  return {};
+}
+
+// How much faster `a` runs than `b` (1 - a/b, both timed against the same base), with the
+// interval the two ratios' intervals allow; `resolved` when that interval excludes 0.
+json gain_json(const BenchResult& r, const std::string& a, const std::string& b) {
+  const MeasuredRatio ma = measured(r, a), mb = measured(r, b);
+  if (ma.ratio <= 0 || mb.ratio <= 0) return nullptr;
+  json g = {{"gain", 1.0 - ma.ratio / mb.ratio}};
+  if (ma.has_interval && mb.has_interval) {
+    const double low = 1.0 - ma.high / mb.low, high = 1.0 - ma.low / mb.high;
+    g["ci95"] = {low, high};
+    g["resolved"] = low > 0 || high < 0;
+  } else {
+    g["resolved"] = false;
+  }
+  return g;
+}
+
+}  // namespace
+
+json seed002_native(const std::string& kernel, const Seed002Options& o) {
+  const auto& kd = run::find_kernel(kernel);
+  BenchOptions b;
+  b.kernel = kernel;
+  b.n = o.n != 0 ? o.n : kernel == "jacobi" ? (o.full ? 1024 : 512) : kernel == "cg" ? 40000 : 512;
+  b.threads = 1;  // the helper thread takes the second core
+  b.budget_seconds = o.full ? 30 : 3;
+  b.min_rep_seconds = o.native_rep_seconds > 0 ? o.native_rep_seconds : o.full ? 0.2 : 0.1;
+  b.seed = o.seed;
+  b.stop = o.stop;
+  for (const char* s : {"cp-clflush", "cp-par-clflush", "cp-nt", "ipv-nf", "ipv-sync", "ipv"})
+    if (std::find(kd.schemes.begin(), kd.schemes.end(), s) != kd.schemes.end())
+      b.schemes.emplace_back(s);
+  const BenchResult r = run_bench(b);
+  json out = {{"table", "native-figures"},
+              {"kernel", kernel},
+              {"n", b.n},
+              {"threads", b.threads},
+              {"bench", to_json(r)}};
+  out["fig6"] = {{"nt_gain_over_clflush", gain_json(r, "cp-nt", "cp-clflush")},
+                 {"par_gain_over_clflush", gain_json(r, "cp-par-clflush", "cp-clflush")}};
+  out["fig12"] = {{"ipv_no_flush_gain_over_cp_nt", gain_json(r, "ipv-nf", "cp-nt")}};
+  for (const auto& s : r.schemes)
+    if (s.scheme == "ipv" && !s.helper.placement.empty())
+      out["fig13"] = {{"hidden_fraction", s.helper.hidden_fraction()},
+                      {"busy_ns", s.helper.busy_ns},
+                      {"exposed_ns", s.helper.exposed_ns},
+                      {"placement", s.helper.placement}};
+  return out;
 }
 
 json seed002_flush_scaling(const Seed002Options& o) {

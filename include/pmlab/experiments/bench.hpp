@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pmlab/mem/helper_times.hpp"
+
 #include "pmlab/experiments/paired_ratio.hpp"
 #include "pmlab/persist/flush.hpp"
 #include "pmlab/persist/persister.hpp"
@@ -68,6 +70,9 @@ struct BenchSchemeResult {
   // counted; for base, over every pair of every scheme.
   double median_rep_seconds = 0;
   bool bit_exact = true;  // C equalled the fault-free reference bit for bit (checked once)
+  // Seed 002's flush helper thread over the scheme's timed executions (summed; empty placement
+  // when the scheme used none): its busy time, the main thread's waits, where it ran.
+  mem::HelperTimes helper;
 };
 
 // Unit costs of persisting on this machine, measured next to the schemes (cpu mode only, with

@@ -2,6 +2,7 @@
 // (deterministic), natively where cheap, beside the paper's numbers.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,6 +15,10 @@ struct Seed002Options {
   bool full = false;  // larger sizes and more native rounds
   std::uint64_t seed = 1;
   std::uint64_t n = 0;  // 0: the mode's sizes (quick 256, full 512, or the next the kernel takes)
+  // Checked between native runs (seed002_native): when set, the benchmark stops (kInterrupted).
+  const std::atomic<bool>* stop = nullptr;
+  // seed002_native's seconds per timed repetition (0: the mode's, quick 0.1, full 0.2).
+  double native_rep_seconds = 0;
 };
 
 // Table 1: cycles per flushed line by line state (modified, exclusive, shared, invalid) for
@@ -30,6 +35,15 @@ struct Seed002Options {
 // cycles_per_line, speedup}]}, native: {flush, mib, rounds, cores, rows: [{threads,
 // ns_per_line_median, speedup_median, speedup_min, speedup_max, resolved}]} | {skipped}}.
 [[nodiscard]] nlohmann::json seed002_flush_scaling(const Seed002Options& o);
+
+// Figs. 6, 12 and 13 natively on this machine: `pmlab bench` of the cp-* and ipv* rows against
+// base (1 main thread: the ipv helper takes the second core), paired and interleaved, each
+// ratio with its 95% interval; the figures' gains derived from two ratios with the interval
+// both allow (resolved when it excludes 0), and ipv's helper hidden fraction. JSON: {kernel, n,
+// threads, bench: <pmlab bench --json>, fig6: {nt_gain_over_clflush, par_gain_over_clflush},
+// fig12: {ipv_no_flush_gain_over_cp_nt}, fig13?: {hidden_fraction, busy_ns, exposed_ns,
+// placement}}; each gain {gain, ci95?, resolved}.
+[[nodiscard]] nlohmann::json seed002_native(const std::string& kernel, const Seed002Options& o);
 
 // The catalog kernels that have the rows Figs. 6, 12-14 need (an `ipv` row and the cp-*
 // variants), in catalog order: tmm today, and any kernel that gains such rows.
