@@ -42,6 +42,7 @@ constexpr auto kSchemes = std::tuple{
     lp_scheme<shape_of>(),  // one slot per block
     ep_scheme<shape_of>(),  // one record per block
     wal_scheme<shape_of>(),
+    wal_entry_scheme<shape_of>(),
     cp_scheme<shape_of>(),
     cp_clflush_scheme<shape_of>(),
     cp_par_clflush_scheme<shape_of>(),

@@ -145,6 +145,7 @@ constexpr auto iterative_schemes() {
       iterative_lp_scheme<ShapeOf>(),
       iterative_ep_scheme<ShapeOf>(),
       scheme::wal_scheme<ShapeOf>(),
+      scheme::wal_entry_scheme<ShapeOf>(),
       scheme::cp_scheme<ShapeOf>(),
       scheme::cp_clflush_scheme<ShapeOf>(),
       scheme::cp_par_clflush_scheme<ShapeOf>(),

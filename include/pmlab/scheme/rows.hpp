@@ -62,11 +62,22 @@ template <std::size_t N>
 }
 
 // The pool's arrays seen through the kernels' rival state types (names from *_bytes_for).
-template <class Ctx>
+template <LogFormat Format = LogFormat::kBlock, class Ctx>
 [[nodiscard]] scheme::WalUnits wal_units_of(const Ctx& c) {
   return {c.pool.template array<scheme::UndoHeader>(scheme::kWalHeaderArray),
           c.pool.template array<scheme::WalProgress>(scheme::kWalIndexArray),
-          c.pool.template array<double>(scheme::kWalLogArray)};
+          c.pool.template array<double>(scheme::kWalLogArray), Format};
+}
+
+// A WAL scheme's arrays in `Format`: the kernel's block-format layout, its log array twice as
+// large for per-store records.
+template <LogFormat Format, std::size_t N>
+[[nodiscard]] std::vector<pool::ArraySpec> wal_array_specs(
+    std::array<scheme::PoolArray, N> arrays) {
+  if constexpr (Format == LogFormat::kEntry)
+    for (auto& a : arrays)
+      if (a.name == kWalLogArray) a.bytes = WalUnits::entry_log_bytes(a.bytes);
+  return array_specs(arrays);
 }
 template <class Ctx>
 [[nodiscard]] scheme::StepCheckpoint checkpoint_of(const Ctx& c) {
@@ -166,19 +177,27 @@ constexpr auto ep_scheme() {
       .mutants = kEagerMutants};
 }
 
-// Undo-logging transactions, one per EagerRecompute region (thesis Fig. 2.6).
-template <auto ShapeOf>
+// Undo-logging transactions, one per EagerRecompute region (thesis Fig. 2.6), logging each
+// block as a raw copy (`wal`) or as one {offset, old value} record per element (`wal-entry`,
+// the format of general-purpose undo logs and of the LP paper's WAL).
+template <auto ShapeOf, LogFormat Format = LogFormat::kBlock>
 constexpr auto wal_scheme() {
-  return Scheme{
-      .name = "wal",
-      .arrays = [](const pool::RunParams& p) { return array_specs(wal_bytes_for(ShapeOf(p))); },
-      .run = [](mem::Backend auto& be, const auto& c,
-                std::size_t first) { run_wal(be, c.op, wal_units_of(c), first); },
-      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
-        r.recovery_action = "wal-recovery";  // undo-log rollback, then resume
-        return recover_wal(be, c.op, wal_units_of(c), r.recovery);
-      },
-      .mutants = kCommitMutants};
+  return Scheme{.name = Format == LogFormat::kEntry ? "wal-entry" : "wal",
+                .arrays =
+                    [](const pool::RunParams& p) {
+                      return wal_array_specs<Format>(wal_bytes_for(ShapeOf(p)));
+                    },
+                .run = [](mem::Backend auto& be, const auto& c,
+                          std::size_t first) { run_wal(be, c.op, wal_units_of<Format>(c), first); },
+                .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+                  r.recovery_action = "wal-recovery";  // undo-log rollback, then resume
+                  return recover_wal(be, c.op, wal_units_of<Format>(c), r.recovery);
+                },
+                .mutants = kCommitMutants};
+}
+template <auto ShapeOf>
+constexpr auto wal_entry_scheme() {
+  return wal_scheme<ShapeOf, LogFormat::kEntry>();
 }
 
 // Checkpoints of the working array by copy, every cp_default_every(op) outer steps.
@@ -248,15 +267,11 @@ constexpr auto hr_scheme(std::string_view name) {
 // working array per step.
 template <auto ShapeOf>
 constexpr auto in_place_schemes() {
-  return std::tuple{restart_base_scheme(),
-                    lp_scheme<ShapeOf>(),
-                    ep_scheme<ShapeOf>(),
-                    wal_scheme<ShapeOf>(),
-                    cp_scheme<ShapeOf>(),
-                    cp_clflush_scheme<ShapeOf>(),
-                    cp_par_clflush_scheme<ShapeOf>(),
-                    cp_nt_scheme<ShapeOf>(),
-                    hr_scheme<ShapeOf, 8>("hr-x8")};
+  return std::tuple{restart_base_scheme(),        lp_scheme<ShapeOf>(),
+                    ep_scheme<ShapeOf>(),         wal_scheme<ShapeOf>(),
+                    wal_entry_scheme<ShapeOf>(),  cp_scheme<ShapeOf>(),
+                    cp_clflush_scheme<ShapeOf>(), cp_par_clflush_scheme<ShapeOf>(),
+                    cp_nt_scheme<ShapeOf>(),      hr_scheme<ShapeOf, 8>("hr-x8")};
 }
 
 }  // namespace pmlab::scheme
