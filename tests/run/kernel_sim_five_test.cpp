@@ -85,8 +85,9 @@ void expect_same_arrays(const pool::Pool& a, const pool::Pool& b, const std::str
 TEST(KernelSim, EveryKernelHasSimulatorEntryPointsForEveryScheme) {
   for (const auto& k : kKernels) {
     EXPECT_EQ(find_sim_kernel(k).name, k);
-    std::vector<std::string> expected{"base",           "lp",   "ep", "wal", "cp", "cp-clflush",
-                                      "cp-par-clflush", "cp-nt"};  // + seed 002's copy variants
+    // + the per-store undo log and seed 002's copy variants
+    std::vector<std::string> expected{
+        "base", "lp", "ep", "wal", "wal-entry", "cp", "cp-clflush", "cp-par-clflush", "cp-nt"};
     if (k != "conv2d" && k != "fft") expected.push_back("hr-x8");  // in-place kernels only
     EXPECT_EQ(find_kernel(k).schemes, expected) << k;
     for (const auto& s : find_kernel(k).schemes)
