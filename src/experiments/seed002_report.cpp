@@ -88,7 +88,8 @@ std::string fig5(const json& t) {
   return md + "\n";
 }
 
-// A derived gain: "+12.3% [+10.1%, +14.2%]", or "... unresolved" when its interval holds 0.
+// A derived gain: "+12.3% [+10.1%, +14.2%]", or "... unresolved" when its interval holds 0 or
+// rests on a ratio with too few healthy pairs.
 std::string gain_text(const json& g) {
   if (!g.is_object() || !g.contains("gain")) return "n/a";
   std::string t = fmt::format("{:+.1f}%", 100 * g.value("gain", 0.0));

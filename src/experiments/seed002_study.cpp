@@ -285,19 +285,23 @@ json seed002_flush_states(const Seed002Options& o) {
 
 namespace {
 
-// One scheme's paired ratio to base, with its 95% interval (none when the bench gave none).
+// One scheme's paired ratio to base, with its 95% interval. `trusted`: the interval rests on
+// at least the bench's minimum of healthy pairs on a machine that was not busy and did not
+// drift (its width may still exceed the bench's ±target).
 struct MeasuredRatio {
   double ratio = 0, low = 0, high = 0;
-  bool has_interval = false;
+  bool trusted = false;
 };
 
-MeasuredRatio measured(const BenchResult& r, const std::string& scheme) {
+MeasuredRatio measured(const BenchResult& r, const std::string& scheme, std::size_t min_pairs) {
   for (const auto& s : r.schemes)
     if (s.scheme == scheme && s.paired) {
-      MeasuredRatio m{s.paired->ratio, 0, 0, s.paired->ci95.has_value()};
-      if (m.has_interval) {
-        m.low = s.paired->ci95->low;
-        m.high = s.paired->ci95->high;
+      const auto& p = *s.paired;
+      MeasuredRatio m{p.ratio, 0, 0, false};
+      if (p.ci95) {
+        m.low = p.ci95->low;
+        m.high = p.ci95->high;
+        m.trusted = p.pairs_used >= min_pairs && !p.busy() && !p.drifted;
       }
       return m;
     }
@@ -305,17 +309,17 @@ MeasuredRatio measured(const BenchResult& r, const std::string& scheme) {
 }
 
 // How much faster `a` runs than `b` (1 - a/b, both timed against the same base), with the
-// interval the two ratios' intervals allow; `resolved` when that interval excludes 0.
-json gain_json(const BenchResult& r, const std::string& a, const std::string& b) {
-  const MeasuredRatio ma = measured(r, a), mb = measured(r, b);
+// interval the two ratios' intervals allow; `resolved` when both intervals are trusted and
+// the gain's excludes 0.
+json gain_json(const BenchResult& r, const BenchOptions& o, const std::string& a,
+               const std::string& b) {
+  const MeasuredRatio ma = measured(r, a, o.min_pairs), mb = measured(r, b, o.min_pairs);
   if (ma.ratio <= 0 || mb.ratio <= 0) return nullptr;
-  json g = {{"gain", 1.0 - ma.ratio / mb.ratio}};
-  if (ma.has_interval && mb.has_interval) {
+  json g = {{"gain", 1.0 - ma.ratio / mb.ratio}, {"resolved", false}};
+  if (ma.low > 0 && mb.low > 0) {
     const double low = 1.0 - ma.high / mb.low, high = 1.0 - ma.low / mb.high;
     g["ci95"] = {low, high};
-    g["resolved"] = low > 0 || high < 0;
-  } else {
-    g["resolved"] = false;
+    g["resolved"] = ma.trusted && mb.trusted && (low > 0 || high < 0);
   }
   return g;
 }
@@ -328,8 +332,10 @@ json seed002_native(const std::string& kernel, const Seed002Options& o) {
   b.kernel = kernel;
   b.n = o.n != 0 ? o.n : kernel == "jacobi" ? (o.full ? 1024 : 512) : kernel == "cg" ? 40000 : 512;
   b.threads = 1;  // the helper thread takes the second core
-  b.budget_seconds = o.full ? 30 : 3;
-  b.min_rep_seconds = o.native_rep_seconds > 0 ? o.native_rep_seconds : o.full ? 0.2 : 0.1;
+  // Quick: short repetitions, so that even cp-clflush (~8x base here) reaches the bench's
+  // minimum of pairs within its 4 s.
+  b.budget_seconds = o.full ? 30 : 4;
+  b.min_rep_seconds = o.native_rep_seconds > 0 ? o.native_rep_seconds : o.full ? 0.2 : 0.05;
   b.seed = o.seed;
   b.stop = o.stop;
   for (const char* s : {"cp-clflush", "cp-par-clflush", "cp-nt", "ipv-nf", "ipv-sync", "ipv"})
@@ -341,9 +347,9 @@ json seed002_native(const std::string& kernel, const Seed002Options& o) {
               {"n", b.n},
               {"threads", b.threads},
               {"bench", to_json(r)}};
-  out["fig6"] = {{"nt_gain_over_clflush", gain_json(r, "cp-nt", "cp-clflush")},
-                 {"par_gain_over_clflush", gain_json(r, "cp-par-clflush", "cp-clflush")}};
-  out["fig12"] = {{"ipv_no_flush_gain_over_cp_nt", gain_json(r, "ipv-nf", "cp-nt")}};
+  out["fig6"] = {{"nt_gain_over_clflush", gain_json(r, b, "cp-nt", "cp-clflush")},
+                 {"par_gain_over_clflush", gain_json(r, b, "cp-par-clflush", "cp-clflush")}};
+  out["fig12"] = {{"ipv_no_flush_gain_over_cp_nt", gain_json(r, b, "ipv-nf", "cp-nt")}};
   for (const auto& s : r.schemes)
     if (s.scheme == "ipv" && !s.helper.placement.empty())
       out["fig13"] = {{"hidden_fraction", s.helper.hidden_fraction()},

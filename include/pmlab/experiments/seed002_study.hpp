@@ -17,7 +17,7 @@ struct Seed002Options {
   std::uint64_t n = 0;  // 0: the mode's sizes (quick 256, full 512, or the next the kernel takes)
   // Checked between native runs (seed002_native): when set, the benchmark stops (kInterrupted).
   const std::atomic<bool>* stop = nullptr;
-  // seed002_native's seconds per timed repetition (0: the mode's, quick 0.1, full 0.2).
+  // seed002_native's seconds per timed repetition (0: the mode's, quick 0.05, full 0.2).
   double native_rep_seconds = 0;
 };
 
@@ -39,7 +39,8 @@ struct Seed002Options {
 // Figs. 6, 12 and 13 natively on this machine: `pmlab bench` of the cp-* and ipv* rows against
 // base (1 main thread: the ipv helper takes the second core), paired and interleaved, each
 // ratio with its 95% interval; the figures' gains derived from two ratios with the interval
-// both allow (resolved when it excludes 0), and ipv's helper hidden fraction. JSON: {kernel, n,
+// both allow (resolved when both rest on the bench's minimum of healthy pairs on a quiet
+// machine and the gain's interval excludes 0), and ipv's helper hidden fraction. JSON: {kernel, n,
 // threads, bench: <pmlab bench --json>, fig6: {nt_gain_over_clflush, par_gain_over_clflush},
 // fig12: {ipv_no_flush_gain_over_cp_nt}, fig13?: {hidden_fraction, busy_ns, exposed_ns,
 // placement}}; each gain {gain, ci95?, resolved}.
