@@ -1,29 +1,35 @@
 // A kernel's scheme table: per persistency scheme, its extra pool arrays, how it runs from an outer
 // iteration and how it recovers — generic over the memory backend (native and simulated).
 //
-// How to add a scheme to a kernel (e.g. "wal" for cholesky), nothing else to touch:
-//   1. Write its run and recovery in the kernel's header (e.g. include/pmlab/kernels/
-//      cholesky_wal.hpp), templated over mem::Backend, like the lp/ep functions.
-//   2. Add one entry to the kernel's table (`kSchemes` in src/kernels/cholesky_kernel.cpp):
+// How to add a scheme to a kernel (e.g. "journal" for cholesky), nothing else to touch:
+//   1. Write its run and recovery, templated over mem::Backend: in the kernel's header if the
+//      protocol is the kernel's own, else from a building block of scheme/ (a row any kernel
+//      can use belongs in scheme/rows.hpp).
+//   2. Name its pool arrays once, as constants beside the code that lays them out
+//      (e.g. `inline constexpr std::string_view kJournalArray = "journal";`).
+//   3. Add one entry to the kernel's table (`kSchemes` in src/kernels/cholesky_kernel.cpp):
 //
-//        Scheme{.name = "wal",
+//        Scheme{.name = "journal",
 //               .arrays = [](const pool::RunParams& p) {
-//                 return std::vector<pool::ArraySpec>{{"wal_log", log_bytes(p)}};
+//                 return std::vector<pool::ArraySpec>{{kJournalArray, journal_bytes(p)}};
 //               },
 //               .run = [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
-//                 ch::run_wal(be, c.op, wal_state(c), first);
+//                 ch::run_journal(be, c.op, journal_of(c), first);
 //               },
 //               .recover = [](mem::Backend auto& be, const Ctx& c,
 //                             RunReport& r) -> std::size_t {
-//                 r.recovery_action = "undo-log rollback";
-//                 return ch::recover_wal(be, c.op, wal_state(c), r.recovery);  // resume point
-//               }},
+//                 r.recovery_action = "journal replay";
+//                 return ch::recover_journal(be, c.op, journal_of(c), r.recovery);  // resume
+//               },
+//               .mutants = kCommitMutants},
 //
-//      `c.pool.array<T>("wal_log")` gives the arrays (the pool zero-fills them; read zero as
+//      `c.pool.array<T>(kJournalArray)` gives an array (the pool zero-fills it; read zero as
 //      "nothing done yet"). A scheme that cannot run on sim::SimBackend sets
 //      `.sim_refusal = "why"`; `pmlab sim`/`pmlab crash` then refuse it with that reason.
-//      `.mutants = kCommitMutants` (scheme/rows.hpp) declares the negative controls that must
-//      break it (the crash campaigns run each; none when absent).
+//      `.mutants` (named sets in scheme/rows.hpp) declares the negative controls that must
+//      break it (the crash campaigns run each; none when absent); `.validate` refuses
+//      parameters it cannot run; `.layout_revision` changes when its arrays' contents format
+//      does (the pool's layout tag).
 //   `pmlab run/bench/sim/crash`, --help, the kill -9 tests and the crash campaigns pick it up.
 //
 // Contract: run(be, c, first) executes outer iterations [first, end) (first = 0: the whole
