@@ -97,9 +97,7 @@ Run run_scheme(const BenchOptions& opt, const std::string& scheme, const fs::pat
       CALLGRIND_DUMP_STATS_AT(dump_label.c_str());
       r.timing.wall_seconds += report.compute_seconds;
       r.timing.cpu_seconds += report.compute_cpu_seconds;
-      r.helper.busy_ns += report.helper.busy_ns;
-      r.helper.exposed_ns += report.helper.exposed_ns;
-      if (!report.helper.placement.empty()) r.helper.placement = report.helper.placement;
+      r.helper += report.helper;
       // Checked once (the reference costs as much as a run): every execution runs the same
       // deterministic code on the same inputs.
       if (verify && e == 0) r.verified = k.verify(pool).ok();
@@ -305,11 +303,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     mem::HelperTimes helper;  // the scheme's timed executions only
     auto run_one = [&](const std::string& which) {
       const Run run = run_scheme(opt, which, dir, r.executions_per_rep, false);
-      if (which == name) {
-        helper.busy_ns += run.helper.busy_ns;
-        helper.exposed_ns += run.helper.exposed_ns;
-        if (!run.helper.placement.empty()) helper.placement = run.helper.placement;
-      }
+      if (which == name) helper += run.helper;
       return run.timing;
     };
     const auto measure_pair = [&](bool scheme_first) {

@@ -12,6 +12,14 @@ struct HelperTimes {
   std::uint64_t busy_ns = 0;     // helper thread flushing
   std::uint64_t exposed_ns = 0;  // main thread blocked in flush_barrier
   std::string placement;         // "cpu N" or "unpinned (no idle cpu)"; empty: no helper ran
+  // Adds another stretch of the helper's work (another run, another start of the helper): the
+  // times add up; the placement is the newest one given.
+  HelperTimes& operator+=(const HelperTimes& o) {
+    busy_ns += o.busy_ns;
+    exposed_ns += o.exposed_ns;
+    if (!o.placement.empty()) placement = o.placement;
+    return *this;
+  }
   // Share of the helper's flush time the main thread did not wait for (the paper's Fig. 13
   // overlap); 0 when the helper flushed nothing.
   [[nodiscard]] double hidden_fraction() const {

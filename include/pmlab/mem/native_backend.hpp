@@ -65,9 +65,7 @@ class NativeBackend {
   }
   void add_helper_times(std::uint64_t busy_ns, std::uint64_t exposed_ns,
                         const std::string& placement) {
-    helper_times_.busy_ns += busy_ns;
-    helper_times_.exposed_ns += exposed_ns;
-    helper_times_.placement = placement;
+    helper_times_ += HelperTimes{busy_ns, exposed_ns, placement};
   }
 
  private:
