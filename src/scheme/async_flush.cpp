@@ -1,4 +1,5 @@
-// The native flush helper thread of seed 002 §4.2: FIFO of ranges, pinned to an idle CPU.
+// The native flush helper thread of seed 002 §4.2: FIFO of flush and copy requests, pinned to an
+// idle CPU.
 #include "pmlab/scheme/async_flush.hpp"
 
 #include <pthread.h>
@@ -37,11 +38,19 @@ int idle_cpu(int main_threads) {
 
 }  // namespace
 
+// One request: a range to write back, or (copy.dst set) a range to copy durably.
+struct HelperJob {
+  std::uint64_t ticket = 0;
+  FlushRange flush;
+  CopyRange copy;
+};
+
 struct FlushHelper::Impl {
   PersistFn persist;
+  CopyFn copy;
   std::mutex m;
   std::condition_variable cv;
-  std::deque<std::pair<std::uint64_t, FlushRange>> queue;
+  std::deque<HelperJob> queue;
   std::uint64_t submitted = 0;
   std::atomic<std::uint64_t> done{0};
   std::atomic<std::uint64_t> busy{0};
@@ -52,7 +61,7 @@ struct FlushHelper::Impl {
 
   void loop() {
     for (;;) {
-      std::pair<std::uint64_t, FlushRange> job;
+      HelperJob job;
       {
         std::unique_lock lock(m);
         cv.wait(lock, [&] { return stop || !queue.empty(); });
@@ -63,17 +72,24 @@ struct FlushHelper::Impl {
       const std::uint64_t t0 = now_ns();
       // Flushes of every line, then sfence, on this thread: clflush/clflushopt/clwb act on the
       // whole coherence domain, so the main thread's stores (ordered before the enqueue by the
-      // mutex) are written back; the fence completes them before `done` is published.
-      persist(job.second.p, job.second.bytes);
+      // mutex) are written back; the fence completes them before `done` is published. A copy
+      // reads what the main thread stored before the enqueue, and its own sfence orders its
+      // non-temporal stores before `done`.
+      if (job.copy.dst != nullptr)
+        copy(job.copy.dst, job.copy.src, job.copy.count);
+      else
+        persist(job.flush.p, job.flush.bytes);
       busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-      done.store(job.first, std::memory_order_release);
+      done.store(job.ticket, std::memory_order_release);
       done.notify_all();
     }
   }
 };
 
-FlushHelper::FlushHelper(PersistFn persist, int main_threads) : impl_(std::make_unique<Impl>()) {
+FlushHelper::FlushHelper(PersistFn persist, CopyFn copy, int main_threads)
+    : impl_(std::make_unique<Impl>()) {
   impl_->persist = std::move(persist);
+  impl_->copy = std::move(copy);
   impl_->thread = std::thread([this] { impl_->loop(); });
   if (const int cpu = idle_cpu(main_threads); cpu >= 0) {
     cpu_set_t set;
@@ -93,15 +109,30 @@ FlushHelper::~FlushHelper() {
   impl_->thread.join();
 }
 
-std::uint64_t FlushHelper::submit(FlushRange r) {
-  std::uint64_t ticket = 0;
+namespace {
+std::uint64_t enqueue(std::mutex& m, std::condition_variable& cv, std::deque<HelperJob>& queue,
+                      std::uint64_t& submitted, HelperJob job) {
   {
-    const std::lock_guard lock(impl_->m);
-    ticket = ++impl_->submitted;
-    impl_->queue.emplace_back(ticket, r);
+    const std::lock_guard lock(m);
+    job.ticket = ++submitted;
+    queue.push_back(job);
   }
-  impl_->cv.notify_one();
-  return ticket;
+  cv.notify_one();
+  return job.ticket;
+}
+}  // namespace
+
+std::uint64_t FlushHelper::submit(FlushRange r) {
+  HelperJob job;
+  job.flush = r;
+  return enqueue(impl_->m, impl_->cv, impl_->queue, impl_->submitted, job);
+}
+
+std::uint64_t FlushHelper::submit(CopyRange c) {
+  if (c.count == 0) return impl_->submitted;  // nothing to wait for
+  HelperJob job;
+  job.copy = c;
+  return enqueue(impl_->m, impl_->cv, impl_->queue, impl_->submitted, job);
 }
 
 void FlushHelper::wait_all() {

@@ -1,8 +1,9 @@
-// Seed 002 §4.2's helper core in the simulator: flush_async requests run on their own clock,
-// interleaved with the main thread's ops by simulated time, each op a crash point.
+// Seed 002 §4.2's helper core in the simulator: flush_async and copy_async requests run on their
+// own clock, interleaved with the main thread's ops by simulated time, each op a crash point.
 #include "helper_core.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "pmlab/sim/sim_backend.hpp"
 
@@ -32,8 +33,15 @@ bool SimBackend::helper_count_op() {
   return count_op_at_switch_point();
 }
 
-void SimBackend::helper_abandon() {
+void SimBackend::helper_abandon(bool finish_copies) {
   detail::HelperCore& h = *helper_;
+  if (finish_copies)
+    for (const detail::HelperRequest& r : h.queue_) {
+      if (!r.copy) continue;
+      // The front request's lines before the cursor are copied already; redoing them is the same.
+      std::memmove(reinterpret_cast<void*>(r.dst), reinterpret_cast<const void*>(r.src),
+                   r.dst_end - r.dst);
+    }
   h.queue_.clear();
   h.started_ = h.flushed_ = false;
   h.clock_ = 0;  // power_fail keeps the clocks; the helper restarts with the next request
@@ -66,10 +74,64 @@ void SimBackend::helper_flush_async(const void* p, std::size_t len) {
   rearm_switch();
 }
 
+void SimBackend::helper_copy_async(double* dst, const double* src, std::size_t count) {
+  if (count == 0) return;
+  const std::size_t bytes = count * sizeof(double);
+  if (!modelling_) {  // as helper_flush_async: unpaced, so the op count now differs
+    ++async_skipped_;
+    std::memmove(dst, src, bytes);
+    return;
+  }
+  if (!helper_) helper_ = std::make_unique<detail::HelperCore>(cores_ - 1);
+  detail::HelperCore& h = *helper_;
+  detail::HelperRequest r;
+  r.copy = true;
+  r.dst = reinterpret_cast<std::uintptr_t>(dst);
+  r.dst_end = r.dst + bytes;
+  r.src = reinterpret_cast<std::uintptr_t>(src);
+  r.first = r.dst / kCacheLineBytes;
+  r.end = (r.dst_end - 1) / kCacheLineBytes + 1;
+  r.issued = machine_.clock(core_).value();
+  h.queue_.push_back(r);
+  ++h.stats_.requests;
+  ++h.stats_.copy_requests;
+  rearm_switch();
+}
+
+// One destination line of a copy request on the helper's core, charged as copy_unfenced charges
+// it on a main core: per double a load of its source and a store of it (non-temporal under the
+// NT model), then the line's flush (none under the NT model; cp-no-flush: none). Only the crash
+// points are coarser: one per line.
+void SimBackend::helper_copy_line(int core, const detail::HelperRequest& r, std::uint64_t line) {
+  const std::uintptr_t lo = std::max<std::uintptr_t>(line * kCacheLineBytes, r.dst);
+  const std::uintptr_t hi = std::min<std::uintptr_t>((line + 1) * kCacheLineBytes, r.dst_end);
+  const std::uintptr_t shift = r.src - r.dst;
+  // Before the model's stores: a write-back they cause carries the new bytes.
+  std::memmove(reinterpret_cast<void*>(lo), reinterpret_cast<const void*>(lo + shift), hi - lo);
+  const LineAddr d(line);
+  const bool nt = nt_stores() && mutation_ != mem::Mutation::kCpNoFlush;
+  for (std::uintptr_t a = lo; a < hi; a += sizeof(double)) {
+    const std::uintptr_t s = a + shift;
+    machine_.load(core, LineAddr(s / kCacheLineBytes));
+    if ((s + sizeof(double) - 1) / kCacheLineBytes != s / kCacheLineBytes) [[unlikely]]
+      machine_.load(core, LineAddr(s / kCacheLineBytes + 1));
+    if (nt)
+      machine_.store_nt(core, d, static_cast<unsigned>(a % kCacheLineBytes), sizeof(double));
+    else
+      machine_.store(core, d);
+  }
+  if (nt || mutation_ == mem::Mutation::kCpNoFlush || mutation_ == mem::Mutation::kNoFlush ||
+      flush_ == FlushMode::kNone)
+    return;
+  if (track_unfenced_) [[unlikely]]
+    machine_.image().note_flush(d, core);
+  machine_.flush(core, d, flush_);
+}
+
 void SimBackend::helper_catch_up(bool drain) {
   detail::HelperCore& h = *helper_;
   if (crashed_ || !modelling_) {
-    helper_abandon();
+    helper_abandon(!crashed_);
     return;
   }
   const std::uint64_t now = machine_.clock(core_).value();
@@ -88,7 +150,7 @@ void SimBackend::helper_catch_up(bool drain) {
       break;
     }
     if (!helper_count_op()) {
-      helper_abandon();
+      helper_abandon(!crashed_);
       return;
     }
     if (record_fences_) {
@@ -102,7 +164,11 @@ void SimBackend::helper_catch_up(bool drain) {
     const Cycles saved = machine_.clock(hc);
     machine_.set_clock(hc, Cycles(h.clock_));
     if (!h.flushed_) {
-      if (r.wbinvd) {
+      if (r.copy) {
+        helper_copy_line(hc, r, h.cursor_);
+        ++h.stats_.copy_ops;
+        h.flushed_ = ++h.cursor_ >= r.end;
+      } else if (r.wbinvd) {
         const std::uint64_t slots = machine_.llc_slots();
         const std::uint64_t hi = std::min<std::uint64_t>(slots, h.cursor_ + kWbinvdStretch);
         machine_.wbinvd(hc, h.cursor_, hi, hi == slots);
@@ -119,7 +185,12 @@ void SimBackend::helper_catch_up(bool drain) {
         h.flushed_ = ++h.cursor_ >= r.end;
       }
     } else {
-      if (mutation_ != mem::Mutation::kNoFence) {
+      // A copy's fence is its own sfence (cp-no-sfence drops it); under --flush none there is
+      // no fence to issue, as on a main core, but the op still ends the request.
+      const bool fenced = mutation_ != mem::Mutation::kNoFence &&
+                          !(r.copy && (mutation_ == mem::Mutation::kCpNoSfence ||
+                                       flush_ == FlushMode::kNone));
+      if (fenced) {
         if (record_fences_) fence_ops_.push_back(ops_);
         if (track_unfenced_) [[unlikely]]
           machine_.image().note_fence(hc);

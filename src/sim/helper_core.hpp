@@ -1,4 +1,5 @@
-// Seed 002 §4.2 in the simulator: the helper core's queue of flush_async requests and its clock.
+// Seed 002 §4.2 in the simulator: the helper core's queue of flush_async and copy_async requests
+// and its clock.
 #pragma once
 
 #include <cstddef>
@@ -16,11 +17,14 @@ class SimBackend;
 namespace pmlab::sim::detail {
 
 // One flush_async request: lines [first, end) written back per line, or (wbinvd) the whole
-// cache walked in stretches of LLC slots; then one fence. `issued`: the requesting core's
-// clock, before which the helper cannot start it.
+// cache walked in stretches of LLC slots; then one fence. A copy_async request (copy): bytes
+// [dst, dst_end) copied from src on, one destination line per op (lines [first, end)), then one
+// fence. `issued`: the requesting core's clock, before which the helper cannot start it.
 struct HelperRequest {
   std::uint64_t first = 0, end = 0;
   bool wbinvd = false;
+  bool copy = false;
+  std::uintptr_t dst = 0, dst_end = 0, src = 0;
   std::uint64_t issued = 0;
 };
 

@@ -312,7 +312,7 @@ void SimBackend::apply_crash_image() {
   machine_.power_fail();
   disarm_crash();
   crashed_ = false;
-  if (helper_) helper_abandon();
+  if (helper_) helper_abandon(false);  // memory is the image now: queued copies are lost
 }
 
 }  // namespace pmlab::sim

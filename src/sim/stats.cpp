@@ -157,6 +157,8 @@ nlohmann::json to_json(const SimStats& s) {
     j["helper"] = {{"core", h.core},
                    {"requests", h.requests},
                    {"flush_ops", h.flush_ops},
+                   {"copy_requests", h.copy_requests},
+                   {"copy_ops", h.copy_ops},
                    {"wbinvd_ops", h.wbinvd_ops},
                    {"wbinvd_requests", h.wbinvd_requests},
                    {"fences", h.fences},

@@ -84,6 +84,8 @@ std::map<mem::Mutation, Evidence> evidence() {
   e[M::kNoValidate] = {"tmm lp", test::negative_control_spec("tmm", "lp")};
   e[M::kCpNoFlush] = {"tmm cp-clflush", test::negative_control_spec("tmm", "cp-clflush")};
   e[M::kCpNoSfence] = {"tmm cp-clflush", test::negative_control_spec("tmm", "cp-clflush")};
+  e[M::kCpBarrierAfterWrite] = {"jacobi cp-nt-async n=16, lp-isca18 caches",
+                                 test::lagging_helper_spec("jacobi", "cp-nt-async", 16)};
   // ipv-skip-flush drops the last panel's flush: at n = 32 (4 panels of 8) 60 trials see it
   // 0 times at seed 11 (5 of 100), at n = 16 12 of 60 (the panel is a larger share of the run).
   for (const M m : {M::kIpvCommitBeforeFlush, M::kIpvBarrierAfterWrite, M::kIpvSkipFlush})
@@ -167,7 +169,9 @@ TEST(MutantEvidence, HandoffCampaignsCatchTheMutantsTheyAreFor) {
     const auto clean = run_campaign(opt);
     EXPECT_EQ(clean.passed, clean.trials) << spec.run.scheme;
     // Handoff reaches the NACK, so a miss of its control would count (not be excused).
-    if (spec.machine.preflush.enabled) EXPECT_TRUE(not_reached(spec, M::kPreflushNoNack).empty());
+    if (spec.machine.preflush.enabled) {
+      EXPECT_TRUE(not_reached(spec, M::kPreflushNoNack).empty());
+    }
     for (const M m : mutants) {
       const auto r = run_campaign(control_options(opt, m));
       EXPECT_LT(r.passed, r.trials) << spec.run.scheme << " " << mem::to_string(m);

@@ -36,4 +36,18 @@ inline SimRunSpec negative_control_spec(const std::string& kernel, const std::st
   return spec;
 }
 
+// lp-isca18's own caches on 2 cores, for seed 002's helper copy (cp-nt-async): with them the
+// iteration's work before its first store (jacobi's residual, cg's SpMV) hits in the caches and
+// outruns the helper's copy, so a barrier placed too late lets the next iteration overwrite
+// what the helper has not copied yet. Behind the tiny caches above that work misses, the helper
+// always finishes first, and no placement of the barrier can matter (0 of 100 trials fail).
+inline SimRunSpec lagging_helper_spec(const std::string& kernel, const std::string& scheme,
+                                      std::uint64_t n) {
+  SimRunSpec spec = negative_control_spec(kernel, scheme, n);
+  MachineOverrides o;
+  o.cores = 2;
+  spec.machine = machine_from("lp-isca18", o);
+  return spec;
+}
+
 }  // namespace pmlab::run::test

@@ -113,7 +113,7 @@ Outcome crash_everywhere(std::size_t n, std::size_t bs, tm::IpvFlush how, int th
 
 TEST(SchemeIpv, TmmRecoversBitExactlyFromEveryCrashPointLosingAtMostOneTile) {
   for (const auto how : {tm::IpvFlush::kSync, tm::IpvFlush::kAsync})
-    for (const auto [n, bs] : {std::pair<std::size_t, std::size_t>{5, 2}, {6, 2}, {7, 3}})
+    for (const auto& [n, bs] : {std::pair<std::size_t, std::size_t>{5, 2}, {6, 2}, {7, 3}})
       for (int threads : {1, 3}) {
         const Outcome o = crash_everywhere(n, bs, how, threads);
         EXPECT_GT(o.trials, 100u);
@@ -175,13 +175,41 @@ TEST(SchemeAsyncFlush, HelperCompletesEveryTicketBeforeTheBarrierReturns) {
         const std::lock_guard lock(m);
         seen.emplace_back(p, n);
       },
-      1);
+      [](double*, const double*, std::size_t) { FAIL() << "no copy was submitted"; }, 1);
   std::vector<double> data(1000);
   for (std::size_t i = 0; i < 100; ++i) (void)helper.submit({data.data() + i, i});
   helper.wait_all();
   ASSERT_EQ(seen.size(), 100u);  // FIFO: every range, in order
   for (std::size_t i = 0; i < 100; ++i) EXPECT_EQ(seen[i].second, i);
   EXPECT_FALSE(helper.placement().empty());
+}
+
+// cp-nt-async's copies go through the same FIFO as flushes: in order, each complete (and, with
+// the native copy function, fenced) before the barrier returns.
+TEST(SchemeAsyncFlush, HelperCopiesInOrderWithFlushesBeforeTheBarrierReturns) {
+  std::vector<int> order;  // 0: a flush, 1: a copy
+  std::mutex m;
+  scheme::FlushHelper helper(
+      [&](const void*, std::size_t) {
+        const std::lock_guard lock(m);
+        order.push_back(0);
+      },
+      [&](double* d, const double* s, std::size_t n) {
+        scheme::native_copy_durable(persist::NoPersist{}, d, s, n);
+        const std::lock_guard lock(m);
+        order.push_back(1);
+      },
+      1);
+  std::vector<double> src(4099), dst(4099, -1.0);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = 0.5 * static_cast<double>(i);
+  (void)helper.submit(scheme::FlushRange{src.data(), 64});
+  (void)helper.submit(scheme::CopyRange{dst.data() + 1, src.data() + 1, 4098});
+  (void)helper.submit(scheme::CopyRange{dst.data(), src.data(), 1});
+  (void)helper.submit(scheme::CopyRange{dst.data(), src.data(), 0});  // nothing to do
+  (void)helper.submit(scheme::FlushRange{dst.data(), 64});
+  helper.wait_all();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(dst, src);
 }
 
 }  // namespace

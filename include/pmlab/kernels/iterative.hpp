@@ -27,6 +27,8 @@
 #include "pmlab/lp/checksum_table.hpp"
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/mem/backend.hpp"
+#include "pmlab/mem/mutation.hpp"
+#include "pmlab/scheme/async_flush.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/scheme/copy_jobs.hpp"
 #include "pmlab/scheme/eager_region.hpp"
@@ -199,6 +201,43 @@ void run_cp(B& be, const Op& op, const scheme::StepCheckpoint& cp, std::size_t f
     iterate(be, op, t, op.s, op.s, [] {});
     be.region_end(id);
     cp.after_step(be, t + 1, whole, [&] { be.persist(op.s, op.state_bytes()); });
+    mem::outer_step_done(be);
+  }
+}
+
+// cp-nt-async (seed 002 §4.2, the helper copying what in-place versioning cannot version: MG's
+// dotted bar in Fig. 12): iteration t's state goes to the helper, which copies it into the
+// checkpoint's free slot with non-temporal stores and its own sfence. The copy overlaps
+// iteration t + 1's work before its first store into the state (cg's SpMV and dot products,
+// jacobi's residual); there the barrier waits for it and the checkpoint is published. The last
+// iteration persists the state in place and publishes completion, as run_cp does.
+template <mem::Backend B, class Op>
+void run_cp_async(B& be, const Op& op, const scheme::StepCheckpoint& cp, std::size_t first = 0) {
+  const auto whole = [&](std::size_t, std::size_t, auto&& fn) { fn(std::size_t{0}, op.elements); };
+  // Negative control (`pmlab crash --mutate cp-barrier-after-write`); constant false natively.
+  const bool barrier_late = mem::mutated(be, mem::Mutation::kCpBarrierAfterWrite);
+  scheme::AsyncFlusher<B> helper(be);
+  scheme::StepCheckpoint::InFlight in_flight;
+  const auto barrier_and_publish = [&] {
+    if (!in_flight.pending) return;
+    helper.flush_barrier();
+    cp.publish(be, in_flight);
+  };
+  for (std::size_t t = first; t < op.iterations; ++t) {
+    const mem::RegionId id{static_cast<std::uint32_t>(t), 0};
+    be.region_begin(id);
+    iterate(be, op, t, op.s, op.s, [&] {
+      if (!barrier_late) barrier_and_publish();
+    });
+    be.region_end(id);
+    barrier_and_publish();  // barrier_late; otherwise nothing is pending here
+    const std::size_t done = t + 1;
+    if (done < op.iterations && done % cp.every() == 0)
+      in_flight = cp.save_async(be, done, whole, [&](std::span<const scheme::CopyJob> jobs) {
+        for (const auto& j : jobs) helper.copy_async({j.dst, j.src, j.count});
+      });
+    else
+      cp.after_step(be, done, whole, [&] { be.persist(op.s, op.state_bytes()); });
     mem::outer_step_done(be);
   }
 }

@@ -1,5 +1,6 @@
 // The scheme rows of iterative.hpp's kernels that rows.hpp does not have (LP over three state
-// buffers, in-place versioning ipv-sync and ipv), and the whole table cg and jacobi share.
+// buffers, cp-nt-async, in-place versioning ipv-sync and ipv), and the whole table cg and
+// jacobi share.
 #pragma once
 
 #include <string>
@@ -137,6 +138,29 @@ constexpr auto iterative_ipv_scheme(std::string_view name) {
       .crash_safe = How != scheme::IpvFlush::kNone};
 }
 
+// cp-nt-async (seed 002 §4.2): cp-nt's checkpoint, its copy made by the helper while the next
+// iteration computes up to its first store into the state (iterative.hpp, run_cp_async).
+template <auto ShapeOf>
+constexpr auto iterative_cp_async_scheme() {
+  return scheme::Scheme{
+      .name = "cp-nt-async",
+      .arrays =
+          [](const pool::RunParams& p) {
+            return scheme::array_specs(kernels::iterative::cp_bytes_for(ShapeOf(p)));
+          },
+      .run =
+          [](mem::Backend auto& be, const auto& c, std::size_t first) {
+            kernels::iterative::run_cp_async(
+                be, c.op, scheme::checkpoint_variant_of<scheme::CopyMode::kNt>(c), first);
+          },
+      .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
+        r.recovery_action = "cp-recovery";  // restore the last published checkpoint
+        return kernels::iterative::recover_cp(
+            be, c.op, scheme::checkpoint_variant_of<scheme::CopyMode::kNt>(c), r.recovery);
+      },
+      .mutants = scheme::kAsyncCopyMutants};
+}
+
 // Every scheme of an iterative kernel (outer iteration = one solver iteration), in table order.
 template <auto ShapeOf>
 constexpr auto iterative_schemes() {
@@ -150,6 +174,7 @@ constexpr auto iterative_schemes() {
       scheme::cp_clflush_scheme<ShapeOf>(),
       scheme::cp_par_clflush_scheme<ShapeOf>(),
       scheme::cp_nt_scheme<ShapeOf>(),
+      iterative_cp_async_scheme<ShapeOf>(),
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kSync>("ipv-sync"),
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kAsync>("ipv"),
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kNone>("ipv-nf"),

@@ -23,6 +23,9 @@ enum class Mutation : std::uint8_t {
   // Seed 002's checkpoint-by-copy rows (cp-clflush, cp-par-clflush, cp-nt):
   kCpNoFlush,   // the copy's stores are never flushed (the fence alone is no persist)
   kCpNoSfence,  // the copy is never fenced before the checkpoint is published
+  // cp-nt-async: the barrier and publish only after the next iteration wrote the state the
+  // helper is still copying
+  kCpBarrierAfterWrite,
   // Seed 002's in-place versioning (ipv, ipv-sync):
   kIpvCommitBeforeFlush,  // done = kt + 1 persisted before the working version is flushed
   kIpvBarrierAfterWrite,  // barrier + commit after the next iteration wrote the other version
@@ -56,6 +59,8 @@ enum class Mutation : std::uint8_t {
       return "cp-no-flush";
     case Mutation::kCpNoSfence:
       return "cp-no-sfence";
+    case Mutation::kCpBarrierAfterWrite:
+      return "cp-barrier-after-write";
     case Mutation::kIpvCommitBeforeFlush:
       return "ipv-commit-before-flush";
     case Mutation::kIpvBarrierAfterWrite:
@@ -88,6 +93,7 @@ inline constexpr Mutation kAllMutations[] = {Mutation::kNoFlush,
                                              Mutation::kCommitEarly,
                                              Mutation::kCpNoFlush,
                                              Mutation::kCpNoSfence,
+                                             Mutation::kCpBarrierAfterWrite,
                                              Mutation::kIpvCommitBeforeFlush,
                                              Mutation::kIpvBarrierAfterWrite,
                                              Mutation::kIpvSkipFlush,

@@ -68,6 +68,12 @@ class TailBackend {
     async_requested_ = true;
     persist(p, len);
   }
+  // Its copy (cp-nt-async) likewise: element loads and stores, then the persist.
+  void helper_copy_async(double* dst, const double* src, std::size_t count) {
+    async_requested_ = true;
+    for (std::size_t i = 0; i < count; ++i) store(dst + i, load(src + i));
+    persist(dst, count * sizeof(double));
+  }
   void helper_barrier() const {}
   [[nodiscard]] bool async_requested() const { return async_requested_; }
   void region_begin(mem::RegionId) const {}

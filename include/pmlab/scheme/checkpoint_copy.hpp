@@ -57,6 +57,17 @@ void finish_copies(B& b) {
     b.fence();
 }
 
+// copy_durable's native path with only a persister (no backend): what the flush helper thread
+// runs for a copy request (scheme/async_flush.hpp). The sfence is the helper's own: it orders
+// the helper's non-temporal stores before the ticket it publishes.
+template <class P>
+void native_copy_durable(const P& persister, double* dst, const double* src, std::size_t count) {
+  if (count == 0) return;
+  nt_copy(dst, src, count);
+  persist::sfence();
+  if constexpr (kNtNeedsPersistCall<P>) persister.persist(dst, count * sizeof(double));
+}
+
 // Copies src[0, count) to dst durably: on return the copy has reached the persistence domain.
 // The order of the copy does not matter: nothing reads dst until the caller publishes it.
 template <mem::Backend B>

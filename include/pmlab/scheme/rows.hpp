@@ -38,6 +38,9 @@ inline constexpr mem::MutationSet kCommitMutants =
 // Seed 002's checkpoint-by-copy rows: cp's protocol, plus the copy's own flush and fence.
 inline constexpr mem::MutationSet kCopyVariantMutants =
     kCommitMutants | mem::MutationSet{mem::Mutation::kCpNoFlush, mem::Mutation::kCpNoSfence};
+// cp-nt-async: cp-nt's, plus the barrier that must precede the next iteration's first store.
+inline constexpr mem::MutationSet kAsyncCopyMutants =
+    kCopyVariantMutants | mem::MutationSet{mem::Mutation::kCpBarrierAfterWrite};
 // In-place versioning: its commit word is its own (commit-early does not move it), and the
 // protocol's steps each have a mutant (seed 002 spec A, acceptance).
 inline constexpr mem::MutationSet kIpvMutants =

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "pmlab/core/error.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/mutation.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
@@ -101,12 +104,38 @@ class StepCheckpoint {
                   PersistResult&& persist_result) const {
     if (done >= steps_) {
       const bool early = mem::mutated(b, mem::Mutation::kCommitEarly);  // negative control
-      if (early) publish(b, (static_cast<std::uint64_t>(steps_) << 2) | 2u);
+      if (early) publish_word(b, (static_cast<std::uint64_t>(steps_) << 2) | 2u);
       persist_result();
-      if (!early) publish(b, (static_cast<std::uint64_t>(steps_) << 2) | 2u);
+      if (!early) publish_word(b, (static_cast<std::uint64_t>(steps_) << 2) | 2u);
     } else if (done % every_ == 0) {
       save(b, done, segments);
     }
+  }
+
+  // save() in two halves around an asynchronous copy (cp-nt-async, double-buffered only): the
+  // free slot is prepared and its copies handed to copy(std::span<const CopyJob>), which must
+  // make them durable by the time publish(b, in_flight) is called. Meanwhile the caller must
+  // not store into the working state (the copy may still be reading it).
+  struct InFlight {
+    bool pending = false;
+    std::size_t done = 0, slot = 0;
+  };
+  template <mem::Backend B, class Segments, class Copy>
+  [[nodiscard]] InFlight save_async(B& b, std::size_t done, Segments&& segments,
+                                    Copy&& copy) const {
+    if (mode_ != CheckpointMode::kDoubleBuffered)
+      throw Error(ErrorCode::kUnsupported, "an asynchronous checkpoint must be double-buffered");
+    const auto [slot, jobs] = prepare_slot(b, done, segments);
+    if (mem::mutated(b, mem::Mutation::kCommitEarly))  // negative control: publish first
+      publish_word(b, (static_cast<std::uint64_t>(done) << 2) | slot);
+    copy(std::span<const CopyJob>(jobs));
+    return {true, done, slot};
+  }
+  template <mem::Backend B>
+  void publish(B& b, InFlight& f) const {
+    if (!f.pending) return;
+    publish_slot(b, f.done, f.slot);
+    f.pending = false;
   }
 
   // Brings the working state back to the newest complete checkpoint, durably, and returns the
@@ -135,48 +164,61 @@ class StepCheckpoint {
 
  private:
   template <mem::Backend B>
-  void publish(B& b, std::uint64_t word) const {
+  void publish_word(B& b, std::uint64_t word) const {
     b.store(&h_->newest, word);
     b.persist(&h_->newest, sizeof(std::uint64_t));
   }
 
   template <mem::Backend B, class Segments>
   void save(B& b, std::size_t done, Segments& segments) const {
-    const Newest nw = newest(b);
-    std::vector<CopyJob> jobs;
-    auto add = [&](std::size_t slot) {
-      return [&, slot](std::size_t off, std::size_t count) {
-        jobs.push_back({area_ + slot * elements_ + off, work_ + off, count});
-      };
-    };
     if (mode_ == CheckpointMode::kAppendOnly) {
       // Only the new steps' elements; the published part is never a target.
-      segments(nw.any ? std::min(nw.done, done) : std::size_t{0}, done, add(0));
+      const Newest nw = newest(b);
+      std::vector<CopyJob> jobs;
+      segments(nw.any ? std::min(nw.done, done) : std::size_t{0}, done,
+               [&](std::size_t off, std::size_t count) {
+                 jobs.push_back({area_ + off, work_ + off, count});
+               });
       const bool early = mem::mutated(b, mem::Mutation::kCommitEarly);  // negative control
-      if (early) publish(b, static_cast<std::uint64_t>(done) << 2);
+      if (early) publish_word(b, static_cast<std::uint64_t>(done) << 2);
       copy_jobs_durable_mode(b, jobs, copy_);
-      if (!early) publish(b, static_cast<std::uint64_t>(done) << 2);
+      if (!early) publish_word(b, static_cast<std::uint64_t>(done) << 2);
       return;
     }
-    // The slot not holding the newest checkpoint. Invariant: on segments(0, steps) minus
-    // segments(base, steps) it holds every element's final value (only steps < base write
-    // those). Lowering base first keeps that true while the copy below overwrites
-    // segments(done, steps); a crash mid-copy leaves the next copy into this slot to redo it.
+    const auto [slot, slot_jobs] = prepare_slot(b, done, segments);
+    if (mem::mutated(b, mem::Mutation::kCommitEarly))  // negative control: publish first
+      publish_word(b, (static_cast<std::uint64_t>(done) << 2) | slot);
+    copy_jobs_durable_mode(b, slot_jobs, copy_);
+    publish_slot(b, done, slot);
+  }
+
+  // The slot not holding the newest checkpoint, and the copies that bring it to state `done`.
+  // Invariant: on segments(0, steps) minus segments(base, steps) the slot holds every element's
+  // final value (only steps < base write those). Lowering base first keeps that true while the
+  // copies overwrite segments(done, steps); a crash mid-copy leaves the next copy into this
+  // slot to redo it.
+  template <mem::Backend B, class Segments>
+  [[nodiscard]] std::pair<std::size_t, std::vector<CopyJob>> prepare_slot(
+      B& b, std::size_t done, Segments& segments) const {
+    const Newest nw = newest(b);
     const std::size_t slot = nw.any ? 1 - nw.slot : 0;
     const std::size_t base = static_cast<std::size_t>(b.load(&h_->base[slot]));
     if (base > done) {
       b.store(&h_->base[slot], static_cast<std::uint64_t>(done));
       b.persist(&h_->base[slot], sizeof(std::uint64_t));
     }
-    segments(std::min(base, done), steps_, add(slot));
-    if (mem::mutated(b, mem::Mutation::kCommitEarly)) {  // negative control: publish first
-      b.store(&h_->newest, (static_cast<std::uint64_t>(done) << 2) | slot);
-      b.persist(&h_->newest, sizeof(std::uint64_t));
-    }
-    copy_jobs_durable_mode(b, jobs, copy_);
-    // The slot now holds state `done` entirely. Either of these two words may reach NVM first:
-    // a new base with the old `newest` is true of the slot, and an old (lower) base only makes
-    // the next copy into this slot larger.
+    std::vector<CopyJob> jobs;
+    segments(std::min(base, done), steps_, [&](std::size_t off, std::size_t count) {
+      jobs.push_back({area_ + slot * elements_ + off, work_ + off, count});
+    });
+    return {slot, std::move(jobs)};
+  }
+
+  // The slot now holds state `done` entirely. Either of these two words may reach NVM first: a
+  // new base with the old `newest` is true of the slot, and an old (lower) base only makes the
+  // next copy into this slot larger.
+  template <mem::Backend B>
+  void publish_slot(B& b, std::size_t done, std::size_t slot) const {
     b.store(&h_->base[slot], static_cast<std::uint64_t>(done));
     b.store(&h_->newest, (static_cast<std::uint64_t>(done) << 2) | slot);
     b.persist(h_, sizeof(StepCheckpointHeader));

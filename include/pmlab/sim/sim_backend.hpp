@@ -27,6 +27,7 @@ namespace pmlab::sim {
 class PersistOracle;  // src/sim/persist_oracle.hpp
 namespace detail {
 class HelperCore;  // src/sim/helper_core.hpp
+struct HelperRequest;
 }
 
 // Values a kernel may load/store through the simulator (double, uint64_t, ...).
@@ -173,6 +174,11 @@ class SimBackend {
   // stretch, then one fence) whose start its clock has reached by the current core's clock;
   // each is a counted op, so a crash can cut the helper between two flushes.
   void helper_flush_async(const void* p, std::size_t len);
+  // The same helper copies src[0, count) into dst (cp-nt-async): one op per destination line
+  // (its source read into the helper core's caches, the line stored non-temporally under
+  // nt_stores, else stored and flushed), then one fence. The bytes move when the op runs, so
+  // the caller must not store into src before helper_barrier. A power failure loses the rest.
+  void helper_copy_async(double* dst, const double* src, std::size_t count);
   // Runs the helper's remaining ops and moves the current core's clock to the helper's end;
   // the wait is HelperStats::exposed_cycles.
   void helper_barrier();
@@ -336,7 +342,10 @@ class SimBackend {
   void rearm_switch();
   void helper_catch_up(bool drain);
   bool helper_count_op();  // count_op without the switch point (the helper is not a fiber)
-  void helper_abandon();   // a power failure or stop_modelling: queued helper work is gone
+  // A power failure or stop_modelling: queued helper work is gone; with finish_copies (the
+  // model stopped, memory still live) the queued copies' bytes are moved first.
+  void helper_abandon(bool finish_copies);
+  void helper_copy_line(int core, const detail::HelperRequest& r, std::uint64_t line);
   [[noreturn]] void power_failure(std::uint64_t op);
 
   // A store's bytes reach memory after the crash check and before the model sees the access:

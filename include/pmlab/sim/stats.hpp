@@ -152,8 +152,10 @@ struct EpochStats {
 // main thread (the paper's Fig. 13).
 struct HelperStats {
   int core = 0;                       // the simulated core whose caches the helper uses
-  std::uint64_t requests = 0;         // flush_async calls
+  std::uint64_t requests = 0;         // flush_async and copy_async calls
   std::uint64_t flush_ops = 0;        // per-line flushes the helper issued
+  std::uint64_t copy_requests = 0;    // copy_async calls (cp-nt-async)
+  std::uint64_t copy_ops = 0;         // destination lines the helper copied
   std::uint64_t wbinvd_ops = 0;       // WBINVD stretches (one op each)
   std::uint64_t wbinvd_requests = 0;  // requests written back by WBINVD (the 10 x LLC rule)
   std::uint64_t fences = 0;
