@@ -170,7 +170,7 @@ std::vector<Config> configs(const std::vector<std::string>& schemes) {
     return std::find(schemes.begin(), schemes.end(), s) != schemes.end();
   };
   std::vector<Config> c = {{"base", "base"}};
-  for (const char* s : {"cp-clflush", "cp-par-clflush", "cp-nt", "ipv-sync", "ipv"})
+  for (const char* s : {"cp-clflush", "cp-par-clflush", "cp-nt", "cp-nt-async", "ipv-sync", "ipv"})
     if (has(s)) c.push_back({s, s});
   // Fig. 7's breakdown: the same checkpoints with every flush and fence off leave the copy's
   // own cost; the rest of the design's loss is its CPU-cache flush.
@@ -221,6 +221,7 @@ std::optional<run::SimRunSpec> sized_spec(const std::string& kernel, bool full, 
 json helper_json(const sim::HelperStats& h) {
   return {{"requests", h.requests},
           {"flush_ops", h.flush_ops},
+          {"copy_ops", h.copy_ops},
           {"wbinvd_ops", h.wbinvd_ops},
           {"busy_cycles", h.busy_cycles},
           {"exposed_cycles", h.exposed_cycles},
@@ -338,7 +339,8 @@ json seed002_native(const std::string& kernel, const Seed002Options& o) {
   b.min_rep_seconds = o.native_rep_seconds > 0 ? o.native_rep_seconds : o.full ? 0.2 : 0.05;
   b.seed = o.seed;
   b.stop = o.stop;
-  for (const char* s : {"cp-clflush", "cp-par-clflush", "cp-nt", "ipv-nf", "ipv-sync", "ipv"})
+  for (const char* s :
+       {"cp-clflush", "cp-par-clflush", "cp-nt", "cp-nt-async", "ipv-nf", "ipv-sync", "ipv"})
     if (std::find(kd.schemes.begin(), kd.schemes.end(), s) != kd.schemes.end())
       b.schemes.emplace_back(s);
   const BenchResult r = run_bench(b);
@@ -349,13 +351,19 @@ json seed002_native(const std::string& kernel, const Seed002Options& o) {
               {"bench", to_json(r)}};
   out["fig6"] = {{"nt_gain_over_clflush", gain_json(r, b, "cp-nt", "cp-clflush")},
                  {"par_gain_over_clflush", gain_json(r, b, "cp-par-clflush", "cp-clflush")}};
-  out["fig12"] = {{"ipv_no_flush_gain_over_cp_nt", gain_json(r, b, "ipv-nf", "cp-nt")}};
-  for (const auto& s : r.schemes)
-    if (s.scheme == "ipv" && !s.helper.placement.empty())
-      out["fig13"] = {{"hidden_fraction", s.helper.hidden_fraction()},
-                      {"busy_ns", s.helper.busy_ns},
-                      {"exposed_ns", s.helper.exposed_ns},
-                      {"placement", s.helper.placement}};
+  out["fig12"] = {{"ipv_no_flush_gain_over_cp_nt", gain_json(r, b, "ipv-nf", "cp-nt")},
+                  {"async_copy_gain_over_cp_nt", gain_json(r, b, "cp-nt-async", "cp-nt")}};
+  const auto helper_of = [](const BenchSchemeResult& s) -> json {
+    return {{"hidden_fraction", s.helper.hidden_fraction()},
+            {"busy_ns", s.helper.busy_ns},
+            {"exposed_ns", s.helper.exposed_ns},
+            {"placement", s.helper.placement}};
+  };
+  for (const auto& s : r.schemes) {
+    if (s.helper.placement.empty()) continue;
+    if (s.scheme == "ipv") out["fig13"] = helper_of(s);
+    if (s.scheme == "cp-nt-async") out["fig13_copy"] = helper_of(s);
+  }
   return out;
 }
 
@@ -490,9 +498,12 @@ json seed002_kernel(const std::string& kernel, const Seed002Options& o) {
   out["fig12"] = {{"ipv_overhead", ovh("ipv")},
                   {"ipv_sync_overhead", ovh("ipv-sync")},
                   {"ipv_no_flush_overhead", ovh("ipv no flush")},
-                  {"ipv_no_flush_gain_over_cp_nt", gain("ipv no flush", "cp-nt")}};
+                  {"ipv_no_flush_gain_over_cp_nt", gain("ipv no flush", "cp-nt")},
+                  {"async_copy_gain_over_cp_nt", gain("cp-nt-async", "cp-nt")}};
   json f13 = json::object();
   if (st.count("ipv") && st["ipv"].helper) f13["overlap"] = st["ipv"].helper->overlap();
+  if (st.count("cp-nt-async") && st["cp-nt-async"].helper)
+    f13["overlap_copy"] = st["cp-nt-async"].helper->overlap();
   if (st.count("ipv wbinvd") && st["ipv wbinvd"].helper)
     f13["overlap_wbinvd"] = st["ipv wbinvd"].helper->overlap();
   // The native-style estimate from whole-run times: (sync - async) / (sync - no flush).
