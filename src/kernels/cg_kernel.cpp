@@ -91,6 +91,9 @@ struct Cg {
     cgk::initial_state(be, operands(pool));
   }
   static OutputBytes output(const Operands& op) { return {op.s, op.state_bytes()}; }
+  static std::vector<scheme::IpvObject> ipv_objects(const Operands& op) {
+    return iterative_ipv_objects(op, {"z", "r", "p"});
+  }
   static VerifyResult verify(const pool::Pool& pool) {
     const auto& p = pool.params();
     cgk::HeapProblem ref(shape_of(p), p.seed);

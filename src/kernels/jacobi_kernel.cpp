@@ -71,6 +71,9 @@ struct Jacobi {
     jk::initial_state(be, operands(pool));
   }
   static OutputBytes output(const Operands& op) { return {op.s, op.state_bytes()}; }
+  static std::vector<scheme::IpvObject> ipv_objects(const Operands& op) {
+    return iterative_ipv_objects(op, {"u"});
+  }
   static VerifyResult verify(const pool::Pool& pool) {
     const auto& p = pool.params();
     Operands op = shape_of(p);

@@ -361,6 +361,10 @@ struct Tmm {
             pool.params().bs};
   }
   static OutputBytes output(const Operands& op) { return {op.c.data(), op.c.bytes()}; }
+  // tmm's ipv rows version C without a copy: every tile rewrites all of it (the basic rule).
+  static std::vector<scheme::IpvObject> ipv_objects(const Operands& op) {
+    return {{"C", 0, op.c.bytes() / sizeof(double), scheme::IpvObject::Declared::kUniform}};
+  }
   static VerifyResult verify(const pool::Pool& pool) {
     const auto& p = pool.params();
     const std::size_t n = p.n;

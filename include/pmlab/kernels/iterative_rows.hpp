@@ -3,6 +3,7 @@
 // jacobi share.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "pmlab/kernels/iterative.hpp"
+#include "pmlab/scheme/ipv_profile.hpp"
 #include "pmlab/scheme/rows.hpp"
 
 namespace pmlab::run {
@@ -179,6 +181,26 @@ constexpr auto iterative_schemes() {
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kAsync>("ipv"),
       iterative_ipv_scheme<ShapeOf, scheme::IpvFlush::kNone>("ipv-nf"),
   };
+}
+
+// The rule profiler's objects of an iterative state (KernelDriver::profile_ipv): each vector by
+// name, then the scalars, as the paper's Table 2 lists a benchmark's objects, each declared with
+// the rule the ipv rows assume for the whole state (op.updates).
+inline std::vector<scheme::IpvObject> iterative_ipv_objects(
+    const kernels::iterative::State& op, std::initializer_list<std::string_view> vector_names) {
+  using D = scheme::IpvObject::Declared;
+  const D declared = op.updates == scheme::IpvUpdates::kUniform ? D::kUniform : D::kNonUniform;
+  std::vector<scheme::IpvObject> out;
+  std::size_t v = 0;
+  for (const std::string_view name : vector_names) {
+    out.push_back(
+        {std::string(name), v * op.vector_elements, (v + 1) * op.vector_elements, declared});
+    ++v;
+  }
+  // The scalars are rewritten whole by every iteration, whatever the vectors do.
+  if (op.elements > op.tail_begin())
+    out.push_back({"scalars", op.tail_begin(), op.elements, D::kUniform});
+  return out;
 }
 
 // The solver-iteration count every iterative kernel declares (--iters), stored in the pool.

@@ -12,6 +12,7 @@
 #include "pmlab/persist/flush.hpp"
 #include "pmlab/persist/persister.hpp"
 #include "pmlab/pool/pool.hpp"
+#include "pmlab/scheme/ipv_profile.hpp"
 #include "pmlab/scheme/run_report.hpp"
 
 namespace pmlab::run {
@@ -76,6 +77,10 @@ struct KernelDriver {
   // and of ExecOptions::steps_done); empty when the kernel declares none (its bar then shows
   // only the time elapsed).
   std::function<std::uint64_t(const pool::RunParams&)> outer_steps;
+  // Seed 002's rule profiler: runs the base scheme's first outer iteration on a pool created
+  // with `base` and inited, watching the kernel's output, and classifies each of its objects
+  // (the whole output unless the kernel names its parts) as basic, post-update or non-uniform.
+  std::function<std::vector<scheme::IpvObjectProfile>(pool::Pool&)> profile_ipv;
 };
 
 // Throws kPoolMismatch when the pool was stamped with a layout tag other than `ours` (a pool

@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -196,6 +198,51 @@ template <ResumableKernel K>
   return report;
 }
 
+// The objects the rule profiler classifies: K::ipv_objects(op) when the kernel names the parts
+// of its output (cg's z, r, p and scalars), else the whole output as one object.
+template <ResumableKernel K>
+[[nodiscard]] std::vector<scheme::IpvObject> ipv_objects(const typename K::Operands& op) {
+  if constexpr (requires { K::ipv_objects(op); })
+    return K::ipv_objects(op);
+  else
+    return {{"output", 0, K::output(op).bytes / sizeof(double)}};
+}
+
+// KernelDriver::profile_ipv: the base row's first outer iteration on the rule profiler's
+// backend (scheme/ipv_profile.hpp).
+template <ResumableKernel K>
+[[nodiscard]] std::vector<scheme::IpvObjectProfile> profile_ipv(pool::Pool& pool) {
+  const pool::RunParams& p = pool.params();
+  validate_run<K>(p);
+  const ContextOf<K> ctx{pool, K::operands(pool), p};
+  const OutputBytes out = K::output(ctx.op);
+  scheme::IpvProfileBackend be(static_cast<const double*>(out.data), out.bytes / sizeof(double),
+                               static_cast<int>(p.threads));
+  // Only the base row is instantiated for the profiler's backend (with_scheme would compile
+  // every row for it).
+  constexpr std::size_t kRows = std::tuple_size_v<std::remove_cvref_t<decltype(K::schemes)>>;
+  constexpr std::size_t kBase = std::apply(
+      [](const auto&... s) {
+        std::size_t i = 0, found = kRows;
+        ((s.name == scheme::kBaseScheme && found == kRows ? (found = i, ++i) : ++i), ...);
+        return found;
+      },
+      K::schemes);
+  if constexpr (kBase == kRows) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{} has no base scheme to profile", K::kName));
+  } else {
+    const auto& base = std::get<kBase>(K::schemes);
+    try {
+      base.prepare(be, ctx);
+      base.run(be, ctx, 0);
+    } catch (const scheme::IpvProfileDone&) {
+      // the first outer iteration is over
+    }
+    return be.classify(ipv_objects<K>(ctx.op));
+  }
+}
+
 template <ResumableKernel K>
 [[nodiscard]] KernelDriver make_kernel_driver() {
   KernelDriver d;
@@ -211,6 +258,7 @@ template <ResumableKernel K>
   d.execute = execute_resumable<K>;
   d.verify = K::verify;
   d.n_power_of_two = K::kPowerOfTwoN;
+  d.profile_ipv = profile_ipv<K>;
   if constexpr (requires(const pool::RunParams& p) {
                   { K::outer_steps(p) } -> std::convertible_to<std::uint64_t>;
                 })
