@@ -204,6 +204,33 @@ TEST(SimHelper, TmmIpvCampaignCrashesInsideTheHelperAndIsBitExact) {
   }
 }
 
+// cp-nt-async's copies on the helper core: crashes land inside them, every trial recovers bit
+// for bit, and the helper's copy ops are counted one per destination line.
+TEST(SimHelper, JacobiAsyncCopyCampaignCrashesInsideTheCopiesAndIsBitExact) {
+  run::SimRunSpec spec;
+  spec.run.kernel = "jacobi";
+  spec.run.scheme = "cp-nt-async";
+  spec.run.n = 16;
+  spec.run.bs = 4;
+  spec.run.threads = 2;
+  run::MachineOverrides o;
+  o.cores = 3;
+  spec.machine = run::machine_from("lp-isca18", o);
+  const auto fault_free = run::simulate(spec);
+  ASSERT_TRUE(fault_free.stats.helper.has_value());
+  const std::uint64_t lines = (16 * 16 + 2) * sizeof(double) / 64 + 1;
+  EXPECT_EQ(fault_free.stats.helper->copy_requests, 10u);  // iterations 1..10 of 11
+  EXPECT_GE(fault_free.stats.helper->copy_ops, 10 * (lines - 1));
+  EXPECT_LE(fault_free.stats.helper->copy_ops, 10 * (lines + 1));
+  experiments::CampaignOptions opt;
+  opt.spec = spec;
+  opt.trials = 120;
+  const auto r = experiments::run_campaign(opt);
+  EXPECT_EQ(r.passed, r.trials);
+  EXPECT_GT(r.in_helper.trials, 0u);
+  for (const auto& t : r.results) EXPECT_LE(t.outer_redone, 1u);
+}
+
 TEST(SimHelper, TmmIpvMutantsFailWithTheHelperOn) {
   for (const mem::Mutation m :
        {mem::Mutation::kIpvCommitBeforeFlush, mem::Mutation::kIpvBarrierAfterWrite}) {

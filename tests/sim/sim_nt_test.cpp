@@ -3,6 +3,7 @@
 // power failure; off by default.
 #include <gtest/gtest.h>
 
+#include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/sim_backend.hpp"
@@ -93,6 +94,28 @@ TEST(SimNt, CheckpointCopyReadsNothingOfTheDestinationAndFlushesNothing) {
     EXPECT_EQ(s.flushes, on ? 0u : 64u);
     EXPECT_EQ(s.nvm.writes, 64u);
   }
+}
+
+// tmm's checkpoint copies A, B and C every tile. As stores + flushes each destination line is
+// first read from NVM (a fill for ownership); as non-temporal stores none is: cp-nt then reads
+// what base reads, plus the checkpoint header.
+TEST(SimNt, TmmCheckpointReadsNothingOfItsAreaUnderTheNtModel) {
+  const auto reads = [](const char* scheme, std::uint32_t wc_buffers) {
+    run::SimRunSpec spec;
+    spec.run.kernel = "tmm";
+    spec.run.scheme = scheme;
+    spec.run.n = 64;
+    spec.run.bs = 16;
+    run::MachineOverrides o;
+    o.wc_buffers = wc_buffers;
+    spec.machine = run::machine_from("lp-isca18", o);
+    spec.run.threads = static_cast<std::uint32_t>(spec.machine.threads);
+    return run::simulate(spec).stats.nvm.reads;
+  };
+  const std::uint64_t base = reads("base", 0), area_lines = 2 * 3 * 64 * 64 / 8;
+  EXPECT_EQ(reads("base", 10), base);
+  EXPECT_GE(reads("cp-nt", 0), base + area_lines / 2);  // the old model fills the area
+  EXPECT_LE(reads("cp-nt", 10), base + 8);  // header words only (4 lines here), none of 3,072
 }
 
 }  // namespace
