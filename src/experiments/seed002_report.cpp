@@ -99,6 +99,24 @@ std::string gain_text(const json& g) {
   return g.value("resolved", false) ? t : t + " unresolved";
 }
 
+// Table 2 (pmlab), measured: the rule profiler's classification of each object.
+std::string ipv_rules(const json& e) {
+  std::string md = fmt::format(
+      "### Table 2 (pmlab): update rules found by the rule profiler\n\nEach kernel's own "
+      "in-place loop, first iteration, n = {} (`KernelDriver::profile_ipv`, docs/seed002.md). "
+      "The paper's Table 2 sorts NPB and Nek5000 objects the same way (e.g. MG's r "
+      "non-uniform).\n\n| kernel | object | rule | elements written | read after their "
+      "update | loops writing it | ipv rows assume | agree |\n|---|---|---|---:|---:|---:|---|:---:|\n",
+      e.value("n", 0));
+  for (const auto& r : e.value("rows", json::array()))
+    md += fmt::format("| {} | {} | {} | {} of {} | {} | {} | {} | {} |\n", r.value("kernel", "?"),
+                      r.value("object", "?"), r.value("rule", "?"), r.value("written", 0ull),
+                      r.value("elements", 0ull), r.value("read_after_write", 0ull),
+                      r.value("writing_loops", 0ull), r.value("declared", "-"),
+                      r.value("matches_declaration", false) ? "yes" : "**no**");
+  return md + "\n";
+}
+
 std::string native_figures(const json& e) {
   std::string md = fmt::format(
       "### Figs. 6, 12, 13 natively: {} (n = {}, {} main thread; ipv's helper takes the second "
@@ -151,6 +169,10 @@ std::string seed002_section(const json& entries) {
     }
     if (e.value("table", "") == "flush-scaling") {
       md += fig5(e);
+      continue;
+    }
+    if (e.value("table", "") == "ipv-rules") {
+      md += ipv_rules(e);
       continue;
     }
     if (e.value("table", "") == "native-figures") {

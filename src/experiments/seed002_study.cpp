@@ -1,22 +1,31 @@
 // Seed 002's evaluation: Table 1 (flush cost by line state) and Figs. 6, 12, 13, 14 per kernel.
 #include "pmlab/experiments/seed002_study.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/persist/flush.hpp"
+#include "pmlab/pool/pool.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
+#include "pmlab/scheme/ipv_profile.hpp"
+#include "pmlab/scheme/scheme.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/presets.hpp"
 #include "pmlab/sim/stats.hpp"
@@ -430,6 +439,56 @@ json seed002_flush_scaling(const Seed002Options& o) {
                    {"cores", nproc},
                    {"rows", native_rows}};
   return out;
+}
+
+json seed002_rules(const Seed002Options& o) {
+  namespace fs = std::filesystem;
+  // The kernels whose updates the paper's rules sort: those with ipv rows, jacobi's MG-like
+  // variant, and the tiled factorizations that have no ipv row.
+  struct Case {
+    std::string kernel;
+    bool mg_like = false;
+  };
+  const std::vector<Case> cases = {{"tmm"},   {"cg"}, {"jacobi"},  {"jacobi", true},
+                                   {"gauss"}, {"lu"}, {"cholesky"}};
+  const fs::path dir = fs::temp_directory_path() /
+                       fmt::format("pmlab-ipv-rules-{}-{}", ::getpid(), o.seed);
+  fs::create_directories(dir);
+  json rows = json::array();
+  for (const Case& c : cases) {
+    const auto& k = run::find_kernel(c.kernel);
+    pool::RunParams p;
+    p.kernel = c.kernel;
+    p.scheme = std::string(scheme::kBaseScheme);
+    p.n = 40;  // the first iteration's pattern does not depend on the size
+    p.bs = 8;
+    p.threads = 2;
+    p.seed = o.seed == 0 ? 1 : o.seed;
+    if (c.mg_like) p.set_kernel_param("mg-like", 1);
+    const std::string path = (dir / "p").string();
+    std::vector<scheme::IpvObjectProfile> objects;
+    {
+      auto pool = pool::Pool::create(path, p, k.arrays(p), k.init);
+      objects = k.profile_ipv(pool);
+    }
+    fs::remove(path);
+    for (const auto& ob : objects) {
+      std::string declared = "-";
+      if (ob.declared == scheme::IpvObject::Declared::kUniform) declared = "uniform";
+      if (ob.declared == scheme::IpvObject::Declared::kNonUniform) declared = "non-uniform";
+      rows.push_back({{"kernel", c.kernel + (c.mg_like ? " --mg-like" : "")},
+                      {"object", ob.name},
+                      {"rule", std::string(scheme::to_string(ob.rule))},
+                      {"elements", ob.elements},
+                      {"written", ob.written},
+                      {"read_after_write", ob.read_after_write},
+                      {"writing_loops", ob.writing_loops},
+                      {"declared", declared},
+                      {"matches_declaration", ob.matches_declaration()}});
+    }
+  }
+  fs::remove_all(dir);
+  return {{"table", "ipv-rules"}, {"n", 40}, {"rows", rows}};
 }
 
 std::vector<std::string> seed002_kernels() {

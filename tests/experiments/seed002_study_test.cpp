@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "pmlab/experiments/seed002_study.hpp"
@@ -63,6 +64,24 @@ TEST(Seed002Study, JacobiAsyncCopyIsVerifiedAndOverlapsTheResidual) {
   EXPECT_LE(hidden, 1.0);
   const std::string md = seed002_section(nlohmann::json::array({j}));
   EXPECT_NE(md.find("cp-nt-async"), std::string::npos) << md;
+}
+
+// Table 2 (pmlab) in eval: the profiler's rows, every declaration agreeing, in the report.
+TEST(Seed002Study, RulesTableComesFromTheProfiler) {
+  const auto t = seed002_rules({});
+  ASSERT_EQ(t["table"], "ipv-rules");
+  std::map<std::string, std::string> rule;
+  for (const auto& r : t["rows"]) {
+    EXPECT_TRUE(r["matches_declaration"].get<bool>()) << r.dump();
+    rule[r["kernel"].get<std::string>() + " " + r["object"].get<std::string>()] = r["rule"];
+  }
+  EXPECT_EQ(rule["cg r"], "post-update");
+  EXPECT_EQ(rule["cg p"], "basic");
+  EXPECT_EQ(rule["jacobi --mg-like u"], "non-uniform");
+  EXPECT_EQ(rule["lu output"], "non-uniform");
+  const std::string md = seed002_section(nlohmann::json::array({t}));
+  EXPECT_NE(md.find("Table 2 (pmlab)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("**no**"), std::string::npos) << md;
 }
 
 TEST(Seed002Study, SimulatedFlushCostsCoverEveryStateAndKind) {

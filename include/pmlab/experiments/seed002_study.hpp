@@ -42,12 +42,20 @@ struct Seed002Options {
 // both allow (resolved when both rest on the bench's minimum of healthy pairs on a quiet
 // machine and the gain's interval excludes 0), and ipv's helper hidden fraction. JSON: {kernel, n,
 // threads, bench: <pmlab bench --json>, fig6: {nt_gain_over_clflush, par_gain_over_clflush},
-// fig12: {ipv_no_flush_gain_over_cp_nt}, fig13?: {hidden_fraction, busy_ns, exposed_ns,
-// placement}}; each gain {gain, ci95?, resolved}.
+// fig12: {ipv_no_flush_gain_over_cp_nt, async_copy_gain_over_cp_nt}, fig13?: {hidden_fraction,
+// busy_ns, exposed_ns, placement} (ipv's helper), fig13_copy?: the same for cp-nt-async's};
+// each gain {gain, ci95?, resolved}.
 [[nodiscard]] nlohmann::json seed002_native(const std::string& kernel, const Seed002Options& o);
 
+// Table 2 (pmlab): the rule profiler (KernelDriver::profile_ipv) on the first iteration of tmm,
+// cg, jacobi, jacobi --mg-like, gauss, lu and cholesky (n = 40): each object's rule (basic,
+// post-update, non-uniform), its counts, the rule its ipv rows declare and whether they agree.
+// JSON: {table: "ipv-rules", n, rows: [{kernel, object, rule, elements, written,
+// read_after_write, writing_loops, declared, matches_declaration}]}.
+[[nodiscard]] nlohmann::json seed002_rules(const Seed002Options& o);
+
 // The catalog kernels that have the rows Figs. 6, 12-14 need (an `ipv` row and the cp-*
-// variants), in catalog order: tmm today, and any kernel that gains such rows.
+// variants), in catalog order: tmm, cg and jacobi today, and any kernel that gains such rows.
 [[nodiscard]] std::vector<std::string> seed002_kernels();
 
 // Figs. 6, 12, 13 and 14 on one kernel, simulated on lp-isca18 (8 threads, the helper on the
