@@ -152,15 +152,33 @@ TEST(UnsupportedFlush, RunsWhatFlushesNothingAndRefusesTheFirstFlush) {
   std::uint64_t durable = 0;
   std::vector<lp::ChecksumSlot> slots(2 * 14);
   stencil::Operands op{{g0.data(), g1.data(), g2.data()}, 16, 1, 3, &durable, slots.data()};
-  mem::NativeBackend<run::UnsupportedFlush> be(run::UnsupportedFlush{persist::FlushKind::kClwb}, 1);
+  mem::NativeBackend<persist::RunCpuPersist> be(
+      persist::RunCpuPersist{persist::FlushKind::kClwb, &run::refuse_unsupported_flush}, 1);
   stencil::run_base(be, op, 0);  // no flush: runs
   be.fence();                    // sfence exists everywhere
+  be.persist(g0.data(), 0);      // nothing to write back: not refused
   try {
     stencil::run_lp<lp::ChecksumKind::kModular>(be, op, 0);  // persists at each step boundary
     ADD_FAILURE() << "a flush was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("clwb"), std::string::npos) << e.what();
+  }
+}
+
+// The run's CPU persister issues the instruction --flush names, whichever it is: every one this
+// CPU supports writes a dirty range back and leaves its bytes as they were.
+TEST(RunCpuPersist, EverySupportedInstructionPersistsARange) {
+  alignas(64) static double buf[1024];
+  for (const auto k : {persist::FlushKind::kClflush, persist::FlushKind::kClflushopt,
+                       persist::FlushKind::kClwb}) {
+    if (!persist::cpu_supports(k)) continue;
+    const persist::RunCpuPersist p{k};
+    for (std::size_t i = 0; i < 1024; ++i) buf[i] = static_cast<double>(i) + 0.5;
+    p.persist(buf, sizeof buf);
+    p.flush(buf + 3);
+    p.fence();
+    for (std::size_t i = 0; i < 1024; ++i) ASSERT_EQ(buf[i], static_cast<double>(i) + 0.5);
   }
 }
 

@@ -37,6 +37,42 @@ struct CpuPersist {
   void persist(const void* p, std::size_t len) const { persist_range<K>(p, len); }
 };
 
+// The run's CPU persister: the flush instruction chosen at run time (--flush), so that every
+// scheme is compiled once for the CPU path instead of once per instruction (a third of the
+// kernels' compile time). The choice is a predictable branch per call, next to a flush that
+// costs tens of nanoseconds; persist() branches once per range, outside its loop. `refuse`, when
+// set, is called instead of any flush (an instruction this CPU lacks; run/native_dispatch.hpp).
+struct RunCpuPersist {
+  FlushKind kind = FlushKind::kClwb;
+  void (*refuse)(FlushKind) = nullptr;
+
+  void flush(const void* p) const {
+    if (refuse != nullptr) [[unlikely]]
+      refuse(kind);
+    switch (kind) {
+      case FlushKind::kClflush:
+        return flush_line<FlushKind::kClflush>(p);
+      case FlushKind::kClflushopt:
+        return flush_line<FlushKind::kClflushopt>(p);
+      case FlushKind::kClwb:
+        return flush_line<FlushKind::kClwb>(p);
+    }
+  }
+  void fence() const { sfence(); }
+  void persist(const void* p, std::size_t len) const {
+    if (refuse != nullptr && len != 0) [[unlikely]]
+      refuse(kind);
+    switch (kind) {
+      case FlushKind::kClflush:
+        return persist_range<FlushKind::kClflush>(p, len);
+      case FlushKind::kClflushopt:
+        return persist_range<FlushKind::kClflushopt>(p, len);
+      case FlushKind::kClwb:
+        return persist_range<FlushKind::kClwb>(p, len);
+    }
+  }
+};
+
 // Delegates to the functions libpmem2 selected for the mapping (pmem2_get_flush_fn & co).
 class Pmem2Persist {
  public:
@@ -55,6 +91,6 @@ class Pmem2Persist {
 };
 
 static_assert(Persister<NoPersist> && Persister<CpuPersist<FlushKind::kClwb>> &&
-              Persister<Pmem2Persist>);
+              Persister<RunCpuPersist> && Persister<Pmem2Persist>);
 
 }  // namespace pmlab::persist

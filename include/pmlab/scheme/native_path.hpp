@@ -22,6 +22,8 @@ inline constexpr bool kNtNeedsPersistCall = true;
 template <persist::FlushKind K>
 inline constexpr bool kNtNeedsPersistCall<persist::CpuPersist<K>> = false;
 template <>
+inline constexpr bool kNtNeedsPersistCall<persist::RunCpuPersist> = false;
+template <>
 inline constexpr bool kNtNeedsPersistCall<persist::NoPersist> = false;
 
 }  // namespace pmlab::scheme
