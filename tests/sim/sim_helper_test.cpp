@@ -173,18 +173,25 @@ TEST(SimHelper, WbinvdIsRefusedNatively) {
 
 // --- Campaigns on tmm ipv with the helper core ---------------------------------------------
 
-run::SimRunSpec ipv_spec(const std::string& wcf = "never") {
+// Two threads on lp-isca18 with a third core for the helper; `o` sets the rest.
+run::SimRunSpec helper_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n,
+                            std::uint64_t bs, run::MachineOverrides o = {}) {
   run::SimRunSpec spec;
-  spec.run.kernel = "tmm";
-  spec.run.scheme = "ipv";
-  spec.run.n = 32;
-  spec.run.bs = 8;
+  spec.run.kernel = kernel;
+  spec.run.scheme = scheme;
+  spec.run.n = n;
+  spec.run.bs = bs;
   spec.run.threads = 2;
-  run::MachineOverrides o;
   o.cores = 3;  // two threads, the helper on core 2
+  spec.machine = run::machine_from("lp-isca18", o);
+  return spec;
+}
+
+run::SimRunSpec ipv_spec(const std::string& wcf = "never") {
+  run::MachineOverrides o;
   o.l1_size = 1024;
   o.llc_size = 4096;
-  spec.machine = run::machine_from("lp-isca18", o);
+  auto spec = helper_spec("tmm", "ipv", 32, 8, o);
   spec.machine.whole_cache_flush = whole_cache_flush_from_string(wcf);
   return spec;
 }
@@ -207,15 +214,7 @@ TEST(SimHelper, TmmIpvCampaignCrashesInsideTheHelperAndIsBitExact) {
 // cp-nt-async's copies on the helper core: crashes land inside them, every trial recovers bit
 // for bit, and the helper's copy ops are counted one per destination line.
 TEST(SimHelper, JacobiAsyncCopyCampaignCrashesInsideTheCopiesAndIsBitExact) {
-  run::SimRunSpec spec;
-  spec.run.kernel = "jacobi";
-  spec.run.scheme = "cp-nt-async";
-  spec.run.n = 16;
-  spec.run.bs = 4;
-  spec.run.threads = 2;
-  run::MachineOverrides o;
-  o.cores = 3;
-  spec.machine = run::machine_from("lp-isca18", o);
+  const auto spec = helper_spec("jacobi", "cp-nt-async", 16, 4);
   const auto fault_free = run::simulate(spec);
   ASSERT_TRUE(fault_free.stats.helper.has_value());
   const std::uint64_t lines = (16 * 16 + 2) * sizeof(double) / 64 + 1;
