@@ -215,11 +215,17 @@ def persist_barriers(res, out):
 
 # Seed 002: overhead vs base per configuration (Figs. 6, 12) and the helper's overlap (Fig. 13).
 def seed002(res, out):
-    kernels = [k for k in res.get("seed002", []) if "rows" in k]
+    # Per-kernel entries only: the section's tables (Table 1, Table 2, Fig. 5, the native
+    # figures) carry a "table" key.
+    kernels = [k for k in res.get("seed002", []) if "rows" in k and "table" not in k]
     if not kernels:
         return
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
-    configs = [r["config"] for r in kernels[0]["rows"] if r["config"] != "base"]
+    configs = []  # every kernel's configurations, in first-seen order (cp-nt-async: cg, jacobi)
+    for k in kernels:
+        for r in k["rows"]:
+            if r["config"] != "base" and r["config"] not in configs:
+                configs.append(r["config"])
     width = 0.8 / len(kernels)
     for i, k in enumerate(kernels):
         rows = {r["config"]: r for r in k["rows"]}

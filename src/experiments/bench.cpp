@@ -282,7 +282,8 @@ BenchResult run_bench(const BenchOptions& opt) {
       std::floor(5 * opt.min_rep_seconds / std::max(calibration.wall_seconds, 1e-6));
   r.executions_per_rep =
       static_cast<std::uint64_t>(std::clamp(std::min(wanted, affordable), 1.0, 100000.0));
-  r.schemes.push_back({std::string(scheme::kBaseScheme), std::nullopt, 0, calibration.verified, {}});
+  r.schemes.push_back(
+      {std::string(scheme::kBaseScheme), std::nullopt, 0, calibration.verified, {}});
 
   std::vector<double> base_reps;
   for (std::size_t s = 1; s < schemes.size(); ++s) {

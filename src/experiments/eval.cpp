@@ -284,8 +284,9 @@ std::vector<Step> plan(const EvalOptions& opt) {
   steps.push_back({"seed002", "seed 002 flush scaling", full ? 10.0 : 3.0, [=] {
                      return seed002_flush_scaling({full, opt.seed});
                    }});
-  steps.push_back({"seed002", "seed 002 IPV rules (Table 2)", 0.5,
-                   [=] { return seed002_rules({full, opt.seed}); }});
+  steps.push_back({"seed002", "seed 002 IPV rules (Table 2)", 0.5, [=] {
+                     return seed002_rules({full, opt.seed});
+                   }});
   for (const auto& k : seed002_kernels())
     steps.push_back({"seed002", "seed 002 " + k, full ? 120.0 : 8.0, [=] {
                        return seed002_kernel(k, {full, opt.seed});

@@ -106,7 +106,8 @@ std::string ipv_rules(const json& e) {
       "in-place loop, first iteration, n = {} (`KernelDriver::profile_ipv`, docs/seed002.md). "
       "The paper's Table 2 sorts NPB and Nek5000 objects the same way (e.g. MG's r "
       "non-uniform).\n\n| kernel | object | rule | elements written | read after their "
-      "update | loops writing it | ipv rows assume | agree |\n|---|---|---|---:|---:|---:|---|:---:|\n",
+      "update | loops writing it | ipv rows assume | agree "
+      "|\n|---|---|---|---:|---:|---:|---|:---:|\n",
       e.value("n", 0));
   for (const auto& r : e.value("rows", json::array()))
     md += fmt::format("| {} | {} | {} | {} of {} | {} | {} | {} | {} |\n", r.value("kernel", "?"),
@@ -147,8 +148,9 @@ std::string native_figures(const json& e) {
                     pct_plain(f13.value("hidden_fraction", json())));
   const json f13c = e.value("fig13_copy", json::object());
   if (!f13c.empty())
-    md += fmt::format("| cp-nt-async's copy time hidden by the helper ({}) | {} | (MG's bar) |\n",
-                      f13c.value("placement", "?"), pct_plain(f13c.value("hidden_fraction", json())));
+    md +=
+        fmt::format("| cp-nt-async's copy time hidden by the helper ({}) | {} | (MG's bar) |\n",
+                    f13c.value("placement", "?"), pct_plain(f13c.value("hidden_fraction", json())));
   return md + "\n";
 }
 

@@ -228,12 +228,9 @@ std::optional<run::SimRunSpec> sized_spec(const std::string& kernel, bool full, 
 }
 
 json helper_json(const sim::HelperStats& h) {
-  return {{"requests", h.requests},
-          {"flush_ops", h.flush_ops},
-          {"copy_ops", h.copy_ops},
-          {"wbinvd_ops", h.wbinvd_ops},
-          {"busy_cycles", h.busy_cycles},
-          {"exposed_cycles", h.exposed_cycles},
+  return {{"requests", h.requests},       {"flush_ops", h.flush_ops},
+          {"copy_ops", h.copy_ops},       {"wbinvd_ops", h.wbinvd_ops},
+          {"busy_cycles", h.busy_cycles}, {"exposed_cycles", h.exposed_cycles},
           {"overlap", h.overlap()}};
 }
 
@@ -451,8 +448,8 @@ json seed002_rules(const Seed002Options& o) {
   };
   const std::vector<Case> cases = {{"tmm"},   {"cg"}, {"jacobi"},  {"jacobi", true},
                                    {"gauss"}, {"lu"}, {"cholesky"}};
-  const fs::path dir = fs::temp_directory_path() /
-                       fmt::format("pmlab-ipv-rules-{}-{}", ::getpid(), o.seed);
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("pmlab-ipv-rules-{}-{}", ::getpid(), o.seed);
   fs::create_directories(dir);
   json rows = json::array();
   for (const Case& c : cases) {

@@ -187,9 +187,9 @@ void SimBackend::helper_catch_up(bool drain) {
     } else {
       // A copy's fence is its own sfence (cp-no-sfence drops it); under --flush none there is
       // no fence to issue, as on a main core, but the op still ends the request.
-      const bool fenced = mutation_ != mem::Mutation::kNoFence &&
-                          !(r.copy && (mutation_ == mem::Mutation::kCpNoSfence ||
-                                       flush_ == FlushMode::kNone));
+      const bool fenced =
+          mutation_ != mem::Mutation::kNoFence &&
+          !(r.copy && (mutation_ == mem::Mutation::kCpNoSfence || flush_ == FlushMode::kNone));
       if (fenced) {
         if (record_fences_) fence_ops_.push_back(ops_);
         if (track_unfenced_) [[unlikely]]

@@ -2,7 +2,12 @@
 // and the report rendering them beside the paper.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -82,6 +87,32 @@ TEST(Seed002Study, RulesTableComesFromTheProfiler) {
   const std::string md = seed002_section(nlohmann::json::array({t}));
   EXPECT_NE(md.find("Table 2 (pmlab)"), std::string::npos) << md;
   EXPECT_EQ(md.find("**no**"), std::string::npos) << md;
+}
+
+// eval's plot script draws the seed-002 figure from the section as eval writes it: per-kernel
+// entries beside the tables (Table 2 has "rows" too, but no configurations), kernels whose
+// configurations differ (cp-nt-async on jacobi only).
+TEST(Seed002Study, ThePlotScriptDrawsFromTheSectionsEntries) {
+  std::string py;  // as eval finds it (src/experiments/eval.cpp, python_with_matplotlib)
+  for (const char* p : {"/usr/bin/python3", "python3"})
+    if (py.empty() &&
+        std::system((std::string(p) + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) == 0)
+      py = p;
+  if (py.empty()) GTEST_SKIP() << "no python3 with matplotlib (scripts/setup-deps installs it)";
+  Seed002Options o;
+  o.n = 32;
+  const nlohmann::json results = {
+      {"seed002", nlohmann::json::array(
+                      {seed002_rules(o), seed002_kernel("tmm", o), seed002_kernel("jacobi", o)})}};
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("pmlab-plot-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "results.json") << results.dump();
+  const std::string cmd = py + " '" PMLAB_TEST_SOURCE_DIR "/../tools/plot_results.py' '" +
+                          (dir / "results.json").string() + "' '" + dir.string() + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_TRUE(fs::exists(dir / "seed002.png"));
+  fs::remove_all(dir);
 }
 
 TEST(Seed002Study, SimulatedFlushCostsCoverEveryStateAndKind) {

@@ -170,8 +170,8 @@ TEST(UnsupportedFlush, RunsWhatFlushesNothingAndRefusesTheFirstFlush) {
 // CPU supports writes a dirty range back and leaves its bytes as they were.
 TEST(RunCpuPersist, EverySupportedInstructionPersistsARange) {
   alignas(64) static double buf[1024];
-  for (const auto k : {persist::FlushKind::kClflush, persist::FlushKind::kClflushopt,
-                       persist::FlushKind::kClwb}) {
+  for (const auto k :
+       {persist::FlushKind::kClflush, persist::FlushKind::kClflushopt, persist::FlushKind::kClwb}) {
     if (!persist::cpu_supports(k)) continue;
     const persist::RunCpuPersist p{k};
     for (std::size_t i = 0; i < 1024; ++i) buf[i] = static_cast<double>(i) + 0.5;

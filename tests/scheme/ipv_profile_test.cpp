@@ -36,21 +36,26 @@ TEST(IpvProfile, ThePapersLoopsGetThePapersRules) {
   // Basic rule: every element read, then written once.
   EXPECT_EQ(rule_of(n,
                     [](auto& be, double* u) {
-                      be.parallel_for(0, n, [&](std::size_t i) { be.store(u + i, be.load(u + i) + 1.0); });
+                      be.parallel_for(
+                          0, n, [&](std::size_t i) { be.store(u + i, be.load(u + i) + 1.0); });
                     }),
             IpvRule::kBasic);
   // Fig. 9: u_new[i] = u_old[i] + e; later u_new[i] = u_new[i] + f (a read after the update).
   EXPECT_EQ(rule_of(n,
                     [](auto& be, double* u) {
-                      be.parallel_for(0, n, [&](std::size_t i) { be.store(u + i, be.load(u + i) + 1.0); });
-                      be.parallel_for(0, n, [&](std::size_t i) { be.store(u + i, be.load(u + i) * 2.0); });
+                      be.parallel_for(
+                          0, n, [&](std::size_t i) { be.store(u + i, be.load(u + i) + 1.0); });
+                      be.parallel_for(
+                          0, n, [&](std::size_t i) { be.store(u + i, be.load(u + i) * 2.0); });
                     }),
             IpvRule::kPostUpdate);
   // Fig. 10: loop 1 updates [1, n - 1), loop 2 all of [0, n): non-uniform.
   EXPECT_EQ(rule_of(n,
                     [](auto& be, double* u) {
-                      be.parallel_for(1, n - 1, [&](std::size_t i) { be.store(u + i, be.load(u + i) + 1.0); });
-                      be.parallel_for(0, n, [&](std::size_t i) { be.store(u + i, be.load(u + i) * 2.0); });
+                      be.parallel_for(
+                          1, n - 1, [&](std::size_t i) { be.store(u + i, be.load(u + i) + 1.0); });
+                      be.parallel_for(
+                          0, n, [&](std::size_t i) { be.store(u + i, be.load(u + i) * 2.0); });
                     }),
             IpvRule::kNonUniform);
   // An element never written in the iteration (a shrinking trailing matrix): non-uniform.
@@ -61,9 +66,8 @@ TEST(IpvProfile, ThePapersLoopsGetThePapersRules) {
             IpvRule::kNonUniform);
   EXPECT_EQ(rule_of(n, [](auto& be, double* u) { (void)be.load(u); }), IpvRule::kNotUpdated);
   // A uniform declaration of a non-uniform object is the one mismatch that corrupts a run.
-  scheme::IpvObjectProfile o{.name = "u",
-                             .rule = IpvRule::kNonUniform,
-                             .declared = scheme::IpvObject::Declared::kUniform};
+  scheme::IpvObjectProfile o{
+      .name = "u", .rule = IpvRule::kNonUniform, .declared = scheme::IpvObject::Declared::kUniform};
   EXPECT_FALSE(o.matches_declaration());
   o.rule = IpvRule::kPostUpdate;
   EXPECT_TRUE(o.matches_declaration());
@@ -72,7 +76,8 @@ TEST(IpvProfile, ThePapersLoopsGetThePapersRules) {
                     [](auto& be, double* u) {
                       be.parallel_for(0, n, [&](std::size_t i) { be.store(u + i, 2.0); });
                       mem::outer_step_done(be);
-                      be.parallel_for(1, n, [&](std::size_t i) { be.store(u + i, be.load(u + i)); });
+                      be.parallel_for(1, n,
+                                      [&](std::size_t i) { be.store(u + i, be.load(u + i)); });
                     }),
             IpvRule::kBasic);
 }
@@ -107,10 +112,9 @@ using Rules = std::map<std::string, std::string>;
 // factorizations have no ipv row because their trailing matrix shrinks (MG's case).
 TEST(IpvRules, MatchDeclared) {
   EXPECT_EQ(profile("tmm"), (Rules{{"C", "basic"}}));
-  EXPECT_EQ(profile("cg"), (Rules{{"z", "post-update"},
-                                  {"r", "post-update"},
-                                  {"p", "basic"},
-                                  {"scalars", "basic"}}));
+  EXPECT_EQ(
+      profile("cg"),
+      (Rules{{"z", "post-update"}, {"r", "post-update"}, {"p", "basic"}, {"scalars", "basic"}}));
   EXPECT_EQ(profile("jacobi"), (Rules{{"u", "basic"}, {"scalars", "basic"}}));
   EXPECT_EQ(profile("jacobi", true).at("u"), "non-uniform");
   for (const char* k : {"gauss", "lu", "cholesky"})

@@ -66,10 +66,10 @@ concept HelperCoreBackend = requires(B& b, const void* p, std::size_t n) {
 };
 // ... whose helper core also copies (SimBackend::helper_copy_async).
 template <class B>
-concept HelperCopyBackend =
-    HelperCoreBackend<B> && requires(B& b, double* d, const double* s, std::size_t n) {
-      b.helper_copy_async(d, s, n);
-    };
+concept HelperCopyBackend = HelperCoreBackend<B> &&
+    requires(B& b, double* d, const double* s, std::size_t n) {
+  b.helper_copy_async(d, s, n);
+};
 
 // WBINVD is privileged: natively it needs a kernel module (the paper's), which pmlab does not
 // load. Throws pmlab::Error(kUnsupported) saying so; the simulator models it

@@ -51,9 +51,9 @@ struct IpvObjectProfile {
   std::string name;
   IpvRule rule = IpvRule::kNotUpdated;
   std::size_t elements = 0;
-  std::size_t written = 0;            // elements stored at least once in the first iteration
-  std::size_t read_after_write = 0;   // elements loaded after their own first store
-  std::size_t writing_loops = 0;      // distinct loops that stored into the object
+  std::size_t written = 0;           // elements stored at least once in the first iteration
+  std::size_t read_after_write = 0;  // elements loaded after their own first store
+  std::size_t writing_loops = 0;     // distinct loops that stored into the object
   IpvObject::Declared declared = IpvObject::Declared::kNone;
 
   // False when the kernel's ipv rows assume a rule the first iteration contradicts: a uniform
@@ -84,7 +84,9 @@ struct IpvProfileDone {};
 class IpvProfileBackend {
  public:
   IpvProfileBackend(const double* target, std::size_t elements, int threads)
-      : target_(target), elements_(elements), threads_(threads < 1 ? 1 : threads),
+      : target_(target),
+        elements_(elements),
+        threads_(threads < 1 ? 1 : threads),
         loops_(elements),
         reread_(elements, false) {}
 
@@ -117,7 +119,8 @@ class IpvProfileBackend {
   [[noreturn]] void outer_step_done() { throw IpvProfileDone{}; }
 
   // The rule of each object, from what the first iteration did.
-  [[nodiscard]] std::vector<IpvObjectProfile> classify(const std::vector<IpvObject>& objects) const {
+  [[nodiscard]] std::vector<IpvObjectProfile> classify(
+      const std::vector<IpvObject>& objects) const {
     std::vector<IpvObjectProfile> out;
     for (const IpvObject& o : objects) {
       IpvObjectProfile r{.name = o.name, .elements = o.end - o.begin, .declared = o.declared};
@@ -153,7 +156,8 @@ class IpvProfileBackend {
  private:
   // The element a whole, aligned double at p is, or elements_ when p is not one of the array's.
   [[nodiscard]] std::size_t index_of(const void* p, std::size_t size) const {
-    const auto a = reinterpret_cast<std::uintptr_t>(p), t = reinterpret_cast<std::uintptr_t>(target_);
+    const auto a = reinterpret_cast<std::uintptr_t>(p),
+               t = reinterpret_cast<std::uintptr_t>(target_);
     if (size != sizeof(double) || a < t || (a - t) % sizeof(double) != 0) return elements_;
     const std::size_t e = (a - t) / sizeof(double);
     return e < elements_ ? e : elements_;

@@ -28,7 +28,7 @@ class PersistOracle;  // src/sim/persist_oracle.hpp
 namespace detail {
 class HelperCore;  // src/sim/helper_core.hpp
 struct HelperRequest;
-}
+}  // namespace detail
 
 // Values a kernel may load/store through the simulator (double, uint64_t, ...).
 template <class T>
