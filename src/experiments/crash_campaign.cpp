@@ -847,6 +847,17 @@ std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
   return ms;
 }
 
+run::MachineOverrides control_machine(const std::string& scheme) {
+  run::MachineOverrides o;
+  o.cores = 2;
+  if (scheme == "cp-nt-async") return o;
+  o.l1_size = 1024;
+  o.llc_size = 4096;
+  o.l1_ways = 4;
+  o.l2_size = 0;
+  return o;
+}
+
 void require_applicable(const SimRunSpec& spec, mem::Mutation m) {
   if (m == mem::Mutation::kNone) return;
   const auto ok = applicable_mutations(spec);

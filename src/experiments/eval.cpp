@@ -234,19 +234,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
       const Sizes sz = sizes_for(k.name, full);
       steps.push_back(
           {"crash", fmt::format("crash {} {}", k.name, s), full ? 120.0 : 1.5, [=, name = k.name] {
-             run::MachineOverrides o;
-             o.cores = 2;
-             // Tiny caches, so that small runs evict and crash images hold torn regions. Not
-             // for cp-nt-async: behind them the work before an iteration's first store misses
-             // and the helper's copy always ends first, so its barrier mutant could never be
-             // seen (docs/seed002.md, "cp-nt-async"; test::lagging_helper_spec).
-             if (s != "cp-nt-async") {
-               o.l1_size = 1024;
-               o.llc_size = 4096;
-               o.l1_ways = 4;
-               o.l2_size = 0;
-             }
-             auto spec = sim_spec(name, s, sz.crash_n, lp_isca18, o);
+             auto spec = sim_spec(name, s, sz.crash_n, lp_isca18, experiments::control_machine(s));
              spec.run.bs = 8;
              spec.run.threads = 2;
              if (!simulable(spec))

@@ -164,9 +164,7 @@ TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
   // the whole output from the 4 KiB LLC before any slot is written, so no crash image can
   // separate a slot from its data and no-validate is harmless there (0 of 2000 trials fail);
   // at n = 16 the output stays cached and the mutant is seen.
-  const std::uint64_t n = c.kernel == "jacobi" ? 16 : 32;
-  opt.spec = c.scheme == "cp-nt-async" ? test::lagging_helper_spec(c.kernel, c.scheme, n)
-                                       : test::negative_control_spec(c.kernel, c.scheme, n);
+  opt.spec = test::negative_control_spec(c.kernel, c.scheme, c.kernel == "jacobi" ? 16 : 32);
   opt.seed = test::evidence_seed();
   opt.trials = 100;
   const auto clean = run_campaign(opt);

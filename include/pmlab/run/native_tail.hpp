@@ -10,6 +10,7 @@
 
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/mutation.hpp"
+#include "pmlab/scheme/checkpoint_copy.hpp"
 
 namespace pmlab::run {
 
@@ -68,11 +69,10 @@ class TailBackend {
     async_requested_ = true;
     persist(p, len);
   }
-  // Its copy (cp-nt-async) likewise: element loads and stores, then the persist.
+  // Its copy (cp-nt-async) likewise: the generic durable copy, in place.
   void helper_copy_async(double* dst, const double* src, std::size_t count) {
     async_requested_ = true;
-    for (std::size_t i = 0; i < count; ++i) store(dst + i, load(src + i));
-    persist(dst, count * sizeof(double));
+    scheme::copy_durable(*this, dst, src, count);
   }
   void helper_barrier() const {}
   [[nodiscard]] bool async_requested() const { return async_requested_; }
