@@ -118,6 +118,11 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   add_opt(m, "--freq-ghz", a.freq_ghz, "Core clock (GHz)");
   add_opt(m, "--wq-entries", a.wq_entries, "Memory-controller write-queue entries");
   add_opt(m, "--write-units", a.write_units, "Concurrent NVM writes (banks)");
+  add_opt(m, "--write-queue", a.write_queue,
+          "How the cores share the controller's write queue: per-core (default: each core "
+          "running a loop owns 1/cores of its entries and units) or shared (one queue booked by "
+          "time, so one core's burst of flushes may use every unit while the others compute)")
+      ->check(CLI::IsMember({"per-core", "shared"}));
   add_opt(m, "--wc-buffers", a.wc_buffers,
           "Model non-temporal stores with this many write-combining buffers per core (no fill, "
           "no RFO, lost at a power failure unless drained); 0 or absent: stores + flushes");
@@ -241,6 +246,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
                          ? run::machine_from(sim::load_machine_file(a.config), o)
                          : run::machine_from(a.config, o);
   if (a.core_model) p.core.model = sim::core_model_from_string(*a.core_model);
+  if (a.write_queue) p.nvm.write_queue = sim::write_queue_model_from_string(*a.write_queue);
   if (a.issue_width) p.core.issue_width = *a.issue_width;
   if (a.rob_entries) p.core.rob_entries = *a.rob_entries;
   if (a.mshrs) p.core.mshrs = *a.mshrs;
@@ -324,6 +330,7 @@ std::string machine_flags(const MachineArgs& a) {
   add("--freq-ghz", a.freq_ghz);
   add("--wq-entries", a.wq_entries);
   add("--write-units", a.write_units);
+  add("--write-queue", a.write_queue);
   add("--wc-buffers", a.wc_buffers);
   add("--whole-cache-flush", a.whole_cache_flush);
   add("--wbinvd-cycles", a.wbinvd_cycles);

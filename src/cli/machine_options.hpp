@@ -32,6 +32,7 @@ struct MachineArgs {
   std::optional<std::uint64_t> wbinvd_cycles;
   // Core timing (SimParams::core) and thread interleaving (SimParams::interleave_quantum).
   std::optional<std::string> core_model;
+  std::optional<std::string> write_queue;  // per-core or shared (SimParams::nvm.write_queue)
   std::optional<std::uint32_t> issue_width, rob_entries, mshrs, insts_per_access;
   std::optional<std::uint64_t> interleave_quantum;
   // Thesis Ch. 5: the flush round trip (SimParams::flush_mc_hop) and PreFlush.

@@ -63,8 +63,7 @@ void EpochEngine::set_tag(std::size_t slot, int c, std::uint64_t seq) {
     // to NVM, off the core's critical path but through its write-queue share, and the line's
     // own write must not start before it (write_lines, before_victim, the IDT WAW path).
     ++stats_.log_writes;
-    ep.log_done = std::max(ep.log_done, h_.wq_[static_cast<std::size_t>(c)].accept(
-                                            clock(c) + h_.llc_.latency().value(), h_.share_));
+    ep.log_done = std::max(ep.log_done, h_.queue_write(c, clock(c) + h_.llc_.latency().value()));
   }
 }
 

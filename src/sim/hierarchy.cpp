@@ -30,6 +30,8 @@ Hierarchy::Hierarchy(const SimParams& p)
       cores_(static_cast<std::size_t>(p.cores)),
       wq_(static_cast<std::size_t>(p.cores),
           WriteQueue(p.nvm.write_queue_entries, p.nvm.write_units, p.nvm_write_cycles().value())),
+      shared_wq_(p.nvm.write_queue_entries, p.nvm.write_units, p.nvm_write_cycles().value()),
+      shared_queue_(p.nvm.write_queue == WriteQueueModel::kShared),
       wc_(p.cores, p.wc_buffers),
       nvm_read_cycles_(p.nvm_read_cycles().value()),
       flush_issue_(p.flush_issue_latency.value()),
@@ -397,7 +399,7 @@ std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::ui
   ++nvm_.writes_by_cause[static_cast<std::size_t>(cause)];
   image_.capture_line(LineAddr(line));
   if (params_.nvm.row_buffer.enabled) rb_.on_write(line);
-  return wq_[static_cast<std::size_t>(core)].accept(t, share_);
+  return queue_write(core, t);
 }
 
 void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
@@ -731,6 +733,7 @@ void Hierarchy::power_fail() {
   for (auto& c : cores_) c.flush_done = 0;
   reset_interval();
   for (auto& q : wq_) q.reset();
+  shared_wq_.reset();
   rb_.power_fail();
   wc_.clear();  // bytes still in write-combining buffers are lost
   for (auto& pf : pf_) pf.clear();
@@ -752,6 +755,7 @@ void Hierarchy::reset_stats() {
   }
   reset_interval();
   for (auto& q : wq_) q.reset();
+  shared_wq_.reset();
   loads_ = stores_ = flushes_ = dirty_flushes_ = fences_ = fence_stall_ = 0;
   rob_stall_ = mshr_stall_ = 0;
   for (auto& pf : pf_) pf.reset_stats();

@@ -16,6 +16,7 @@
 #include "pmlab/sim/row_buffer.hpp"
 #include "pmlab/sim/stats.hpp"
 #include "preflush.hpp"
+#include "shared_write_queue.hpp"
 #include "write_queue.hpp"
 
 namespace pmlab::sim {
@@ -175,6 +176,13 @@ class Hierarchy {
   bool filter_on_hit_only_;            // SRRIP: a fill is not yet at RRPV 0
   std::vector<WriteQueue> wq_;  // per core, each with 1/share_ of the controller (write_queue.hpp)
   std::uint32_t share_ = 1;     // cores running a parallel loop (1 outside loops)
+  SharedWriteQueue shared_wq_;  // used instead under WriteQueueModel::kShared
+  bool shared_queue_;
+  // The time the controller accepts a write `core` sends at `t`, by the machine's queue model.
+  std::uint64_t queue_write(int core, std::uint64_t t) {
+    return shared_queue_ ? shared_wq_.accept(t)
+                         : wq_[static_cast<std::size_t>(core)].accept(t, share_);
+  }
   CrashImage image_;
   WcBuffers wc_;  // non-temporal stores' write-combining buffers
   std::uint64_t nvm_read_cycles_;

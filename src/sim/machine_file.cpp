@@ -142,6 +142,7 @@ json to_machine_file(const SimParams& p) {
             {"write_ns", p.nvm.write_ns},
             {"write_queue_entries", p.nvm.write_queue_entries},
             {"write_units", p.nvm.write_units},
+            {"write_queue", std::string(to_string(p.nvm.write_queue))},
             {"row_buffer",
              {{"enabled", rb.enabled},
               {"channels", rb.channels},
@@ -225,6 +226,7 @@ SimParams from_machine_file(const json& doc, const std::string& source) {
     n.get("write_ns", p.nvm.write_ns);
     n.get("write_queue_entries", p.nvm.write_queue_entries);
     n.get("write_units", p.nvm.write_units);
+    n.get_enum("write_queue", p.nvm.write_queue, write_queue_model_from_string);
     if (const json* rbj = n.find("row_buffer")) {
       RowBufferParams& rb = p.nvm.row_buffer;
       Reader b(*rbj, "nvm.row_buffer", source);

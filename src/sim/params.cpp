@@ -50,6 +50,16 @@ CoreModel core_model_from_string(std::string_view s) {
   bad(fmt::format("unknown core model '{}' (expected memory or interval)", s));
 }
 
+std::string_view to_string(WriteQueueModel m) {
+  return m == WriteQueueModel::kShared ? "shared" : "per-core";
+}
+
+WriteQueueModel write_queue_model_from_string(std::string_view s) {
+  for (WriteQueueModel m : {WriteQueueModel::kPerCore, WriteQueueModel::kShared})
+    if (s == to_string(m)) return m;
+  bad(fmt::format("unknown write-queue model '{}' (expected per-core or shared)", s));
+}
+
 void CoreParams::validate() const {
   if (issue_width < 1 || issue_width > 64)
     bad(fmt::format("core.issue_width must be in [1, 64] (got {})", issue_width));
@@ -274,6 +284,8 @@ nlohmann::json to_json(const SimParams& p) {
                         {"insts_per_access", p.core.insts_per_access}}},
                       {"interleave_quantum", p.interleave_quantum}};
   if (p.nvm.row_buffer.enabled) j["nvm"]["row_buffer"] = to_json(p.nvm.row_buffer);
+  if (p.nvm.write_queue != WriteQueueModel::kPerCore)
+    j["nvm"]["write_queue"] = std::string(to_string(p.nvm.write_queue));
   // Only when set, so the JSON of every existing configuration stays as it was.
   if (p.flush_mc_hop != 0) j["flush_mc_hop"] = p.flush_mc_hop;
   if (p.whole_cache_flush != WholeCacheFlush::kAuto || p.wbinvd_cycles_per_line != 1)

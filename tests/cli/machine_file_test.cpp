@@ -72,6 +72,7 @@ TEST(MachineFile, RoundTripsEveryFieldThatDiffersFromTheDefaults) {
   p.persistency.max_inflight = 4;
   p.persistency.pf_instant = true;
   p.nvm.row_buffer.wq_high = 0.75;
+  p.nvm.write_queue = sim::WriteQueueModel::kShared;
   const json file = sim::to_machine_file(p);
   expect_same_machine(sim::to_machine_file(sim::from_machine_file(file, "test")), file);
 }
@@ -105,6 +106,9 @@ TEST(MachineFile, BadKeysTypesAndValuesAreNamed) {
   j = good;
   j["llc"]["replacement"] = "fifo";
   EXPECT_NE(error_of(j).find("'llc.replacement' is 'fifo'"), std::string::npos) << error_of(j);
+  j = good;
+  j["nvm"]["write_queue"] = "global";
+  EXPECT_NE(error_of(j).find("'nvm.write_queue' is 'global'"), std::string::npos) << error_of(j);
   j = good;
   j["cores"] = 0;
   EXPECT_NE(error_of(j).find("impossible machine"), std::string::npos) << error_of(j);

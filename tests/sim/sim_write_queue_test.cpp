@@ -1,7 +1,8 @@
-// Per-core shares of the write queue: cores running a loop never wait for writes from each other's
-// future.
+// The write queue's two models: per-core shares (default) and one shared queue booked by time;
+// under both, cores running a loop never wait for writes from each other's future.
 #include <gtest/gtest.h>
 
+#include "../../src/sim/shared_write_queue.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "sim_test_util.hpp"
 
@@ -11,8 +12,11 @@ namespace {
 using testing::ParamsBuilder;
 
 // Each store misses a 1-way L1 and a 1-way LLC and evicts the previous dirty line.
-SimParams two_cores(std::uint32_t entries, std::uint32_t units) {
-  return ParamsBuilder().cores(2).l1(1, 1).llc(1, 2).write_queue(entries, units).build();
+SimParams two_cores(std::uint32_t entries, std::uint32_t units,
+                    WriteQueueModel model = WriteQueueModel::kPerCore) {
+  SimParams p = ParamsBuilder().cores(2).l1(1, 1).llc(1, 2).write_queue(entries, units).build();
+  p.nvm.write_queue = model;
+  return p;
 }
 
 TEST(SimWriteQueue, ACoreDoesNotWaitForAnotherCoresFutureWrites) {
@@ -40,6 +44,60 @@ TEST(SimWriteQueue, OutsideLoopsOneCoreHasTheWholeController) {
   for (std::uint64_t l = 10; l < 40; ++l) loop.store(0, LineAddr(l));
   EXPECT_GT(loop.stats().nvm.write_queue_stall_cycles, 0u);
   loop.join_clocks();
+}
+
+// --- The shared queue (WriteQueueModel::kShared) ---
+
+TEST(SharedWriteQueue, DrainsUnitsWritesPerWriteTimeAndAcceptsEntriesAhead) {
+  // 4 entries, 2 units, 100-cycle writes: a burst at t = 0 starts 2 writes per 100 cycles.
+  // Write k starts at 100 * (k / 2); it is accepted 200 cycles (4 entries / 2 units slots)
+  // before its start, so the first 6 are accepted at once and the next two 100 cycles later.
+  SharedWriteQueue q(4, 2, 100);
+  std::vector<std::uint64_t> accepted;
+  for (int k = 0; k < 10; ++k) accepted.push_back(q.accept(0));
+  EXPECT_EQ(accepted, (std::vector<std::uint64_t>{0, 0, 0, 0, 0, 0, 100, 100, 200, 200}));
+}
+
+TEST(SharedWriteQueue, AWriteInTheFutureDoesNotDelayOneInThePast) {
+  SharedWriteQueue q(1, 1, 100);
+  // One core far ahead fills every slot from t = 10,000 on.
+  for (int k = 0; k < 50; ++k) (void)q.accept(10'000);
+  EXPECT_GT(q.accept(10'000), 10'000u);  // the leader now waits for its own writes
+  // A core still near t = 0 finds the controller free there, whatever was booked later.
+  EXPECT_EQ(q.accept(50), 50u);
+  EXPECT_EQ(q.accept(250), 250u);
+  // Slot 2 is taken now: a write arriving in it starts at the next free slot (300), within one
+  // slot (1 entry / 1 unit) of its arrival, so it is accepted at once; the one after starts at
+  // 400 and is accepted at 300.
+  EXPECT_EQ(q.accept(260), 260u);
+  EXPECT_EQ(q.accept(260), 300u);
+}
+
+TEST(SharedWriteQueue, ResetEmptiesTheQueue) {
+  SharedWriteQueue q(1, 1, 100);
+  for (int k = 0; k < 10; ++k) (void)q.accept(0);
+  EXPECT_GT(q.accept(0), 0u);
+  q.reset();
+  EXPECT_EQ(q.accept(0), 0u);
+}
+
+TEST(SimWriteQueue, SharedQueueGivesOneCoresBurstEveryUnit) {
+  // The per-core test above, with the shared queue: a core's burst in a 2-core loop has both
+  // units and the whole queue, as in serial code, so it does not stall.
+  Machine loop(two_cores(1, 2, WriteQueueModel::kShared));
+  loop.fork_clocks(0, 2);
+  for (std::uint64_t l = 10; l < 40; ++l) loop.store(0, LineAddr(l));
+  EXPECT_EQ(loop.stats().nvm.write_queue_stall_cycles, 0u);
+  loop.join_clocks();
+  // And the controller is shared: two cores bursting at once do stall.
+  Machine both(two_cores(1, 2, WriteQueueModel::kShared));
+  both.fork_clocks(0, 2);
+  for (std::uint64_t l = 10; l < 40; ++l) {
+    both.store(0, LineAddr(l));
+    both.store(1, LineAddr(l + 1000));
+  }
+  EXPECT_GT(both.stats().nvm.write_queue_stall_cycles, 0u);
+  both.join_clocks();
 }
 
 }  // namespace

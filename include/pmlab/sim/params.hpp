@@ -34,6 +34,17 @@ struct LevelParams {
 };
 
 // The NVM main memory behind an ADR memory controller.
+// How the memory controller's write queue is split between the cores (docs/simulator.md, "Write
+// queue").
+//  kPerCore: each core running a parallel loop owns 1/active-cores of the entries and write
+//    units, a FIFO in its own clock (write_queue.hpp); the default, which the golden figures
+//    record.
+//  kShared: one queue for the machine, booked by time (shared_write_queue.hpp), so a core's
+//    burst of flushes can use every write unit while the other cores compute.
+enum class WriteQueueModel : std::uint8_t { kPerCore, kShared };
+[[nodiscard]] std::string_view to_string(WriteQueueModel m);
+[[nodiscard]] WriteQueueModel write_queue_model_from_string(std::string_view s);  // throws
+
 struct NvmParams {
   double read_ns = 150.0;
   double write_ns = 300.0;
@@ -41,6 +52,7 @@ struct NvmParams {
   std::uint32_t write_queue_entries = 64;
   // Writes the NVM performs concurrently (banks); the queue drains at write_units per write_ns.
   std::uint32_t write_units = 16;
+  WriteQueueModel write_queue = WriteQueueModel::kPerCore;
   RowBufferParams row_buffer;  // banks and rows behind the queue (off by default; row_buffer.hpp)
 
   void validate() const;
