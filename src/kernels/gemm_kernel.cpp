@@ -33,6 +33,7 @@ gm::Config config_of(const pool::RunParams& p) {
   c.nr = static_cast<std::uint32_t>(p.kernel_param("nr", c.nr));
   c.row_order = p.kernel_param("order", 0) != 0;
   c.pack_dram = p.kernel_param("pack-mem", 0) != 0;
+  c.pack_panels = p.kernel_param("pack-layout", 0) != 0;
   return c;
 }
 
@@ -153,7 +154,12 @@ struct Gemm {
             {.name = "pack-mem",
              .help = "where packing buffers live: nvm (default, the thesis' all-PCM machine) or "
                      "dram (the simulator leaves them out of the NVM statistics)",
-             .choices = {"nvm", "dram"}}};
+             .choices = {"nvm", "dram"}},
+            {.name = "pack-layout",
+             .help = "how packed blocks are laid out: rows (default: row-major copies) or panels "
+                     "(GotoBLAS/BLIS micro-panels: A in mr-row panels, B in nr-column panels, so "
+                     "the micro-kernel walks k with unit stride; docs/gemm.md)",
+             .choices = {"rows", "panels"}}};
   }
   static void validate(const pool::RunParams& p) { require_sizes(kName, p, kMaxN); }
   static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {

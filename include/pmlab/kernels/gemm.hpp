@@ -65,6 +65,10 @@ struct Config {
   // Packing buffers in DRAM (--pack-mem dram): the simulator keeps their traffic out of the NVM
   // statistics. Default NVM, as on the thesis' all-PCM machine. Natively it changes nothing.
   bool pack_dram = false;
+  // Packed blocks as GotoBLAS/BLIS micro-panels (--pack-layout panels: Ã in mr-row panels, B̃
+  // in nr-column panels, so the micro-kernel walks k with unit stride) instead of row-major
+  // copies (rows, the default, which every recorded figure uses). Same bits either way.
+  bool pack_panels = false;
 
   static constexpr std::uint32_t kMaxMicro = 255;
 };
@@ -140,23 +144,80 @@ struct Operands {
   }
 };
 
-// Where a micro-kernel reads an operand: element (r, c) at p[(r - r0) * ld + (c - c0)] (the
-// matrix itself, or a packed copy of a block of it).
+// Where a micro-kernel reads an operand. Row-major (the matrix itself, or a block packed row by
+// row, --pack-layout rows): element (r, c) at p[(r - r0) * ld + (c - c0)]. GotoBLAS/BLIS pack
+// micro-panels instead (--pack-layout panels), so that the kernel's walk along k is unit-stride:
+// B̃ as column panels of panel_cols (nr) columns, each rows x panel_cols contiguous, and Ã as row
+// panels of panel_rows (mr) rows, each panel_rows x cols stored column by column. A row-major
+// block's walk along k down a column strides by ld: with ld = n a power of two, every element of
+// the walk falls into one L1 set (docs/gemm.md, point 7).
 struct Src {
   const double* p;
   std::size_t ld, r0, c0;
-  [[nodiscard]] const double* at(std::size_t r, std::size_t c) const {
-    return p + (r - r0) * ld + (c - c0);
+  std::size_t panel_cols = 0;      // B̃ column panels: their width; 0 = not this layout
+  std::size_t panel_rows = 0;      // Ã row panels: their height; 0 = not this layout
+  std::size_t rows = 0, cols = 0;  // the packed block's shape (panel layouts only)
+  // Element (r, c)'s index from p.
+  [[nodiscard]] std::size_t offset(std::size_t r, std::size_t c) const {
+    if (panel_cols != 0) {
+      const std::size_t cc = c - c0;
+      return (cc / panel_cols) * (rows * panel_cols) + (r - r0) * panel_cols + cc % panel_cols;
+    }
+    if (panel_rows != 0) {
+      const std::size_t rr = r - r0;
+      return (rr / panel_rows) * (panel_rows * cols) + (c - c0) * panel_rows + rr % panel_rows;
+    }
+    return (r - r0) * ld + (c - c0);
   }
+  [[nodiscard]] const double* at(std::size_t r, std::size_t c) const { return p + offset(r, c); }
+  // From (r, c) to (r + 1, c) within a panel: B's step along k.
+  [[nodiscard]] std::size_t row_step() const {
+    return panel_cols != 0 ? panel_cols : panel_rows != 0 ? 1 : ld;
+  }
+  // From (r, c) to (r, c + 1) within a panel: A's step along k.
+  [[nodiscard]] std::size_t col_step() const { return panel_rows != 0 ? panel_rows : 1; }
 };
 
-// Copies rows [r0, r1) x columns [c0, c1) of m into buf (row-major, contiguous) through the
-// backend: the loads and stores of packing are simulated like the kernel's own.
+// How a packed block is laid out (Src): `panel_cols` > 0 packs column panels (B̃), `panel_rows`
+// > 0 row panels (Ã), neither row-major.
+struct PackShape {
+  std::size_t panel_cols = 0, panel_rows = 0;
+};
+
+// Rounds x up to a multiple of m (m >= 1): a panel layout pads the last, narrower panel.
+constexpr std::size_t round_up(std::size_t x, std::size_t m) {
+  return (x + m - 1) / m * m;
+}
+
+// Copies rows [r0, r1) x columns [c0, c1) of m into buf in `shape`'s layout, writing buf in
+// address order, through the backend: the loads and stores of packing are simulated like the
+// kernel's own.
 template <mem::Backend B>
 Src pack(B& be, const mem::MatrixView<const double>& m, std::size_t r0, std::size_t r1,
-         std::size_t c0, std::size_t c1, std::vector<double>& buf) {
-  const std::size_t w = c1 - c0;
-  buf.resize((r1 - r0) * w);
+         std::size_t c0, std::size_t c1, std::vector<double>& buf, PackShape shape = {}) {
+  const std::size_t h = r1 - r0, w = c1 - c0;
+  Src src{nullptr, w, r0, c0, shape.panel_cols, shape.panel_rows, h, w};
+  if (shape.panel_cols != 0) {
+    const std::size_t pc = shape.panel_cols;
+    buf.resize(round_up(w, pc) * h);
+    src.p = buf.data();
+    for (std::size_t cp = c0; cp < c1; cp += pc)
+      for (std::size_t r = r0; r < r1; ++r)
+        for (std::size_t c = cp; c < std::min(cp + pc, c1); ++c)
+          be.store(&buf[src.offset(r, c)], be.load(m.at(r, c)));
+    return src;
+  }
+  if (shape.panel_rows != 0) {
+    const std::size_t pr = shape.panel_rows;
+    buf.resize(round_up(h, pr) * w);
+    src.p = buf.data();
+    for (std::size_t rp = r0; rp < r1; rp += pr)
+      for (std::size_t c = c0; c < c1; ++c)
+        for (std::size_t r = rp; r < std::min(rp + pr, r1); ++r)
+          be.store(&buf[src.offset(r, c)], be.load(m.at(r, c)));
+    return src;
+  }
+  buf.resize(h * w);
   for (std::size_t r = r0; r < r1; ++r)
     for (std::size_t c = c0; c < c1; ++c)
       be.store(&buf[(r - r0) * w + c - c0], be.load(m.at(r, c)));
@@ -169,7 +230,7 @@ template <mem::Backend B>
 class PackBuffer {
  public:
   PackBuffer(B& be, const Operands& op)
-      : be_(be), bytes_(op.cfg.pack ? op.n * std::min(op.bs, op.n) * sizeof(double) : 0) {
+      : be_(be), bytes_(op.cfg.pack ? capacity(op) * sizeof(double) : 0) {
     buf_.reserve(bytes_ / sizeof(double));
     dram_ = op.cfg.pack_dram && bytes_ > 0;
     if constexpr (requires { be.mark_volatile(buf_.data(), bytes_); })
@@ -184,6 +245,13 @@ class PackBuffer {
   [[nodiscard]] std::vector<double>& vec() { return buf_; }
 
  private:
+  // n x bs elements; a panel layout pads its last panel to a multiple of mr or nr.
+  static std::size_t capacity(const Operands& op) {
+    const std::size_t bs = std::min(op.bs, op.n);
+    if (!op.cfg.pack_panels) return op.n * bs;
+    const std::size_t pad = std::max(op.cfg.mr, op.cfg.nr);
+    return round_up(op.n, pad) * round_up(bs, pad);
+  }
   B& be_;
   std::size_t bytes_;
   bool dram_ = false;
@@ -259,11 +327,14 @@ template <mem::Backend B, class OnStore, class OnSliver>
   walk_unit(
       op, p, s,
       [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) {
+        const std::size_t a_step = a.col_step(), b_step = b.row_step();
         for (std::size_t i = i0; i < i1; ++i)
           for (std::size_t j = j0; j < j1; ++j) {
             double acc = be.load(c + i * ldc + j);
-            for (std::size_t k = k0; k < k1; ++k)
-              acc = std::fma(be.load(a.at(i, k)), be.load(b.at(k, j)), acc);
+            const double* ap = a.at(i, k0);
+            const double* bp = b.at(k0, j);
+            for (std::size_t k = k0; k < k1; ++k, ap += a_step, bp += b_step)
+              acc = std::fma(be.load(ap), be.load(bp), acc);
             be.store(c + i * ldc + j, acc);
             on_store(acc);
           }
@@ -281,6 +352,13 @@ struct Packer {
   [[nodiscard]] static Src whole(const mem::MatrixView<const double>& m) {
     return {m.data(), m.ld(), 0, 0};
   }
+  // Ã in mr-row panels and B̃ in nr-column panels under --pack-layout panels, else row-major.
+  [[nodiscard]] PackShape a_shape() const {
+    return op.cfg.pack_panels ? PackShape{0, op.cfg.mr} : PackShape{};
+  }
+  [[nodiscard]] PackShape b_shape() const {
+    return op.cfg.pack_panels ? PackShape{op.cfg.nr, 0} : PackShape{};
+  }
   // Before the units of GEPP step s (master thread).
   template <mem::Backend B>
   void pack_step(B& be, std::size_t s, std::vector<double>& buf) {
@@ -288,10 +366,10 @@ struct Packer {
     if (!op.cfg.pack || !op.steps_outer()) return;
     const auto [k0, k1] = op.k_range(s);
     if (op.inner() == Inner::kGebp) {
-      shared_b = pack(be, op.b, k0, k1, 0, op.n, buf);
+      shared_b = pack(be, op.b, k0, k1, 0, op.n, buf, b_shape());
       has_shared_b = true;
     } else {
-      shared_a = pack(be, op.a, 0, op.n, k0, k1, buf);
+      shared_a = pack(be, op.a, 0, op.n, k0, k1, buf, a_shape());
       has_shared_a = true;
     }
   }
@@ -303,8 +381,8 @@ struct Packer {
     if (!op.cfg.pack || op.inner() == Inner::kRows) return u;
     const auto r = op.panel_rect(p);
     const auto [k0, k1] = op.k_range(s);
-    u.a = has_shared_a ? shared_a : pack(be, op.a, r.i0, r.i1, k0, k1, abuf);
-    u.b = has_shared_b ? shared_b : pack(be, op.b, k0, k1, r.j0, r.j1, bbuf);
+    u.a = has_shared_a ? shared_a : pack(be, op.a, r.i0, r.i1, k0, k1, abuf, a_shape());
+    u.b = has_shared_b ? shared_b : pack(be, op.b, k0, k1, r.j0, r.j1, bbuf, b_shape());
     return u;
   }
 };
