@@ -118,12 +118,16 @@ bool Hierarchy::strip_private(int core, std::uint64_t line, Strip how) {
   return dirty;
 }
 
-void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot,
-                       std::uint32_t pc) {
-  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+void Hierarchy::access_unsearched(int core, std::uint64_t line, bool is_store, std::uint32_t pc) {
   // Seed 004: the conflict rules run before the access, so a forced flush writes the old bytes.
   if (epochs_) [[unlikely]]
     epochs_->before_access(core, line, is_store);
+  access(core, line, is_store, kUnsearched, pc);
+}
+
+void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot,
+                       std::uint32_t pc) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   ++(is_store ? stores_ : loads_);
   Cache& l1 = priv(core, 0);
   std::uint64_t lat = 0;
@@ -184,7 +188,7 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
   // it must mean "stored in the core's current epoch" (the engine saw that store and tagged the
   // line), not merely "dirty in L1": a load of a line dirtied in an older epoch would otherwise
   // let the next store skip its intra-conflict check (found by the persist-order oracle).
-  const bool skip_stores = (l1.state(s1) & kDirty) != 0 && (!epochs_ || is_store);
+  const bool skip_stores = (l1.state(s1) & kDirty) != 0 && (is_store || !epochs_);
   filter_entry(core, line) = filter ? (line << 1) | (skip_stores ? 1u : 0u) : detail::kNoEntry;
   if (is_store && !pf_.empty()) [[unlikely]]
     preflush_store(core, line, s1, pc, reached_directory);

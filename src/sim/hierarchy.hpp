@@ -42,8 +42,12 @@ class Hierarchy {
   // `l1_slot`: the line's L1 slot or kNoSlot when the caller has searched, else kUnsearched.
   static constexpr std::size_t kUnsearched = kNoSlot - 1;
   // `pc`: the storing instruction (SimBackend's StorePc), used by PreFlush only.
-  void access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot = kUnsearched,
+  // A miss the caller found by searching L1 itself (Machine's inline L1 path, which exists only
+  // without a hardware persist barrier), so the epoch engine's before-access rules are not asked.
+  void access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot,
               std::uint32_t pc = 0);
+  // Any other access: the epoch engine (if any) sees it first, then access().
+  void access_unsearched(int core, std::uint64_t line, bool is_store, std::uint32_t pc = 0);
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
   // Seed 004: a persist barrier under a hardware barrier mode (the epoch engine).

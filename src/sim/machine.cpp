@@ -54,12 +54,15 @@ Machine::Machine(Machine&&) noexcept = default;
 Machine& Machine::operator=(Machine&&) noexcept = default;
 
 void Machine::access_slow(int core, LineAddr line, bool is_store, std::uint64_t l1_slot) {
-  impl_->access(
-      core, line.value(), is_store,
-      l1_slot == kUnsearched ? Hierarchy::kUnsearched : static_cast<std::size_t>(l1_slot));
+  // A searched slot comes from the inline L1 path, which a hardware persist barrier turns off:
+  // only unsearched accesses can need the epoch engine (Hierarchy::access_unsearched).
+  if (l1_slot == kUnsearched)
+    impl_->access_unsearched(core, line.value(), is_store);
+  else
+    impl_->access(core, line.value(), is_store, static_cast<std::size_t>(l1_slot));
 }
 void Machine::store_preflush(int core, LineAddr line, std::uint32_t pc) {
-  impl_->access(core, line.value(), true, Hierarchy::kUnsearched, pc);
+  impl_->access_unsearched(core, line.value(), true, pc);
 }
 void Machine::rob_stall(int core) {
   impl_->rob_stall(core);
