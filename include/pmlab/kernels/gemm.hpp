@@ -189,6 +189,16 @@ constexpr std::size_t round_up(std::size_t x, std::size_t m) {
   return (x + m - 1) / m * m;
 }
 
+// Visits a panel layout in address order: panels of `width` along one dimension [p0, p1), each
+// walked along the other dimension [q0, q1) and, at each step, across the panel: visit(p, q).
+template <class Visit>
+void for_each_in_panels(std::size_t p0, std::size_t p1, std::size_t width, std::size_t q0,
+                        std::size_t q1, Visit&& visit) {
+  for (std::size_t pp = p0; pp < p1; pp += width)
+    for (std::size_t q = q0; q < q1; ++q)
+      for (std::size_t p = pp; p < std::min(pp + width, p1); ++p) visit(p, q);
+}
+
 // Copies rows [r0, r1) x columns [c0, c1) of m into buf in `shape`'s layout, writing buf in
 // address order, through the backend: the loads and stores of packing are simulated like the
 // kernel's own.
@@ -196,32 +206,28 @@ template <mem::Backend B>
 Src pack(B& be, const mem::MatrixView<const double>& m, std::size_t r0, std::size_t r1,
          std::size_t c0, std::size_t c1, std::vector<double>& buf, PackShape shape = {}) {
   const std::size_t h = r1 - r0, w = c1 - c0;
-  Src src{nullptr, w, r0, c0, shape.panel_cols, shape.panel_rows, h, w};
-  if (shape.panel_cols != 0) {
-    const std::size_t pc = shape.panel_cols;
-    buf.resize(round_up(w, pc) * h);
-    src.p = buf.data();
-    for (std::size_t cp = c0; cp < c1; cp += pc)
-      for (std::size_t r = r0; r < r1; ++r)
-        for (std::size_t c = cp; c < std::min(cp + pc, c1); ++c)
-          be.store(&buf[src.offset(r, c)], be.load(m.at(r, c)));
-    return src;
-  }
-  if (shape.panel_rows != 0) {
-    const std::size_t pr = shape.panel_rows;
-    buf.resize(round_up(h, pr) * w);
-    src.p = buf.data();
-    for (std::size_t rp = r0; rp < r1; rp += pr)
+  if (shape.panel_cols == 0 && shape.panel_rows == 0) {
+    buf.resize(h * w);
+    for (std::size_t r = r0; r < r1; ++r)
       for (std::size_t c = c0; c < c1; ++c)
-        for (std::size_t r = rp; r < std::min(rp + pr, r1); ++r)
-          be.store(&buf[src.offset(r, c)], be.load(m.at(r, c)));
-    return src;
+        be.store(&buf[(r - r0) * w + c - c0], be.load(m.at(r, c)));
+    return {buf.data(), w, r0, c0};
   }
-  buf.resize(h * w);
-  for (std::size_t r = r0; r < r1; ++r)
-    for (std::size_t c = c0; c < c1; ++c)
-      be.store(&buf[(r - r0) * w + c - c0], be.load(m.at(r, c)));
-  return {buf.data(), w, r0, c0};
+  Src src{nullptr, w, r0, c0, shape.panel_cols, shape.panel_rows, h, w};
+  const auto copy = [&](std::size_t r, std::size_t c) {
+    be.store(&buf[src.offset(r, c)], be.load(m.at(r, c)));
+  };
+  if (shape.panel_cols != 0) {  // B̃: nr-column panels, walked down the rows
+    buf.resize(round_up(w, shape.panel_cols) * h);
+    src.p = buf.data();
+    for_each_in_panels(c0, c1, shape.panel_cols, r0, r1,
+                       [&](std::size_t c, std::size_t r) { copy(r, c); });
+  } else {  // Ã: mr-row panels, walked along the columns
+    buf.resize(round_up(h, shape.panel_rows) * w);
+    src.p = buf.data();
+    for_each_in_panels(r0, r1, shape.panel_rows, c0, c1, copy);
+  }
+  return src;
 }
 
 // A packing buffer with room for the largest block (n x bs), reserved once so it never moves:
