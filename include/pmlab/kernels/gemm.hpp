@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "pmlab/core/strong_types.hpp"
 #include "pmlab/lp/checksum.hpp"
 #include "pmlab/lp/checksum_table.hpp"
 #include "pmlab/lp/recovery.hpp"
@@ -184,11 +185,6 @@ struct PackShape {
   std::size_t panel_cols = 0, panel_rows = 0;
 };
 
-// Rounds x up to a multiple of m (m >= 1): a panel layout pads the last, narrower panel.
-constexpr std::size_t round_up(std::size_t x, std::size_t m) {
-  return (x + m - 1) / m * m;
-}
-
 // Visits a panel layout in address order: panels of `width` along one dimension [p0, p1), each
 // walked along the other dimension [q0, q1) and, at each step, across the panel: visit(p, q).
 template <class Visit>
@@ -251,7 +247,8 @@ class PackBuffer {
   [[nodiscard]] std::vector<double>& vec() { return buf_; }
 
  private:
-  // n x bs elements; a panel layout pads its last panel to a multiple of mr or nr.
+  // n x bs elements; a panel layout pads its last panel to a multiple of mr or nr (round_up:
+  // core/strong_types.hpp).
   static std::size_t capacity(const Operands& op) {
     const std::size_t bs = std::min(op.bs, op.n);
     if (!op.cfg.pack_panels) return op.n * bs;
