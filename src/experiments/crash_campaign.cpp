@@ -847,10 +847,12 @@ std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
   return ms;
 }
 
-run::MachineOverrides control_machine(const std::string& scheme) {
+run::MachineOverrides control_machine(const std::string& kernel, const std::string& scheme) {
   run::MachineOverrides o;
   o.cores = 2;
-  if (scheme == "cp-nt-async") return o;
+  // Decided by what the row declares, not by its name (crash_campaign.hpp says why).
+  const SimKernel& sk = find_sim_kernel(kernel);
+  if (sk.mutants && sk.mutants(scheme).contains(mem::Mutation::kCpBarrierAfterWrite)) return o;
   o.l1_size = 1024;
   o.llc_size = 4096;
   o.l1_ways = 4;

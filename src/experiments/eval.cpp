@@ -234,7 +234,8 @@ std::vector<Step> plan(const EvalOptions& opt) {
       const Sizes sz = sizes_for(k.name, full);
       steps.push_back(
           {"crash", fmt::format("crash {} {}", k.name, s), full ? 120.0 : 1.5, [=, name = k.name] {
-             auto spec = sim_spec(name, s, sz.crash_n, lp_isca18, experiments::control_machine(s));
+             auto spec =
+                 sim_spec(name, s, sz.crash_n, lp_isca18, experiments::control_machine(name, s));
              spec.run.bs = 8;
              spec.run.threads = 2;
              if (!simulable(spec))

@@ -17,7 +17,7 @@ inline std::uint64_t evidence_seed() {
 }
 
 // The kernels' negative-control machine (experiments::control_machine: tiny caches, 2 cores;
-// lp-isca18's own caches for cp-nt-async).
+// lp-isca18's own caches for a row declaring cp-barrier-after-write, i.e. cp-nt-async).
 inline SimRunSpec negative_control_spec(const std::string& kernel, const std::string& scheme,
                                         std::uint64_t n = 32) {
   SimRunSpec spec;
@@ -26,7 +26,7 @@ inline SimRunSpec negative_control_spec(const std::string& kernel, const std::st
   spec.run.n = n;
   spec.run.bs = 8;
   spec.run.threads = 2;
-  spec.machine = machine_from("lp-isca18", experiments::control_machine(scheme));
+  spec.machine = machine_from("lp-isca18", experiments::control_machine(kernel, scheme));
   return spec;
 }
 

@@ -170,10 +170,12 @@ struct ImageTally {
 // --- Negative controls ---------------------------------------------------------------------
 // The machine of the kernels' small negative-control campaigns (eval's crash section and the
 // tests'), on lp-isca18: 2 cores, and tiny caches (1 KiB 4-way L1s, no L2, a 4 KiB LLC) so that
-// small runs evict and crash images hold torn regions. cp-nt-async keeps lp-isca18's caches:
-// behind tiny ones the work before an iteration's first store misses and the helper's copy
-// always ends first, so its barrier mutant could never be seen (docs/seed002.md, "cp-nt-async").
-[[nodiscard]] run::MachineOverrides control_machine(const std::string& scheme);
+// small runs evict and crash images hold torn regions. A row that declares the helper copy's
+// barrier mutant (cp-barrier-after-write, cp-nt-async's) keeps lp-isca18's caches: behind tiny
+// ones the work before an iteration's first store misses and the helper's copy always ends
+// first, so that mutant could never be seen (docs/seed002.md, "cp-nt-async").
+[[nodiscard]] run::MachineOverrides control_machine(const std::string& kernel,
+                                                    const std::string& scheme);
 // The mutations that break the spec's scheme, i.e. that its campaign must detect: what the
 // scheme's row declares (Scheme::mutants; the named sets are in scheme/rows.hpp). Empty for a
 // row that declares none (base, a scheme without a persistence protocol).
