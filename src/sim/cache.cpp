@@ -29,6 +29,8 @@ Cache::Cache(const LevelParams& p, bool directory, std::uint64_t seed)
       pow2_(std::has_single_bit(p.sets())),
       ways_(p.ways),
       tags_(static_cast<std::size_t>(p.sets() * p.ways), kInvalidTag),
+      hashed_(p.ways % 8 == 0),
+      hash_(hashed_ ? tags_.size() : 0, detail::kNoHash),
       state_(tags_.size(), 0),
       link_(directory ? 0 : tags_.size(), kNoSlot),
       policy_(make_policy(p, seed)) {
@@ -41,6 +43,7 @@ Cache::Cache(const LevelParams& p, bool directory, std::uint64_t seed)
 
 void Cache::clear() {
   std::fill(tags_.begin(), tags_.end(), kInvalidTag);
+  std::fill(hash_.begin(), hash_.end(), detail::kNoHash);
   std::fill(state_.begin(), state_.end(), std::uint8_t{0});
   std::fill(sharers_.begin(), sharers_.end(), 0);
   std::fill(owner_.begin(), owner_.end(), std::int8_t{-1});

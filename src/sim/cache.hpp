@@ -12,6 +12,7 @@
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/stats.hpp"
+#include "pmlab/sim/tag_hash.hpp"
 #include "replacement.hpp"
 
 namespace pmlab::sim {
@@ -31,16 +32,8 @@ class Cache {
 
   [[nodiscard]] std::size_t find(std::uint64_t line) const {
     const std::size_t base = set_base(line);
-    // Common associativities: an unrolled branch-free compare of the whole set (a line is in
-    // at most one way); an early-exit loop would mispredict on nearly every miss.
-    switch (ways_) {
-      case 8:
-        return find_in<8>(base, line);
-      case 16:
-        return find_in<16>(base, line);
-      default:
-        break;
-    }
+    if (hashed_) [[likely]]
+      return detail::find_hashed(tags_.data(), hash_.data(), base, ways_, line);
     for (std::size_t s = base; s < base + ways_; ++s)
       if (tags_[s] == line) return s;
     return kNoSlot;
@@ -62,6 +55,7 @@ class Cache {
   }
   void fill(std::size_t slot, std::uint64_t line, std::uint8_t state) {
     tags_[slot] = line;
+    if (hashed_) hash_[slot] = detail::tag_hash(line);
     state_[slot] = state;
     if (!sharers_.empty()) {
       sharers_[slot] = 0;
@@ -71,6 +65,7 @@ class Cache {
   }
   void invalidate(std::size_t slot) {
     tags_[slot] = kInvalidTag;
+    if (hashed_) hash_[slot] = detail::kNoHash;
     state_[slot] = 0;
     if (!sharers_.empty()) {
       sharers_[slot] = 0;
@@ -108,6 +103,8 @@ class Cache {
   // Raw arrays for Machine's L1 hit fast path (stable: the vectors never reallocate).
   [[nodiscard]] const std::uint64_t* tag_data() const { return tags_.data(); }
   [[nodiscard]] const std::uint8_t* state_data() const { return state_.data(); }
+  // nullptr unless the ways come in whole groups of 8 (see detail::find_hashed).
+  [[nodiscard]] const std::uint8_t* hash_data() const { return hashed_ ? hash_.data() : nullptr; }
   [[nodiscard]] LruPolicy* lru() { return std::get_if<LruPolicy>(&policy_); }
   [[nodiscard]] bool pow2_sets() const { return pow2_; }
 
@@ -118,13 +115,6 @@ class Cache {
   [[nodiscard]] LevelStats& counters() { return stats_; }  // Hierarchy counts into these
 
  private:
-  template <std::uint32_t Ways>
-  [[nodiscard]] std::size_t find_in(std::size_t base, std::uint64_t line) const {
-    const std::uint64_t* t = tags_.data() + base;
-    std::uint32_t hit = 0;
-    for (std::uint32_t w = 0; w < Ways; ++w) hit |= static_cast<std::uint32_t>(t[w] == line) << w;
-    return hit == 0 ? kNoSlot : base + static_cast<std::size_t>(std::countr_zero(hit));
-  }
   // LRU (the presets' policy) is called directly; the others go through the variant's table.
   template <class Fn>
   void with_policy(Fn&& fn) {
@@ -145,6 +135,8 @@ class Cache {
   bool pow2_;
   std::uint32_t ways_;
   std::vector<std::uint64_t> tags_;
+  bool hashed_;                     // ways % 8 == 0: lookups scan hash_ first
+  std::vector<std::uint8_t> hash_;  // per slot: detail::tag_hash of its tag, kNoHash if invalid
   std::vector<std::uint8_t> state_;
   std::vector<std::uint64_t> sharers_;
   std::vector<std::int8_t> owner_;

@@ -83,6 +83,7 @@ Hierarchy::Hierarchy(const SimParams& p)
     detail::CoreState& cs = cores_[static_cast<std::size_t>(c)];
     cs.l1_tags = l1.tag_data();
     cs.l1_state = l1.state_data();
+    cs.l1_hash = l1.hash_data();
     cs.l1_stamp = lru->stamp_data();
     cs.l1_now = lru->now_ptr();
     cs.l1_set_mask = l1.sets() - 1;
@@ -908,13 +909,21 @@ void Hierarchy::rob_stall(int core) {
 std::size_t Hierarchy::acquire_mshr(int core) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   std::vector<std::uint64_t>& m = icore_[static_cast<std::size_t>(core)].mshr;
+  // Under a stream of misses every MSHR is usually busy, so the scan runs to the end: the
+  // running minimum is kept with conditional moves (its compare is data-dependent and would
+  // mispredict as a branch), the free test stays a branch (almost always not taken).
+  const std::uint64_t now = cs.clock;
   std::size_t first = 0;
+  std::uint64_t earliest = m[0];
   for (std::size_t i = 0; i < m.size(); ++i) {
-    if (m[i] <= cs.clock) return i;
-    if (m[i] < m[first]) first = i;
+    const std::uint64_t t = m[i];
+    if (t <= now) return i;
+    const bool sooner = t < earliest;  // strict: the first of equal times, as before
+    first = sooner ? i : first;
+    earliest = sooner ? t : earliest;
   }
-  mshr_stall_ += m[first] - cs.clock;  // all busy: wait for the first to complete
-  cs.clock = m[first];
+  mshr_stall_ += earliest - now;  // all busy: wait for the first to complete
+  cs.clock = earliest;
   return first;
 }
 

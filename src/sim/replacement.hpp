@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -54,15 +55,18 @@ class LruPolicy {
  private:
   template <std::size_t Ways>
   [[nodiscard]] std::size_t oldest(std::size_t base) const {
+    // A tournament: pairs, then pairs of winners, so the chain of dependent compares is
+    // log2(Ways) long instead of Ways - 1. The left (lower) way wins ties, so the result is the
+    // first oldest way, as the generic loop's.
     const std::uint64_t* s = stamp_.data() + base;
-    std::size_t best = 0;
-    std::uint64_t min = s[0];
-    for (std::size_t w = 1; w < Ways; ++w) {
-      const bool older = s[w] < min;  // strict: ties keep the first way, as the generic loop
-      best = older ? w : best;
-      min = older ? s[w] : min;
-    }
-    return base + best;
+    std::array<std::size_t, Ways> way{};
+    for (std::size_t w = 0; w < Ways; ++w) way[w] = w;
+    for (std::size_t n = Ways; n > 1; n /= 2)
+      for (std::size_t i = 0; i < n / 2; ++i) {
+        const std::size_t l = way[2 * i], r = way[2 * i + 1];
+        way[i] = s[r] < s[l] ? r : l;
+      }
+    return base + way[0];
   }
 
   std::vector<std::uint64_t> stamp_;

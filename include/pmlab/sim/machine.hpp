@@ -10,6 +10,7 @@
 #include "pmlab/sim/crash_image.hpp"
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/stats.hpp"
+#include "pmlab/sim/tag_hash.hpp"
 
 namespace pmlab::sim {
 
@@ -60,6 +61,7 @@ struct alignas(64) CoreState {
   // count (every preset): the L1's flat arrays, its LRU clock, and hits counted here.
   const std::uint64_t* l1_tags = nullptr;  // nullptr: no fast path
   const std::uint8_t* l1_state = nullptr;
+  const std::uint8_t* l1_hash = nullptr;  // the L1's tag hashes; nullptr: compare every tag
   std::uint64_t* l1_stamp = nullptr;
   std::uint64_t* l1_now = nullptr;
   std::uint64_t l1_set_mask = 0;
@@ -210,18 +212,13 @@ class Machine {
   // The L1 slot holding `line`, or kNoWay: Cache::find over the core's L1 arrays.
   static std::uint64_t l1_lookup(const detail::CoreState& c, std::uint64_t line) {
     const std::uint64_t base = (line & c.l1_set_mask) * c.l1_ways;
+    if (c.l1_hash != nullptr) [[likely]]
+      return detail::find_hashed(c.l1_tags, c.l1_hash, base, c.l1_ways, line);
     const std::uint64_t* t = c.l1_tags + base;
-    if (c.l1_ways == 8) {
-      std::uint32_t hit = 0;
-      for (std::uint32_t w = 0; w < 8; ++w) hit |= static_cast<std::uint32_t>(t[w] == line) << w;
-      return hit == 0 ? kNoWay : base + static_cast<std::uint64_t>(std::countr_zero(hit));
-    }
     for (std::uint64_t w = 0; w < c.l1_ways; ++w)
       if (t[w] == line) return base + w;
     return kNoWay;
   }
-  // An L1 hit outside the filter, exactly as Hierarchy::access does it: LRU touch, hit count,
-  // latency (or dispatch), and the line becomes its set's filter entry.
   void l1_hit(int core, detail::CoreState& c, std::uint64_t s, std::uint64_t line) {
     c.l1_stamp[s] = ++*c.l1_now;
     ++c.l1_hits;
@@ -260,10 +257,10 @@ class Machine {
   std::uint64_t issue_width_ = 1;
   std::uint64_t cycles_per_access_ = 0;  // insts_per_access / issue_width (whole cycles)
   std::uint64_t slots_per_access_ = 1;   // insts_per_access % issue_width
-  bool interval_ = false;    // CoreModel::kInterval
-  bool filter_on_ = false;   // SimParams::same_line_filter
-  bool functional_ = false;  // stop_modelling() was called
-  bool preflush_ = false;    // SimParams::preflush.enabled
+  bool interval_ = false;                // CoreModel::kInterval
+  bool filter_on_ = false;               // SimParams::same_line_filter
+  bool functional_ = false;              // stop_modelling() was called
+  bool preflush_ = false;                // SimParams::preflush.enabled
 };
 
 }  // namespace pmlab::sim
