@@ -89,6 +89,10 @@ Hierarchy::Hierarchy(const SimParams& p)
     cs.l1_set_mask = l1.sets() - 1;
     cs.l1_ways = l1.ways();
   }
+  lean_misses_ = npriv_ == 1 && !epochs_ && pf_.empty() && llc_.lru() != nullptr &&
+                 llc_.pow2_sets() && llc_.hash_data() != nullptr;
+  for (const detail::CoreState& cs : cores_)
+    lean_misses_ = lean_misses_ && cs.l1_tags != nullptr && cs.l1_hash != nullptr;
 }
 
 Hierarchy::~Hierarchy() = default;
@@ -197,6 +201,57 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
   // update: cleaning this line must clear its entry.
   if (cs.clock >= cs.deadline && (is_store || !l1_hit)) [[unlikely]]
     periodic_tick(core);
+}
+
+bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
+  // fetch_from_llc's hit case without coherence actions. On an L1 miss this core cannot be the
+  // owner (evict_private clears it), so any owner is a remote E/M copy: the general path.
+  const std::size_t ls = llc_.find(line);
+  if (ls == kNoSlot || llc_.owner(ls) >= 0) return false;
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  Cache& l1 = private_[static_cast<std::size_t>(core)];  // npriv_ == 1
+  ++loads_;
+  ++l1.counters().misses;
+  ++llc_.counters().hits;
+  llc_.touch(ls);
+  const std::uint64_t me = bit_of(core);
+  const std::uint64_t sharers = llc_.sharers(ls);
+  std::uint8_t st = 0;
+  if (sharers == 0) {
+    llc_.set_owner(ls, core);
+    st = kExclusive;
+  }
+  llc_.set_sharers(ls, sharers | me);
+  // fill_private and evict_private for the last (only) private level.
+  const std::size_t s1 = l1.victim_for(line);
+  if (const std::uint64_t v = l1.tag(s1); v != kInvalidTag) {
+    const bool dirty = (l1.state(s1) & kDirty) != 0;
+    ++l1.counters().evictions;
+    const std::size_t vs = l1.link(s1);
+    if (llc_.tag(vs) != v) {  // a non-inclusive LLC dropped it: a dirty victim goes to NVM
+      if (dirty) write_back_victim(v, core, take_since(kNoSlot, v));
+    } else {
+      if (dirty) llc_.add_state(vs, kDirty);
+      llc_.set_sharers(vs, llc_.sharers(vs) & ~me);
+      if (llc_.owner(vs) == core) llc_.set_owner(vs, -1);
+    }
+    if (dirty) ++l1.counters().dirty_evictions;
+  }
+  l1.fill(s1, line, st);
+  l1.set_link(s1, ls);
+  const std::uint64_t lat = llc_.latency().value();
+  if (interval_) {
+    dispatch(core, params_.core.insts_per_access);
+    if (lat > l1_latency_) long_latency(core, lat, true);
+  } else {
+    cs.clock += lat;
+  }
+  // The filter entry of the line's L1 set (shared with the victim's): clean, so stores are not
+  // skipped. LRU L1s record misses too (filter_on_hit_only_ is SRRIP's).
+  filter_entry(core, line) = params_.same_line_filter ? line << 1 : detail::kNoEntry;
+  if (cs.clock >= cs.deadline) [[unlikely]]
+    periodic_tick(core);
+  return true;
 }
 
 // A store dirtied `line`'s L1 copy. If no copy was dirty, the line is now newer than NVM.

@@ -58,6 +58,8 @@ void Machine::access_slow(int core, LineAddr line, bool is_store, std::uint64_t 
   // only unsearched accesses can need the epoch engine (Hierarchy::access_unsearched).
   if (l1_slot == kUnsearched)
     impl_->access_unsearched(core, line.value(), is_store);
+  else if (!is_store)  // the inline path searched L1 and missed
+    impl_->load_miss(core, line.value());
   else
     impl_->access(core, line.value(), is_store, static_cast<std::size_t>(l1_slot));
 }
