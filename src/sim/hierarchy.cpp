@@ -89,8 +89,8 @@ Hierarchy::Hierarchy(const SimParams& p)
     cs.l1_set_mask = l1.sets() - 1;
     cs.l1_ways = l1.ways();
   }
-  lean_misses_ = npriv_ == 1 && !epochs_ && pf_.empty() && llc_.lru() != nullptr &&
-                 llc_.pow2_sets() && llc_.hash_data() != nullptr;
+  lean_misses_ = p.lean_miss_path && npriv_ == 1 && !epochs_ && pf_.empty() &&
+                 llc_.lru() != nullptr && llc_.pow2_sets() && llc_.hash_data() != nullptr;
   for (const detail::CoreState& cs : cores_)
     lean_misses_ = lean_misses_ && cs.l1_tags != nullptr && cs.l1_hash != nullptr;
 }

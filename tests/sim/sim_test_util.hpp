@@ -51,6 +51,10 @@ class ParamsBuilder {
     p_.same_line_filter = on;
     return *this;
   }
+  ParamsBuilder& lean_misses(bool on) {
+    p_.lean_miss_path = on;
+    return *this;
+  }
   ParamsBuilder& periodic(std::uint64_t cycles) {
     p_.periodic_flush_cycles = Cycles{cycles};
     return *this;

@@ -221,6 +221,9 @@ struct SimParams {
   bool inclusive_llc = true;
   // The per-core "same line as last access" filter; exact, so only tests turn it off.
   bool same_line_filter = true;
+  // Hierarchy's lean path for the commonest miss (hierarchy.hpp); exact, so only tests turn it
+  // off (not in machine files).
+  bool lean_miss_path = true;
   // Periodic cache cleaning (LP §III-E hardware): every dirty line is written back, and kept
   // clean, once per this many cycles, one LLC set at a time (set s at (s+1)·T/sets in each
   // period, like DRAM refresh) so the write-backs are spread out. 0 = off.
