@@ -214,14 +214,31 @@ bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
   ++l1.counters().misses;
   ++llc_.counters().hits;
   llc_.touch(ls);
+  const std::uint64_t me = bit_of(core);
   const std::uint64_t sharers = llc_.sharers(ls);
   std::uint8_t st = 0;
   if (sharers == 0) {
     llc_.set_owner(ls, core);
     st = kExclusive;
   }
-  llc_.set_sharers(ls, sharers | bit_of(core));
-  lean_fill_l1(core, l1, line, st, ls);
+  llc_.set_sharers(ls, sharers | me);
+  // fill_private and evict_private for the last (only) private level.
+  const std::size_t s1 = l1.victim_for(line);
+  if (const std::uint64_t v = l1.tag(s1); v != kInvalidTag) {
+    const bool dirty = (l1.state(s1) & kDirty) != 0;
+    ++l1.counters().evictions;
+    const std::size_t vs = l1.link(s1);
+    if (llc_.tag(vs) != v) {  // a non-inclusive LLC dropped it: a dirty victim goes to NVM
+      if (dirty) write_back_victim(v, core, take_since(kNoSlot, v));
+    } else {
+      if (dirty) llc_.add_state(vs, kDirty);
+      llc_.set_sharers(vs, llc_.sharers(vs) & ~me);
+      if (llc_.owner(vs) == core) llc_.set_owner(vs, -1);
+    }
+    if (dirty) ++l1.counters().dirty_evictions;
+  }
+  l1.fill(s1, line, st);
+  l1.set_link(s1, ls);
   const std::uint64_t lat = llc_.latency().value();
   if (interval_) {
     dispatch(core, params_.core.insts_per_access);
@@ -235,67 +252,6 @@ bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
   if (cs.clock >= cs.deadline) [[unlikely]]
     periodic_tick(core);
   return true;
-}
-
-bool Hierarchy::lean_store(int core, std::uint64_t line, std::size_t s1) {
-  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  Cache& l1 = private_[static_cast<std::size_t>(core)];  // npriv_ == 1
-  std::uint64_t lat = 0;
-  if (s1 != kNoSlot) {
-    // An L1 hit the inline path did not take (it takes dirty exclusive lines): a clean
-    // exclusive line becomes dirty without asking anyone; a Shared one needs an upgrade.
-    if (l1.state(s1) != kExclusive) return false;
-    ++stores_;
-    ++l1.counters().hits;
-    l1.touch(s1);
-    lat = l1.latency().value();
-  } else {
-    // fetch_from_llc's store hit with no copy anywhere else (no invalidations).
-    const std::size_t ls = llc_.find(line);
-    if (ls == kNoSlot || llc_.sharers(ls) != 0) return false;
-    ++stores_;
-    ++l1.counters().misses;
-    ++llc_.counters().hits;
-    llc_.touch(ls);
-    llc_.set_sharers(ls, bit_of(core));
-    llc_.set_owner(ls, core);
-    s1 = lean_fill_l1(core, l1, line, kExclusive, ls);
-    lat = llc_.latency().value();
-  }
-  l1.add_state(s1, kExclusive | kDirty);
-  if (interval_) {
-    dispatch(core, params_.core.insts_per_access);
-    if (lat > l1_latency_) long_latency(core, lat, false);
-  } else {
-    cs.clock += lat;
-  }
-  open_episode(core, line, s1, cs.clock);  // the line was clean in L1 (see access())
-  filter_entry(core, line) = params_.same_line_filter ? (line << 1) | 1 : detail::kNoEntry;
-  if (cs.clock >= cs.deadline) [[unlikely]]
-    periodic_tick(core);
-  return true;
-}
-
-// fill_private and evict_private for the last (only) private level, then the L1→LLC link.
-std::size_t Hierarchy::lean_fill_l1(int core, Cache& l1, std::uint64_t line, std::uint8_t st,
-                                    std::size_t ls) {
-  const std::size_t s1 = l1.victim_for(line);
-  if (const std::uint64_t v = l1.tag(s1); v != kInvalidTag) {
-    const bool dirty = (l1.state(s1) & kDirty) != 0;
-    ++l1.counters().evictions;
-    const std::size_t vs = l1.link(s1);
-    if (llc_.tag(vs) != v) {  // a non-inclusive LLC dropped it: a dirty victim goes to NVM
-      if (dirty) write_back_victim(v, core, take_since(kNoSlot, v));
-    } else {
-      if (dirty) llc_.add_state(vs, kDirty);
-      llc_.set_sharers(vs, llc_.sharers(vs) & ~bit_of(core));
-      if (llc_.owner(vs) == core) llc_.set_owner(vs, -1);
-    }
-    if (dirty) ++l1.counters().dirty_evictions;
-  }
-  l1.fill(s1, line, st);
-  l1.set_link(s1, ls);
-  return s1;
 }
 
 // A store dirtied `line`'s L1 copy. If no copy was dirty, the line is now newer than NVM.

@@ -53,10 +53,6 @@ class Hierarchy {
   void load_miss(int core, std::uint64_t line) {
     if (!lean_misses_ || !lean_load_miss(core, line)) access(core, line, false, kNoSlot);
   }
-  // A store the inline L1 path found missing (kNoSlot) or not dirty and exclusive (its slot).
-  void store_searched(int core, std::uint64_t line, std::size_t l1_slot) {
-    if (!lean_misses_ || !lean_store(core, line, l1_slot)) access(core, line, true, l1_slot);
-  }
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
   // Seed 004: a persist barrier under a hardware barrier mode (the epoch engine).
@@ -118,17 +114,12 @@ class Hierarchy {
 
   enum class Strip { kInvalidate, kDowngrade, kClean };
 
-  // The commonest misses, specialised (the general path's mode branches and vector lookups cost
+  // The commonest miss, specialised (the general path's mode branches and vector lookups cost
   // ~340 instructions per miss): a load, one private level, LRU everywhere, hashed lookups, no
   // optional mechanism, and the line in the LLC without another core's exclusive copy. Does
   // exactly what access() does in that case, statistic for statistic; returns false, having
   // changed nothing, when the case does not apply.
   bool lean_load_miss(int core, std::uint64_t line);
-  // The same for a store: a clean exclusive L1 hit, or a miss on a line no cache holds but the
-  // LLC (no invalidation).
-  bool lean_store(int core, std::uint64_t line, std::size_t l1_slot);
-  std::size_t lean_fill_l1(int core, Cache& l1, std::uint64_t line, std::uint8_t st,
-                           std::size_t llc_slot);
   bool lean_misses_ = false;  // the machine qualifies (constructor)
 
   [[nodiscard]] Cache& priv(int core, int level) {

@@ -61,7 +61,7 @@ void Machine::access_slow(int core, LineAddr line, bool is_store, std::uint64_t 
   else if (!is_store)  // the inline path searched L1 and missed
     impl_->load_miss(core, line.value());
   else
-    impl_->store_searched(core, line.value(), static_cast<std::size_t>(l1_slot));
+    impl_->access(core, line.value(), is_store, static_cast<std::size_t>(l1_slot));
 }
 void Machine::store_preflush(int core, LineAddr line, std::uint32_t pc) {
   impl_->access_unsearched(core, line.value(), true, pc);

@@ -56,21 +56,15 @@ class LruPolicy {
   template <std::size_t Ways>
   [[nodiscard]] std::size_t oldest(std::size_t base) const {
     // A tournament: pairs, then pairs of winners, so the chain of dependent compares is
-    // log2(Ways) long instead of Ways - 1. Each round carries the stamps with the ways (the
-    // unrolled rounds keep both in registers). The left (lower) way wins ties, so the result is
-    // the first oldest way, as the generic loop's.
+    // log2(Ways) long instead of Ways - 1. The left (lower) way wins ties, so the result is the
+    // first oldest way, as the generic loop's.
     const std::uint64_t* s = stamp_.data() + base;
-    std::array<std::uint64_t, Ways> stamp;
-    std::array<std::uint32_t, Ways> way;
-    for (std::size_t w = 0; w < Ways; ++w) {
-      stamp[w] = s[w];
-      way[w] = static_cast<std::uint32_t>(w);
-    }
+    std::array<std::size_t, Ways> way{};
+    for (std::size_t w = 0; w < Ways; ++w) way[w] = w;
     for (std::size_t n = Ways; n > 1; n /= 2)
       for (std::size_t i = 0; i < n / 2; ++i) {
-        const bool right = stamp[2 * i + 1] < stamp[2 * i];
-        stamp[i] = right ? stamp[2 * i + 1] : stamp[2 * i];
-        way[i] = right ? way[2 * i + 1] : way[2 * i];
+        const std::size_t l = way[2 * i], r = way[2 * i + 1];
+        way[i] = s[r] < s[l] ? r : l;
       }
     return base + way[0];
   }

@@ -1,7 +1,6 @@
-// The cache model's fast searches (tag hashes, LRU tournament) against plain scans.
+// The cache model's fast set lookup (tag hashes) and LRU victim (tournament) against plain scans.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
