@@ -172,5 +172,24 @@ TEST(SimInterval, PowerFailureAndResetForgetOperationsInFlight) {
   EXPECT_EQ(m.stats().instructions, 0u);
 }
 
+// The reorder-buffer rule worked by hand: a load miss of `lat` cycles dispatched at cycle 1
+// (1-wide core, 1 instruction per access), then ten hits. The fourth fills the 4-entry ROB
+// behind the miss, so dispatch waits until the miss completes (1 + lat), and the last six hits
+// add a cycle each. Reading the clock after every hit must not change that.
+TEST(SimInterval, TheReorderBufferFillsBehindAMissDuringHits) {
+  Machine memory(ParamsBuilder().l1(1, 8).llc(2, 8).build());
+  memory.load(0, LineAddr(1));
+  const std::uint64_t lat = memory.clock(0).value();  // the memory model charges the miss alone
+  for (bool observe : {false, true}) {
+    Machine m(ParamsBuilder().l1(1, 8).llc(2, 8).interval(1, 4, 4, 1).build());
+    m.load(0, LineAddr(1));
+    for (int i = 0; i < 10; ++i) {
+      m.load(0, LineAddr(1));
+      if (observe) (void)m.clock(0);
+    }
+    EXPECT_EQ(m.clock(0).value(), lat + 7) << observe;
+  }
+}
+
 }  // namespace
 }  // namespace pmlab::sim
