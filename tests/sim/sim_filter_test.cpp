@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string>
 
 #include "pmlab/sim/machine.hpp"
 #include "sim_test_util.hpp"
@@ -46,6 +47,19 @@ void run_trace(Machine& m, std::uint64_t seed, int cores) {
   }
 }
 
+// Every core's view of every line the trace touches is the same on both machines.
+void expect_same_lines(const Machine& a, const Machine& b, const std::string& what) {
+  for (int c = 0; c < a.cores(); ++c)
+    for (std::uint64_t l = 0; l < 48; ++l) {
+      const LineState x = a.probe(c, LineAddr(l)), y = b.probe(c, LineAddr(l));
+      EXPECT_EQ(x.in_l1, y.in_l1) << what;
+      EXPECT_EQ(x.in_l2, y.in_l2) << what;
+      EXPECT_EQ(x.in_llc, y.in_llc) << what;
+      EXPECT_EQ(x.dirty, y.dirty) << what;
+      EXPECT_EQ(x.private_copies, y.private_copies) << what;
+    }
+}
+
 TEST(SimFilter, IsExactForEveryPolicyAndHierarchyShape) {
   const Config configs[] = {
       {"lru-2lvl", ParamsBuilder().cores(3).l1(2, 2).llc(4, 4)},
@@ -73,14 +87,7 @@ TEST(SimFilter, IsExactForEveryPolicyAndHierarchyShape) {
       a.erase("filtered_accesses");
       b.erase("filtered_accesses");
       EXPECT_EQ(a, b) << cfg.name << " seed " << seed;
-      for (int c = 0; c < cores; ++c)
-        for (std::uint64_t l = 0; l < 48; ++l) {
-          const LineState x = with.probe(c, LineAddr(l)), y = without.probe(c, LineAddr(l));
-          EXPECT_EQ(x.in_l1, y.in_l1);
-          EXPECT_EQ(x.in_l2, y.in_l2);
-          EXPECT_EQ(x.in_llc, y.in_llc);
-          EXPECT_EQ(x.dirty, y.dirty);
-        }
+      expect_same_lines(with, without, cfg.name);
     }
   }
 }
@@ -106,16 +113,8 @@ TEST(SimLeanMiss, IsExactOnEveryMachineItAppliesTo) {
       const nlohmann::json a = to_json(lean.stats()), b = to_json(general.stats());
       EXPECT_GT(lean.stats().llc().hits, 1000u) << cfg.name;
       EXPECT_EQ(a, b) << cfg.name << " seed " << seed;
-      for (int c = 0; c < cores; ++c) {
-        EXPECT_EQ(lean.clock(c), general.clock(c)) << cfg.name;
-        for (std::uint64_t l = 0; l < 48; ++l) {
-          const LineState x = lean.probe(c, LineAddr(l)), y = general.probe(c, LineAddr(l));
-          EXPECT_EQ(x.in_l1, y.in_l1);
-          EXPECT_EQ(x.in_llc, y.in_llc);
-          EXPECT_EQ(x.dirty, y.dirty);
-          EXPECT_EQ(x.private_copies, y.private_copies);
-        }
-      }
+      for (int c = 0; c < cores; ++c) EXPECT_EQ(lean.clock(c), general.clock(c)) << cfg.name;
+      expect_same_lines(lean, general, cfg.name);
     }
   }
 }
