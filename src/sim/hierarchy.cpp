@@ -222,7 +222,9 @@ bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
     st = kExclusive;
   }
   llc_.set_sharers(ls, sharers | me);
-  // fill_private and evict_private for the last (only) private level.
+  // fill_private and evict_private for the last (only) private level, written out: calling
+  // fill_private here (its level and mode branches) measured 6% slower on tmm n = 512 interval
+  // (3.95-4.07 against 3.71-3.80 CPU s) and crash campaigns 3% slower.
   const std::size_t s1 = l1.victim_for(line);
   if (const std::uint64_t v = l1.tag(s1); v != kInvalidTag) {
     const bool dirty = (l1.state(s1) & kDirty) != 0;

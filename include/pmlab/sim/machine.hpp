@@ -219,6 +219,8 @@ class Machine {
       if (t[w] == line) return base + w;
     return kNoWay;
   }
+  // An L1 hit outside the filter, exactly as Hierarchy::access does it: LRU touch, hit count,
+  // latency (or dispatch), and the line becomes its set's filter entry.
   void l1_hit(int core, detail::CoreState& c, std::uint64_t s, std::uint64_t line) {
     c.l1_stamp[s] = ++*c.l1_now;
     ++c.l1_hits;
