@@ -38,10 +38,10 @@ PanelStates real_panel_states(std::uint64_t region_values, std::uint64_t seed) {
   kernels::tmm::Operands op{{a.data(), n, n}, {b.data(), n, n}, {c.data(), n, n}, n, bs};
   mem::PlainBackend be;
   const std::size_t kt = op.tiles() / 2;  // a mid-run step: values are neither tiny nor final
-  for (std::size_t k = 0; k < kt; ++k) kernels::tmm::panel_step(be, op, k, 0, [](double) {});
+  for (std::size_t k = 0; k < kt; ++k) kernels::tmm::panel_step(be, op, k, 0, lp::kIgnoreStored);
   PanelStates s;
   s.before.assign(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(bs * n));
-  kernels::tmm::panel_step(be, op, kt, 0, [](double) {});
+  kernels::tmm::panel_step(be, op, kt, 0, lp::kIgnoreStored);
   s.after.assign(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(bs * n));
   return s;
 }

@@ -182,7 +182,7 @@ void PmemobjTmm::run(const Operands& ab, std::size_t first_kt,
         failure = 1;
         continue;
       }
-      panel_step(be, op, kt, it, [](double) {});
+      panel_step(be, op, kt, it, lp::kIgnoreStored);
       *done = kt + 1;
       pmemobj_tx_commit();
       if (pmemobj_tx_end() != 0) failure = 1;

@@ -1,6 +1,7 @@
 // Checksum kinds: reference values, order (in)sensitivity, detection of single-bit flips.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -76,6 +77,35 @@ TEST(LpChecksum, AddEachEqualsAddingOneByOneForEveryKind) {
                   [&](std::size_t j) { return v[j]; });
         EXPECT_EQ(one.value(), via_callable.value()) << to_string(kind) << " len " << len;
       }
+    });
+}
+
+// add_block (a finished tile read back, 16 values per vector step for the commutative kinds)
+// must give exactly the checksum of adding the block's values one by one in row order, for
+// every kind and shape: widths around the 4- and 16-value steps, lower triangles, and a row
+// stride wider than the block whose gap values must stay out of the checksum.
+TEST(LpChecksum, AddBlockEqualsAddingItsValuesInRowOrderForEveryKind) {
+  const auto v = random_values(40 * 48, 11);
+  for (auto kind : kAllChecksumKinds)
+    with_checksum_kind(kind, [&](auto k) {
+      constexpr auto K = decltype(k)::value;
+      for (std::size_t rows : {0u, 1u, 3u, 16u, 17u, 40u})
+        for (std::size_t cols : {0u, 1u, 3u, 4u, 5u, 15u, 16u, 17u, 32u, 33u})
+          for (std::size_t gap : {0u, 7u})
+            for (bool lower : {false, true}) {
+              const StoredBlock b{v.data(), rows, cols, cols + gap, lower};
+              Accumulator<K> one, block;
+              one.add(0.25);
+              block.add(0.25);
+              std::size_t values = 0;
+              for (std::size_t r = 0; r < rows; ++r)
+                for (std::size_t c = 0; c < (lower ? std::min(r + 1, cols) : cols); ++c, ++values)
+                  one.add(v[r * b.ld + c]);
+              block.add_block(b);
+              EXPECT_EQ(one.value(), block.value())
+                  << to_string(kind) << " " << rows << "x" << cols << " gap " << gap
+                  << (lower ? " lower" : "") << " (" << values << " values)";
+            }
     });
 }
 

@@ -86,14 +86,14 @@ struct Operands : tiled::InPlaceTiles<Operands> {
     for (std::size_t i = m; i < tiles(); ++i) g.push_back({i, m});
     return g;
   }
-  template <mem::Backend B, class OnStore>
-  void apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const;
+  template <mem::Backend B, class OnStored>
+  void apply(B& be, Tile t, std::size_t q, OnStored&& on_stored) const;
 };
 
 // Unblocked Cholesky of diagonal tile k (row by row, in a scratch copy so that every element is
 // stored exactly once, in canonical order: row-major lower triangle).
-template <mem::Backend B, class OnStore>
-void potrf(B& be, const Operands& op, std::size_t k, OnStore&& on_store) {
+template <mem::Backend B, class OnStored>
+void potrf(B& be, const Operands& op, std::size_t k, OnStored&& on_stored) {
   const std::size_t k0 = op.tiling.begin(k), m = op.tiling.len(k);
   std::vector<double> s(m * m);
   for (std::size_t r = 0; r < m; ++r)
@@ -105,15 +105,13 @@ void potrf(B& be, const Operands& op, std::size_t k, OnStore&& on_store) {
       s[r * m + c] = r == c ? std::sqrt(x) : x / s[c * m + c];
     }
   for (std::size_t r = 0; r < m; ++r)
-    for (std::size_t c = 0; c <= r; ++c) {
-      be.store(op.l.at(k0 + r, k0 + c), s[r * m + c]);
-      on_store(s[r * m + c]);
-    }
+    for (std::size_t c = 0; c <= r; ++c) be.store(op.l.at(k0 + r, k0 + c), s[r * m + c]);
+  on_stored(lp::StoredBlock{op.l.at(k0, k0), m, m, op.l.ld(), true});
 }
 
 // L_ik = A_ik · L_kk^-T (forward substitution per row, reading back the row's earlier results).
-template <mem::Backend B, class OnStore>
-void trsm(B& be, const Operands& op, std::size_t i, std::size_t k, OnStore&& on_store) {
+template <mem::Backend B, class OnStored>
+void trsm(B& be, const Operands& op, std::size_t i, std::size_t k, OnStored&& on_stored) {
   const std::size_t i0 = op.tiling.begin(i), k0 = op.tiling.begin(k);
   const std::size_t mi = op.tiling.len(i), mk = op.tiling.len(k);
   for (std::size_t r = 0; r < mi; ++r) {
@@ -124,14 +122,14 @@ void trsm(B& be, const Operands& op, std::size_t i, std::size_t k, OnStore&& on_
       for (std::size_t p = 0; p < c; ++p) x -= be.load(row + p) * be.load(lkk + p);
       x /= be.load(lkk + c);
       be.store(row + c, x);
-      on_store(x);
     }
   }
+  on_stored(lp::StoredBlock{op.l.at(i0, k0), mi, mk, op.l.ld()});
 }
 
 // L_ij -= L_ik · L_jkᵀ (lower triangle only when i == j).
-template <mem::Backend B, class OnStore>
-void update(B& be, const Operands& op, Tile t, std::size_t k, OnStore&& on_store) {
+template <mem::Backend B, class OnStored>
+void update(B& be, const Operands& op, Tile t, std::size_t k, OnStored&& on_stored) {
   const std::size_t i0 = op.tiling.begin(t.i), j0 = op.tiling.begin(t.j), k0 = op.tiling.begin(k);
   const std::size_t mk = op.tiling.len(k);
   for (std::size_t r = 0; r < op.tiling.len(t.i); ++r) {
@@ -141,19 +139,20 @@ void update(B& be, const Operands& op, Tile t, std::size_t k, OnStore&& on_store
       double x = be.load(op.l.at(i0 + r, j0 + c));
       for (std::size_t p = 0; p < mk; ++p) x -= be.load(lik + p) * be.load(ljk + p);
       be.store(op.l.at(i0 + r, j0 + c), x);
-      on_store(x);
     }
   }
+  on_stored(lp::StoredBlock{op.l.at(i0, j0), op.tiling.len(t.i), op.tiling.len(t.j), op.l.ld(),
+                            t.i == t.j});
 }
 
-template <mem::Backend B, class OnStore>
-void Operands::apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const {
+template <mem::Backend B, class OnStored>
+void Operands::apply(B& be, Tile t, std::size_t q, OnStored&& on_stored) const {
   if (q < t.j)
-    update(be, *this, t, q, on_store);
+    update(be, *this, t, q, on_stored);
   else if (t.i == t.j)
-    potrf(be, *this, q, on_store);
+    potrf(be, *this, q, on_stored);
   else
-    trsm(be, *this, t.i, q, on_store);
+    trsm(be, *this, t.i, q, on_stored);
 }
 
 // Step k: POTRF(k,k); then TRSM of column k in parallel; then the trailing updates in parallel.

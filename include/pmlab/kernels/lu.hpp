@@ -76,14 +76,14 @@ struct Operands : tiled::InPlaceTiles<Operands> {
     for (std::size_t i = m + 1; i < tiles(); ++i) g.push_back({i, m});
     return g;
   }
-  template <mem::Backend B, class OnStore>
-  void apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const;
+  template <mem::Backend B, class OnStored>
+  void apply(B& be, Tile t, std::size_t q, OnStored&& on_stored) const;
 };
 
 // Unblocked Doolittle LU of diagonal tile k, in a scratch copy so that every element is stored
 // exactly once, in canonical (row-major) order.
-template <mem::Backend B, class OnStore>
-void getrf(B& be, const Operands& op, std::size_t k, OnStore&& on_store) {
+template <mem::Backend B, class OnStored>
+void getrf(B& be, const Operands& op, std::size_t k, OnStored&& on_stored) {
   const std::size_t k0 = op.tiling.begin(k), m = op.tiling.len(k);
   std::vector<double> s(m * m);
   for (std::size_t r = 0; r < m; ++r)
@@ -95,15 +95,13 @@ void getrf(B& be, const Operands& op, std::size_t k, OnStore&& on_store) {
       s[r * m + c] = c >= r ? x : x / s[c * m + c];
     }
   for (std::size_t r = 0; r < m; ++r)
-    for (std::size_t c = 0; c < m; ++c) {
-      be.store(op.w.at(k0 + r, k0 + c), s[r * m + c]);
-      on_store(s[r * m + c]);
-    }
+    for (std::size_t c = 0; c < m; ++c) be.store(op.w.at(k0 + r, k0 + c), s[r * m + c]);
+  on_stored(lp::StoredBlock{op.w.at(k0, k0), m, m, op.w.ld()});
 }
 
 // U_kj = L_kk^-1 · A_kj (unit lower forward substitution, reading back earlier rows of U_kj).
-template <mem::Backend B, class OnStore>
-void trsm_row(B& be, const Operands& op, std::size_t k, std::size_t j, OnStore&& on_store) {
+template <mem::Backend B, class OnStored>
+void trsm_row(B& be, const Operands& op, std::size_t k, std::size_t j, OnStored&& on_stored) {
   const std::size_t k0 = op.tiling.begin(k), j0 = op.tiling.begin(j);
   const std::size_t mk = op.tiling.len(k), mj = op.tiling.len(j);
   for (std::size_t r = 0; r < mk; ++r) {
@@ -112,14 +110,14 @@ void trsm_row(B& be, const Operands& op, std::size_t k, std::size_t j, OnStore&&
       double x = be.load(op.w.at(k0 + r, j0 + c));
       for (std::size_t p = 0; p < r; ++p) x -= be.load(lkk + p) * be.load(op.w.at(k0 + p, j0 + c));
       be.store(op.w.at(k0 + r, j0 + c), x);
-      on_store(x);
     }
   }
+  on_stored(lp::StoredBlock{op.w.at(k0, j0), mk, mj, op.w.ld()});
 }
 
 // L_ik = A_ik · U_kk^-1 (per row, reading back the row's earlier results).
-template <mem::Backend B, class OnStore>
-void trsm_col(B& be, const Operands& op, std::size_t i, std::size_t k, OnStore&& on_store) {
+template <mem::Backend B, class OnStored>
+void trsm_col(B& be, const Operands& op, std::size_t i, std::size_t k, OnStored&& on_stored) {
   const std::size_t i0 = op.tiling.begin(i), k0 = op.tiling.begin(k);
   const std::size_t mi = op.tiling.len(i), mk = op.tiling.len(k);
   for (std::size_t r = 0; r < mi; ++r) {
@@ -129,14 +127,14 @@ void trsm_col(B& be, const Operands& op, std::size_t i, std::size_t k, OnStore&&
       for (std::size_t p = 0; p < c; ++p) x -= be.load(row + p) * be.load(op.w.at(k0 + p, k0 + c));
       x /= be.load(op.w.at(k0 + c, k0 + c));
       be.store(row + c, x);
-      on_store(x);
     }
   }
+  on_stored(lp::StoredBlock{op.w.at(i0, k0), mi, mk, op.w.ld()});
 }
 
 // W_ij -= L_ik · U_kj.
-template <mem::Backend B, class OnStore>
-void update(B& be, const Operands& op, Tile t, std::size_t k, OnStore&& on_store) {
+template <mem::Backend B, class OnStored>
+void update(B& be, const Operands& op, Tile t, std::size_t k, OnStored&& on_stored) {
   const std::size_t i0 = op.tiling.begin(t.i), j0 = op.tiling.begin(t.j), k0 = op.tiling.begin(k);
   const std::size_t mk = op.tiling.len(k), mj = op.tiling.len(t.j);
   for (std::size_t r = 0; r < op.tiling.len(t.i); ++r) {
@@ -145,21 +143,21 @@ void update(B& be, const Operands& op, Tile t, std::size_t k, OnStore&& on_store
       double x = be.load(op.w.at(i0 + r, j0 + c));
       for (std::size_t p = 0; p < mk; ++p) x -= be.load(lik + p) * be.load(op.w.at(k0 + p, j0 + c));
       be.store(op.w.at(i0 + r, j0 + c), x);
-      on_store(x);
     }
   }
+  on_stored(lp::StoredBlock{op.w.at(i0, j0), op.tiling.len(t.i), mj, op.w.ld()});
 }
 
-template <mem::Backend B, class OnStore>
-void Operands::apply(B& be, Tile t, std::size_t q, OnStore&& on_store) const {
+template <mem::Backend B, class OnStored>
+void Operands::apply(B& be, Tile t, std::size_t q, OnStored&& on_stored) const {
   if (q < std::min(t.i, t.j))
-    update(be, *this, t, q, on_store);
+    update(be, *this, t, q, on_stored);
   else if (t.i == t.j)
-    getrf(be, *this, q, on_store);
+    getrf(be, *this, q, on_stored);
   else if (t.i == q)
-    trsm_row(be, *this, q, t.j, on_store);
+    trsm_row(be, *this, q, t.j, on_stored);
   else
-    trsm_col(be, *this, t.i, q, on_store);
+    trsm_col(be, *this, t.i, q, on_stored);
 }
 
 // Step k: GETRF(k,k); then block row and block column k in parallel; then the trailing updates.

@@ -42,7 +42,7 @@ concept TiledFactorization = std::derived_from<F, Factorization>;
 template <mem::Backend B, TiledFactorization F>
 void run_base(B& be, const F& op, std::size_t first_k = 0) {
   for (std::size_t k = first_k; k < op.tiles(); ++k)
-    run_step(be, op, k, [&](Tile t) { op.apply(be, t, k, [](double) {}); });
+    run_step(be, op, k, [&](Tile t) { op.apply(be, t, k, lp::kIgnoreStored); });
 }
 
 // LP: each op on a tile is a region; its checksum goes to slot (k, tile).
@@ -51,7 +51,7 @@ void run_lp(B& be, const F& op, const lp::ChecksumTable& table, std::size_t firs
   for (std::size_t k = first_k; k < op.tiles(); ++k)
     run_step(be, op, k, [&](Tile t) {
       lp_region<K>(be, table, op.slot(k, t), k, t.i * op.tiles() + t.j,
-                   [&](auto on_store) { op.apply(be, t, k, on_store); });
+                   [&](auto on_stored) { op.apply(be, t, k, on_stored); });
     });
 }
 
@@ -151,7 +151,7 @@ void run_cp(B& be, const F& op, const scheme::StepCheckpoint& cp, std::size_t fi
       const mem::RegionId id{static_cast<std::uint32_t>(k),
                              static_cast<std::uint32_t>(unit_of(op.tiling, t))};
       be.region_begin(id);
-      op.apply(be, t, k, [](double) {});
+      op.apply(be, t, k, lp::kIgnoreStored);
       be.region_end(id);
     });
     cp.after_step(be, k + 1, copy, [&] { be.persist(work.data(), work.bytes()); });

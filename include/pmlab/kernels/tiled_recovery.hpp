@@ -109,7 +109,7 @@ void lp_region(B& be, const lp::ChecksumTable& table, std::size_t slot, std::siz
                std::size_t tile_id, Op&& op) {
   lp::Region<K, B> region(be, table, slot,
                           {static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(tile_id)});
-  op([&](double v) { region.add(v); });
+  op(lp::fold_stored_into(region));
   region.commit();
 }
 
@@ -132,7 +132,7 @@ struct TileVersion {
 // that the next recovery handles the same way.
 //
 // F provides: tiles(); group(m) -> std::vector<Tile> (diagonal first); checksum<K>(be, t);
-// equals_input(be, t); restore_input(be, t); apply(be, t, q, on_store); persist_tile(be, t).
+// equals_input(be, t); restore_input(be, t); apply(be, t, q, on_stored); persist_tile(be, t).
 template <mem::Backend B, class F, class Tracker>
 [[nodiscard]] std::size_t recover_tiles(B& be, const F& f, const Tracker& tracker,
                                         lp::RecoveryStats& stats) {
@@ -198,7 +198,7 @@ struct LpTracker {
     lp::ChecksumValue last{};
     for (std::size_t q = from.lost ? 0 : from.version; q < target; ++q) {
       lp::Accumulator<K> acc;
-      f.apply(be, t, q, [&](double v) { acc.add(v); });
+      f.apply(be, t, q, lp::fold_stored_into(acc));
       last = acc.value();
       ++s.regions_recomputed;
     }
@@ -232,7 +232,7 @@ void ep_op(B& be, const F& f, const scheme::IndexRecordTable<1>& rec, Tile t, st
                          static_cast<std::uint32_t>(t.i * f.tiles() + t.j)};
   scheme::eager_region(
       be, id, r, {.in_flight = ep_word(q, true), .done = ep_word(q + 1, false)},
-      [&] { f.apply(be, t, q, [](double) {}); }, [&] { f.persist_tile(be, t); });
+      [&] { f.apply(be, t, q, lp::kIgnoreStored); }, [&] { f.persist_tile(be, t); });
 }
 
 template <class F>
@@ -256,7 +256,7 @@ struct EpTracker {
     r.set(be, 0, ep_word(from.version, true));
     if (from.lost) f.restore_input(be, t);
     for (std::size_t q = from.lost ? 0 : from.version; q < target; ++q) {
-      f.apply(be, t, q, [](double) {});
+      f.apply(be, t, q, lp::kIgnoreStored);
       ++s.regions_recomputed;
     }
     f.persist_tile(be, t);

@@ -48,7 +48,7 @@ void wal_op(B& be, const F& f, const scheme::WalUnits& wal, Tile t, std::size_t 
   const mem::RegionId id{static_cast<std::uint32_t>(q), static_cast<std::uint32_t>(u)};
   be.region_begin(id);
   wal.transact(
-      be, u, q + 1, [&] { f.apply(be, t, q, [](double) {}); },
+      be, u, q + 1, [&] { f.apply(be, t, q, lp::kIgnoreStored); },
       wal_tile_block(f.tiling, f.work(), wal.log, t));
   be.region_end(id);
 }

@@ -39,7 +39,7 @@ void run_cp_variant(B& be, const Operands& op, const CpVariant& v, std::size_t f
   const std::size_t nt = op.tiles(), m = cp_matrix_elems(op);
   const std::size_t every = v.every < 1 ? 1 : v.every;
   for (std::size_t kt = first_kt; kt < nt; ++kt) {
-    be.parallel_for(0, nt, [&](std::size_t it) { panel_step(be, op, kt, it, [](double) {}); });
+    be.parallel_for(0, nt, [&](std::size_t it) { panel_step(be, op, kt, it, lp::kIgnoreStored); });
     mem::outer_step_done(be);  // computed; its checkpoint (if one is due) follows
     const std::size_t done = kt + 1;
     if (done % every != 0 && done != nt) continue;

@@ -137,7 +137,7 @@ void run_ep_ii(B& be, const Operands& op, const EagerState& st, std::size_t firs
       if (rec.get(be, 0) >= ep_done(kt)) return;  // finished before a crash
       scheme::eager_region(  // Fig. 3.1: lines 13-18 persist the panel, 19-22 the index
           be, std::nullopt, rec, {.in_flight = ep_started(kt), .done = ep_done(kt)},
-          [&] { panel_step(be, op, kt, it, [](double) {}); },
+          [&] { panel_step(be, op, kt, it, lp::kIgnoreStored); },
           [&] { be.persist(op.panel(it), op.panel_bytes(it)); });
     });
     if (st.copier != nullptr) st.copier->save(be, kt, kt + 1);
@@ -285,7 +285,7 @@ void run_wal_ii(B& be, const Operands& op, const WalState& st, std::size_t first
       const auto data = wal_panel_block<F>(op, st, it);
       const auto idx = wal_index_block(st, it);
       tx.begin(be, data, idx);
-      panel_step(be, op, kt, it, [](double) {});
+      panel_step(be, op, kt, it, lp::kIgnoreStored);
       be.store(&st.index[it].value[kWalKk], std::uint64_t{kt + 1});
       tx.commit(be, data, idx);
     });
@@ -372,7 +372,7 @@ template <mem::Backend B>
 void run_cp(B& be, const Operands& op, const CpState& st, std::size_t first_kt = 0) {
   const std::size_t nt = op.tiles(), m = cp_matrix_elems(op);
   for (std::size_t kt = first_kt; kt < nt; ++kt) {
-    be.parallel_for(0, nt, [&](std::size_t it) { panel_step(be, op, kt, it, [](double) {}); });
+    be.parallel_for(0, nt, [&](std::size_t it) { panel_step(be, op, kt, it, lp::kIgnoreStored); });
     double* slot = st.area + ((kt + 1) % 2) * 3 * m;
     if (mem::mutated(be, mem::Mutation::kCommitEarly)) {  // negative control: publish first
       be.store(&st.header->done, std::uint64_t{kt + 1});

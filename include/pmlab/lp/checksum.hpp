@@ -8,6 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "pmlab/lp/block_fold.hpp"
 #include "pmlab/lp/checksum_kind.hpp"
 
 namespace pmlab::lp {
@@ -81,6 +82,20 @@ class Accumulator {
       for (std::size_t j = begin; j < end; ++j) add(body(j));
     }
   }
+  /// Folds in a block the caller has just stored, row after row: equal to add() of each of its
+  /// values in that order. The values are read back with plain loads (from L1), which is
+  /// cheaper than folding each as it is stored because the commutative kinds fold 16 values per
+  /// step in wide vectors (docs/lp-native-cost.md). A simulator does not see these loads, as it
+  /// would not see a fold of values held in registers.
+  void add_block(const StoredBlock& b) {
+    if constexpr (K == ChecksumKind::kModular || K == ChecksumKind::kModularParity)
+      sum_ += detail::sum_bits(b);
+    if constexpr (K == ChecksumKind::kParity || K == ChecksumKind::kModularParity)
+      xor_ ^= detail::xor_bits(b);
+    if constexpr (!kCommutative)
+      for (std::size_t r = 0; r < b.rows; ++r)
+        for (std::size_t c = 0; c < b.row_len(r); ++c) add(b.p[r * b.ld + c]);
+  }
   /// The checksum of everything added so far.
   [[nodiscard]] ChecksumValue value() const {
     if constexpr (K == ChecksumKind::kModular) return {sum_, 0};
@@ -127,6 +142,17 @@ void fold_each(Sink&& sink, std::size_t begin, std::size_t end, Body&& body) {
   } else {
     for (std::size_t j = begin; j < end; ++j) sink(body(j));
   }
+}
+
+/// The hook by which a kernel reports each block it has just stored: `on_stored(StoredBlock)`.
+/// LP folds the block into its region's checksum (fold_stored_into); base and every scheme
+/// without a checksum pass kIgnoreStored, so their loop is LP's minus the fold.
+inline constexpr auto kIgnoreStored = [](const StoredBlock&) {};
+
+/// A hook that folds each reported block into `sink` (an Accumulator or a Region).
+template <class Sink>
+[[nodiscard]] auto fold_stored_into(Sink& sink) {
+  return [&sink](const StoredBlock& b) { sink.add_block(b); };
 }
 
 /// Calls fn(std::integral_constant<ChecksumKind, K>{}) for the runtime kind k: the kind is

@@ -27,6 +27,8 @@ class Region {
   }
   /// Folds v into the checksum without storing it (a value the region wrote otherwise).
   void add(double v) { acc_.add(v); }
+  /// Folds a block of values the region has just stored (Accumulator::add_block).
+  void add_block(const StoredBlock& b) { acc_.add_block(b); }
   /// Ends the region: plain stores of checksum and tag, no flush, no fence (that is the point
   /// of LP).
   void commit() {
