@@ -59,8 +59,8 @@ namespace detail {
 // the hot loop no longer depends on how a 5-iteration runtime loop happens to be vectorised and
 // laid out (which had made base and LP, the same loop, differ by 20-30% in time:
 // docs/lp-native-cost.md).
-template <std::size_t W, mem::Backend B, class OnStore>
-void conv_rows(B& be, const Operands& op, std::size_t b, OnStore& on_store) {
+template <std::size_t W, mem::Backend B, class OnStored>
+void conv_rows(B& be, const Operands& op, std::size_t b, OnStored& on_stored) {
   const std::size_t n = op.n, w = W != 0 ? W : op.width, r = w / 2;
   const double* const ker = op.ker;
   const double* const in = op.in.data();
@@ -91,22 +91,24 @@ void conv_rows(B& be, const Operands& op, std::size_t b, OnStore& on_store) {
         }
       }
       be.store(out + i * ldo + j, s);
-      return s;
     };
-    lp::fold_each(on_store, 0, n, element);
+    for (std::size_t j = 0; j < n; ++j) element(j);
+    on_stored(lp::StoredBlock{out + i * ldo, 1, n, ldo});
   }
 }
 
 }  // namespace detail
 
-// Computes output rows of block b; `on_store` folds every stored value in order: an
-// lp::Accumulator, or a callable taking a double (lp::fold_each).
-template <mem::Backend B, class OnStore>
-[[gnu::noinline]] void conv_block(B& be, const Operands& op, std::size_t b, OnStore&& on_store) {
+// Computes output rows of block b and reports each finished row to `on_stored` (the protocol of
+// lp::kIgnoreStored): LP folds it from L1 there, so base and LP run the same element loop. Folding
+// each value as it was stored made the two loops differ and cost LP +5.3% on every code layout
+// (docs/lp-native-cost.md, session 15).
+template <mem::Backend B, class OnStored>
+[[gnu::noinline]] void conv_block(B& be, const Operands& op, std::size_t b, OnStored&& on_stored) {
   if (op.width == kDefaultWidth)
-    detail::conv_rows<kDefaultWidth>(be, op, b, on_store);
+    detail::conv_rows<kDefaultWidth>(be, op, b, on_stored);
   else
-    detail::conv_rows<0>(be, op, b, on_store);
+    detail::conv_rows<0>(be, op, b, on_stored);
 }
 
 template <lp::ChecksumKind K, mem::Backend B>
@@ -120,7 +122,7 @@ template <lp::ChecksumKind K, mem::Backend B>
 template <mem::Backend B>
 void run_base(B& be, const Operands& op) {
   be.parallel_for(0, op.blocks(), [&](std::size_t b) {
-    conv_block(be, op, b, [](double) {});
+    conv_block(be, op, b, lp::kIgnoreStored);
     mem::outer_step_done(be);  // a block is conv2d's outer unit
   });
 }
@@ -136,7 +138,7 @@ void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size
     // One value per 25 multiply-adds: a single checksum chain costs nothing here, and lanes
     // (lp::Accumulator::add_each) would unroll the whole window four times over (measured
     // slower, docs/lp-native-cost.md).
-    conv_block(be, op, b, [&](double v) { region.add(v); });
+    conv_block(be, op, b, lp::fold_stored_into(region));
     region.commit();
     mem::outer_step_done(be);
   });
@@ -159,7 +161,7 @@ std::size_t recover_lp(B& be, const Operands& op, const lp::ChecksumTable& table
       ++s.regions_unwritten;
     }
     lp::Accumulator<K> acc;
-    conv_block(be, op, b, [&](double v) { acc.add(v); });
+    conv_block(be, op, b, lp::fold_stored_into(acc));
     const std::size_t r0 = op.first_row(b);
     be.persist(op.out.row(r0), (op.end_row(b) - r0) * op.out.ld() * sizeof(double));
     table.commit_durable(be, b, acc.value());
@@ -183,7 +185,7 @@ void ep_block(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
   // Out of place: recomputing a torn block is harmless, so no in-flight mark.
   scheme::eager_region(
       be, mem::RegionId{0, static_cast<std::uint32_t>(b)}, rec[b], {.done = 1},
-      [&] { conv_block(be, op, b, [](double) {}); }, [&] { persist_block(be, op, b); });
+      [&] { conv_block(be, op, b, lp::kIgnoreStored); }, [&] { persist_block(be, op, b); });
 }
 
 // One index record per row block.

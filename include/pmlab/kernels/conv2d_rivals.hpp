@@ -63,7 +63,7 @@ void run_wal(B& be, const Operands& op, const scheme::WalUnits& wal, std::size_t
     const mem::RegionId id{0, static_cast<std::uint32_t>(b)};
     be.region_begin(id);
     wal.transact(
-        be, b, 1, [&] { conv_block(be, op, b, [](double) {}); }, wal_block(op, wal, b));
+        be, b, 1, [&] { conv_block(be, op, b, lp::kIgnoreStored); }, wal_block(op, wal, b));
     be.region_end(id);
     mem::outer_step_done(be);
   });
@@ -129,7 +129,7 @@ void run_cp(B& be, const Operands& op, const scheme::StepCheckpoint& cp, std::si
     const std::size_t e = cp.next_stop(s);
     be.parallel_for(s, e, [&](std::size_t b) {
       be.region_begin({0, static_cast<std::uint32_t>(b)});
-      conv_block(be, op, b, [](double) {});
+      conv_block(be, op, b, lp::kIgnoreStored);
       be.region_end({0, static_cast<std::uint32_t>(b)});
       mem::outer_step_done(be);
     });
