@@ -135,9 +135,8 @@ void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size
   if (first >= op.blocks()) return;
   be.parallel_for(0, op.blocks(), [&](std::size_t b) {
     lp::Region<K, B> region(be, table, b, {0, static_cast<std::uint32_t>(b)});
-    // One value per 25 multiply-adds: a single checksum chain costs nothing here, and lanes
-    // (lp::Accumulator::add_each) would unroll the whole window four times over (measured
-    // slower, docs/lp-native-cost.md).
+    // Each finished output row is folded from L1 (conv_block): folding each value as it was
+    // stored, with one chain or with lanes, measured slower (docs/lp-native-cost.md).
     conv_block(be, op, b, lp::fold_stored_into(region));
     region.commit();
     mem::outer_step_done(be);

@@ -131,19 +131,6 @@ class Accumulator {
   int pending_ = 0;
 };
 
-/// Runs body(j) for j = begin .. end-1 in order and folds each returned value into `sink`: an
-/// Accumulator (its add_each, lane-parallel where the kind allows), or any callable taking a
-/// double (called with each value in order; base passes one that does nothing, so its loop is
-/// the LP loop minus the checksum).
-template <class Sink, class Body>
-void fold_each(Sink&& sink, std::size_t begin, std::size_t end, Body&& body) {
-  if constexpr (requires { sink.add_each(begin, end, body); }) {
-    sink.add_each(begin, end, body);
-  } else {
-    for (std::size_t j = begin; j < end; ++j) sink(body(j));
-  }
-}
-
 /// The hook by which a kernel reports each block it has just stored: `on_stored(StoredBlock)`.
 /// LP folds the block into its region's checksum (fold_stored_into); base and every scheme
 /// without a checksum pass kIgnoreStored, so their loop is LP's minus the fold.
