@@ -37,9 +37,9 @@ struct Operands {
 };
 
 // One (kk, ii) step: the jj, i, j, k loops of Fig. 4 for panel ii at kk. Each finished jj tile
-// of C goes to `on_stored` (the protocol of lp::kIgnoreStored): LP folds it into its checksum there,
-// reading it back from L1 in wide vectors. Folding each value as it was stored instead cost 2
-// instructions per C element per kk step, 2.3 % of the loop's (docs/lp-native-cost.md).
+// of C goes to `on_stored` (the protocol of lp::kIgnoreStored): LP folds it into its checksum
+// there, reading it back from L1 in wide vectors. Folding each value as it was stored instead cost
+// 2 instructions per C element per kk step, 2.3 % of the loop's (docs/lp-native-cost.md).
 template <mem::Backend B, class OnStored>
 [[gnu::noinline]] void panel_step(B& be, const Operands& op, std::size_t kt, std::size_t it,
                                   OnStored&& on_stored) {
