@@ -129,12 +129,13 @@ constexpr auto hr_scheme(std::string_view name) {
 // Undo-logging transactions (thesis Fig. 2.6): one per panel (ii) or per tile (jj).
 // The log format is a row parameter: wal-ii/jj keep a copy of the block (Fig. 2.6's cLog),
 // wal-ii/jj-entry one {offset, old value} record per element (general-purpose undo logs, e.g.
-// PMDK's, keep this format; twice the bytes).
+// PMDK's, keep this format; twice the bytes). wal-ii-entry-sync also fences each log line as it
+// fills, the cost of a WAL that makes each record durable before its store.
 template <scheme::LogFormat F>
 tm::WalState wal_of(const Ctx& c) {
   tm::WalState st{c.pool.array<scheme::UndoHeader>(scheme::kWalHeaderArray),
                   c.pool.array<tm::WalIndex>(scheme::kWalIndexArray)};
-  if constexpr (F == scheme::LogFormat::kEntry)
+  if constexpr (scheme::entry_format(F))
     st.entries = c.pool.array<scheme::LogEntry>(scheme::kWalLogArray);
   else
     st.log = c.pool.array<double>(scheme::kWalLogArray);
@@ -148,9 +149,8 @@ constexpr auto wal_scheme(std::string_view name) {
                     [](const pool::RunParams& p) {
                       const std::uint64_t nt = tiles_of(p), b = std::min(p.bs, p.n);
                       const std::uint64_t log = G == Grain::kJj ? nt * b * b : p.n * p.n;
-                      const std::uint64_t record = F == scheme::LogFormat::kEntry
-                                                       ? sizeof(scheme::LogEntry)
-                                                       : sizeof(double);
+                      const std::uint64_t record =
+                          scheme::entry_format(F) ? sizeof(scheme::LogEntry) : sizeof(double);
                       return std::vector<pool::ArraySpec>{
                           {scheme::kWalHeaderArray, nt * sizeof(scheme::UndoHeader)},
                           {scheme::kWalIndexArray, nt * sizeof(tm::WalIndex)},
@@ -319,6 +319,7 @@ constexpr auto kSchemes = std::tuple{
     wal_scheme<Grain::kJj>("wal-jj"),
     wal_scheme<Grain::kIi, scheme::LogFormat::kEntry>("wal-ii-entry"),
     wal_scheme<Grain::kJj, scheme::LogFormat::kEntry>("wal-jj-entry"),
+    wal_scheme<Grain::kIi, scheme::LogFormat::kEntrySynced>("wal-ii-entry-sync"),
     cp_scheme(),
     cp_variant_scheme<scheme::CopyMode::kStoresClflush>("cp-clflush"),
     cp_variant_scheme<scheme::CopyMode::kStoresParClflush>("cp-par-clflush"),

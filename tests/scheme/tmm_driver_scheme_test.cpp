@@ -53,11 +53,13 @@ pool::RunParams params_for(const std::string& scheme, std::uint64_t n, std::uint
 TEST(SchemeTmmDriver, EverySchemeRunsToABitExactResultOnAPool) {
   TempDir dir;
   const auto& k = run::find_kernel("tmm");
-  const std::vector<std::string> all{"base",      "lp",         "ep-ii",          "ep-jj",
-                                     "wal-ii",    "wal-jj",     "wal-ii-entry",   "wal-jj-entry",
-                                     "cp",        "cp-clflush", "cp-par-clflush", "cp-nt",
-                                     "ipv-sync",  "ipv",        "ipv-nf",         "hr-ii-x32",
-                                     "hr-ii-x64", "hr-jj-x32",  "hr-jj-x64",      "pmemobj"};
+  const std::vector<std::string> all{"base",         "lp",           "ep-ii",
+                                     "ep-jj",        "wal-ii",       "wal-jj",
+                                     "wal-ii-entry", "wal-jj-entry", "wal-ii-entry-sync",
+                                     "cp",           "cp-clflush",   "cp-par-clflush",
+                                     "cp-nt",        "ipv-sync",     "ipv",
+                                     "ipv-nf",       "hr-ii-x32",    "hr-ii-x64",
+                                     "hr-jj-x32",    "hr-jj-x64",    "pmemobj"};
   EXPECT_EQ(k.schemes, all);
   for (const auto& s : all) {
     const auto path = (dir.path / s).string();

@@ -27,11 +27,13 @@ struct NamedScheme {
   bool jj = false;
   std::size_t parts = 0;
   bool entry_log = false;  // wal-*-entry: the per-store {offset, old value} log format
+  bool synced = false;     // wal-*-entry-sync: each log line fenced as it fills
 };
 NamedScheme scheme_named(const std::string& s) {
   const bool jj = s.find("jj") != std::string::npos;
   if (s.starts_with("ep-")) return {TmmFamily::kEagerRecompute, jj, 0};
-  if (s.starts_with("wal-")) return {TmmFamily::kWal, jj, 0, s.ends_with("-entry")};
+  if (s.starts_with("wal-"))
+    return {TmmFamily::kWal, jj, 0, s.find("-entry") != std::string::npos, s.ends_with("-sync")};
   if (s == "cp") return {TmmFamily::kCheckpoint, false, 0};
   return {TmmFamily::kHybridRecompute, jj, s.ends_with("x64") ? 64u : 32u};
 }
@@ -91,6 +93,9 @@ struct SchemeFixture {
         return scheme.jj ? k::run_ep_jj(be, op, eager, first_kt)
                          : k::run_ep_ii(be, op, eager, first_kt);
       case TmmFamily::kWal:
+        if (scheme.synced)
+          return scheme.jj ? k::run_wal_jj<scheme::LogFormat::kEntrySynced>(be, op, wal, first_kt)
+                           : k::run_wal_ii<scheme::LogFormat::kEntrySynced>(be, op, wal, first_kt);
         if (scheme.entry_log)
           return scheme.jj ? k::run_wal_jj<scheme::LogFormat::kEntry>(be, op, wal, first_kt)
                            : k::run_wal_ii<scheme::LogFormat::kEntry>(be, op, wal, first_kt);
@@ -133,9 +138,18 @@ bool bit_equal(const std::vector<double>& x, const std::vector<double>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
 }
 
-const std::vector<std::string> kTemplateSchemes{
-    "ep-ii", "ep-jj",     "wal-ii",    "wal-jj",    "wal-ii-entry", "wal-jj-entry",
-    "cp",    "hr-ii-x32", "hr-ii-x64", "hr-jj-x32", "hr-jj-x64"};
+const std::vector<std::string> kTemplateSchemes{"ep-ii",
+                                                "ep-jj",
+                                                "wal-ii",
+                                                "wal-jj",
+                                                "wal-ii-entry",
+                                                "wal-jj-entry",
+                                                "wal-ii-entry-sync",
+                                                "cp",
+                                                "hr-ii-x32",
+                                                "hr-ii-x64",
+                                                "hr-jj-x32",
+                                                "hr-jj-x64"};
 const std::vector<std::pair<std::size_t, std::size_t>> kSizes{{1, 1},  {7, 3},  {13, 4}, {10, 10},
                                                               {9, 20}, {24, 5}, {16, 4}};
 

@@ -17,11 +17,15 @@ template <scheme::LogFormat F>
 struct FormatOf {
   using Element = double;
   using Block = scheme::LogBlock<double>;
+  static Block block(double* data, std::size_t ld, Element* log) { return {data, 3, 4, ld, log}; }
 };
-template <>
-struct FormatOf<scheme::LogFormat::kEntry> {
+template <scheme::LogFormat F>
+requires(scheme::entry_format(F)) struct FormatOf<F> {
   using Element = scheme::LogEntry;
   using Block = scheme::EntryLogBlock<double>;
+  static Block block(double* data, std::size_t ld, Element* log) {
+    return {data, 3, 4, ld, log, F == scheme::LogFormat::kEntrySynced};
+  }
 };
 
 // A 5 x 7 matrix (ld 7) whose 3 x 4 block at (1, 2) is transacted together with two index words.
@@ -33,7 +37,7 @@ struct Fixture {
       zeroed<typename FormatOf<F>::Element>(12);
   std::unique_ptr<std::uint64_t[], FreeDeleter> idx = zeroed<std::uint64_t>(8);
   std::unique_ptr<scheme::UndoHeader[], FreeDeleter> hdr = zeroed<scheme::UndoHeader>(1);
-  typename FormatOf<F>::Block block{m.get() + 1 * kLd + 2, 3, 4, kLd, log.get()};
+  typename FormatOf<F>::Block block = FormatOf<F>::block(m.get() + 1 * kLd + 2, kLd, log.get());
   scheme::LogBlock<std::uint64_t> words{idx.get(), 1, 2, 2, idx.get() + 4};
   scheme::UndoLog tx{hdr.get()};
 
@@ -64,7 +68,8 @@ template <class Format>
 class SchemeUndoLog : public ::testing::Test {};
 using Formats =
     ::testing::Types<std::integral_constant<scheme::LogFormat, scheme::LogFormat::kBlock>,
-                     std::integral_constant<scheme::LogFormat, scheme::LogFormat::kEntry>>;
+                     std::integral_constant<scheme::LogFormat, scheme::LogFormat::kEntry>,
+                     std::integral_constant<scheme::LogFormat, scheme::LogFormat::kEntrySynced>>;
 TYPED_TEST_SUITE(SchemeUndoLog, Formats);
 
 TYPED_TEST(SchemeUndoLog, CommittedTransactionUpdatesOnlyTheBlockAndClearsTheFlag) {
@@ -162,6 +167,22 @@ TEST(SchemeUndoLogEntry, RecordsHoldEachElementsOffsetAndOldValue) {
     const std::size_t r = i / 4, c = i % 4;
     EXPECT_EQ(f.log[i].offset, r * Fixture<scheme::LogFormat::kEntry>::kLd + c) << i;
     EXPECT_EQ(std::bit_cast<double>(f.log[i].bits), f.block.data[r * 7 + c]) << i;
+  }
+}
+
+// The synced format fences each full log line as it is written (12 records = 3 lines), then
+// once more for the flag; the plain format fences the whole log once. Same records either way.
+TEST(SchemeUndoLogEntry, TheSyncedFormatFencesEachLogLineAndKeepsTheSameRecords) {
+  Fixture<scheme::LogFormat::kEntry> plain;
+  Fixture<scheme::LogFormat::kEntrySynced> synced;
+  CrashBackend plain_be, synced_be;
+  plain.tx.begin(plain_be, plain.block, plain.words);
+  synced.tx.begin(synced_be, synced.block, synced.words);
+  EXPECT_EQ(plain_be.fences(), 2u);  // the log's, then the flag's persist
+  EXPECT_EQ(synced_be.fences(), 3u + 2u);
+  for (std::size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(synced.log[i].offset, plain.log[i].offset) << i;
+    EXPECT_EQ(synced.log[i].bits, plain.log[i].bits) << i;
   }
 }
 

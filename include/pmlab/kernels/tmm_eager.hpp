@@ -256,8 +256,9 @@ struct WalState {
 template <scheme::LogFormat F>
 [[nodiscard]] auto wal_block(const Operands& op, const WalState& st, double* data, std::size_t rows,
                              std::size_t cols, std::size_t log_at) {
-  if constexpr (F == scheme::LogFormat::kEntry)
-    return scheme::EntryLogBlock<double>{data, rows, cols, op.c.ld(), st.entries + log_at};
+  if constexpr (scheme::entry_format(F))
+    return scheme::EntryLogBlock<double>{
+        data, rows, cols, op.c.ld(), st.entries + log_at, F == scheme::LogFormat::kEntrySynced};
   else
     return scheme::LogBlock<double>{data, rows, cols, op.c.ld(), st.log + log_at};
 }

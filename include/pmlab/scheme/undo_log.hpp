@@ -36,13 +36,23 @@ struct LogEntry {
 };
 static_assert(sizeof(LogEntry) == 16);
 
-// Which of the two formats a scheme's undo log uses.
+// Which of the two formats a scheme's undo log uses, and how its records are made durable.
 enum class LogFormat {
-  kBlock,  // a raw copy of each block (thesis Fig. 2.6's cLog)
-  kEntry,  // one {offset, old value} record per element (LogEntry)
+  kBlock,        // a raw copy of each block (thesis Fig. 2.6's cLog), one fence per log
+  kEntry,        // one {offset, old value} record per element (LogEntry), one fence per log
+  kEntrySynced,  // kEntry's records, each log line flushed and fenced as soon as it is full
 };
 
-// A block logged in the per-store format: rows * cols records at `log`.
+// True for the formats that keep one LogEntry per element.
+[[nodiscard]] constexpr bool entry_format(LogFormat f) {
+  return f == LogFormat::kEntry || f == LogFormat::kEntrySynced;
+}
+
+// A block logged in the per-store format: rows * cols records at `log`. With `sync_lines`, each
+// line of records is made durable (flush + fence) once its 4 records are written, as a WAL that
+// persists every record before the store it guards must: a log line is the finest grain that
+// does not write a line to NVM more than once, so the fence count is one per 4 stores
+// (docs/sim-reproduction.md, "A fence per log line").
 template <class T>
 struct EntryLogBlock {
   static_assert(sizeof(T) == sizeof(std::uint64_t), "a record holds one 8-byte element");
@@ -51,6 +61,7 @@ struct EntryLogBlock {
   std::size_t cols = 0;
   std::size_t ld = 0;
   LogEntry* log = nullptr;
+  bool sync_lines = false;
 };
 
 // Either kind of logged block.
@@ -137,6 +148,7 @@ class UndoLog {
   }
   template <mem::Backend B, class T>
   static void flush_log(B& b, const EntryLogBlock<T>& blk) {
+    if (blk.sync_lines) return;  // every line was flushed (and fenced) as it filled
     flush_lines(b, blk.log, blk.rows * blk.cols * sizeof(LogEntry));
   }
 
@@ -147,11 +159,16 @@ class UndoLog {
   static void copy(B& b, const EntryLogBlock<T>& blk) {
     LogEntry* e = blk.log;
     if constexpr (ToLog) {
+      LogEntry* const end = blk.log + blk.rows * blk.cols;
       for (std::size_t r = 0; r < blk.rows; ++r)
         for (std::size_t c = 0; c < blk.cols; ++c, ++e) {
           const std::uint64_t offset = r * blk.ld + c;
           b.store(&e->offset, offset);
           b.store(&e->bits, std::bit_cast<std::uint64_t>(b.load(blk.data + offset)));
+          if (blk.sync_lines && (ends_line(e + 1) || e + 1 == end)) {
+            b.flush(e);
+            b.fence();
+          }
         }
     } else {
       for (std::size_t i = 0; i < blk.rows * blk.cols; ++i, ++e) {
@@ -163,6 +180,10 @@ class UndoLog {
         b.store(blk.data + offset, std::bit_cast<T>(b.load(&e->bits)));
       }
     }
+  }
+
+  static bool ends_line(const LogEntry* next) {
+    return reinterpret_cast<std::uintptr_t>(next) % kCacheLineBytes == 0;
   }
 
   UndoHeader* h_;
