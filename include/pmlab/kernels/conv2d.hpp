@@ -53,47 +53,58 @@ struct Operands {
 
 namespace detail {
 
-// Output rows of block b for a kernel of width W (0: op.width, known only at run time). Every
-// output element is the same sequence of loads, multiplications and additions whatever W is; a
+// Output row i for a kernel of width W (0: op.width, known only at run time). Every output
+// element is the same sequence of loads, multiplications and additions whatever W is; a
 // compile-time W lets the compiler unroll the w x w window of interior elements completely, so
 // the hot loop no longer depends on how a 5-iteration runtime loop happens to be vectorised and
 // laid out (which had made base and LP, the same loop, differ by 20-30% in time:
-// docs/lp-native-cost.md).
-template <std::size_t W, mem::Backend B, class OnStored>
-void conv_rows(B& be, const Operands& op, std::size_t b, OnStored& on_stored) {
+// docs/lp-native-cost.md). Out of line and independent of the scheme's hook, so that base and LP
+// run this one function, byte for byte: when each scheme instantiated its own copy inside
+// conv_block, the two copies compiled slightly differently (session 15: LP -0.21% instructions,
+// yet +2.6% time on every code layout).
+template <std::size_t W, mem::Backend B>
+[[gnu::noinline]] void conv_row(B& be, const Operands& op, std::size_t i) {
   const std::size_t n = op.n, w = W != 0 ? W : op.width, r = w / 2;
   const double* const ker = op.ker;
   const double* const in = op.in.data();
   double* const out = op.out.data();
   const std::size_t ldi = op.in.ld(), ldo = op.out.ld();
-  for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i) {
-    // p with 0 <= i + r - p < n, q likewise for j.
-    const std::size_t p0 = i + r >= n ? i + r - (n - 1) : 0, p1 = std::min(w, i + r + 1);
-    const bool all_p = p0 == 0 && p1 == w;
-    const auto element = [&](std::size_t j) {
-      const std::size_t q0 = j + r >= n ? j + r - (n - 1) : 0, q1 = std::min(w, j + r + 1);
-      double s = 0.0;
-      bool interior = false;
-      if constexpr (W != 0) {
-        interior = all_p && q0 == 0 && q1 == W;
-        if (interior)  // the whole window, unrolled
-          for (std::size_t p = 0; p < W; ++p) {
-            const double* irow = in + (i + r - p) * ldi;
-            for (std::size_t q = 0; q < W; ++q)
-              s += be.load(ker + p * W + q) * be.load(irow + (j + r - q));
-          }
-      }
-      if (!interior) {
-        for (std::size_t p = p0; p < p1; ++p) {
+  // p with 0 <= i + r - p < n, q likewise for j.
+  const std::size_t p0 = i + r >= n ? i + r - (n - 1) : 0, p1 = std::min(w, i + r + 1);
+  const bool all_p = p0 == 0 && p1 == w;
+  const auto element = [&](std::size_t j) {
+    const std::size_t q0 = j + r >= n ? j + r - (n - 1) : 0, q1 = std::min(w, j + r + 1);
+    double s = 0.0;
+    bool interior = false;
+    if constexpr (W != 0) {
+      interior = all_p && q0 == 0 && q1 == W;
+      if (interior)  // the whole window, unrolled
+        for (std::size_t p = 0; p < W; ++p) {
           const double* irow = in + (i + r - p) * ldi;
-          for (std::size_t q = q0; q < q1; ++q)
-            s += be.load(ker + p * w + q) * be.load(irow + (j + r - q));
+          for (std::size_t q = 0; q < W; ++q)
+            s += be.load(ker + p * W + q) * be.load(irow + (j + r - q));
         }
+    }
+    if (!interior) {
+      for (std::size_t p = p0; p < p1; ++p) {
+        const double* irow = in + (i + r - p) * ldi;
+        for (std::size_t q = q0; q < q1; ++q)
+          s += be.load(ker + p * w + q) * be.load(irow + (j + r - q));
       }
-      be.store(out + i * ldo + j, s);
-    };
-    for (std::size_t j = 0; j < n; ++j) element(j);
-    on_stored(lp::StoredBlock{out + i * ldo, 1, n, ldo});
+    }
+    be.store(out + i * ldo + j, s);
+  };
+  for (std::size_t j = 0; j < n; ++j) element(j);
+}
+
+// Output rows of block b, each reported to `on_stored` once finished.
+template <std::size_t W, mem::Backend B, class OnStored>
+void conv_rows(B& be, const Operands& op, std::size_t b, OnStored& on_stored) {
+  double* const out = op.out.data();
+  const std::size_t ldo = op.out.ld();
+  for (std::size_t i = op.first_row(b); i < op.end_row(b); ++i) {
+    conv_row<W>(be, op, i);
+    on_stored(lp::StoredBlock{out + i * ldo, 1, op.n, ldo});
   }
 }
 
