@@ -92,8 +92,8 @@ struct Operands : tiled::InPlaceTiles<Operands> {
 
 // Unblocked Cholesky of diagonal tile k (row by row, in a scratch copy so that every element is
 // stored exactly once, in canonical order: row-major lower triangle).
-template <mem::Backend B, class OnStored>
-void potrf(B& be, const Operands& op, std::size_t k, OnStored&& on_stored) {
+template <mem::Backend B>
+[[gnu::noinline]] lp::StoredBlock potrf(B& be, const Operands& op, std::size_t k) {
   const std::size_t k0 = op.tiling.begin(k), m = op.tiling.len(k);
   std::vector<double> s(m * m);
   for (std::size_t r = 0; r < m; ++r)
@@ -106,12 +106,12 @@ void potrf(B& be, const Operands& op, std::size_t k, OnStored&& on_stored) {
     }
   for (std::size_t r = 0; r < m; ++r)
     for (std::size_t c = 0; c <= r; ++c) be.store(op.l.at(k0 + r, k0 + c), s[r * m + c]);
-  on_stored(lp::StoredBlock{op.l.at(k0, k0), m, m, op.l.ld(), true});
+  return lp::StoredBlock{op.l.at(k0, k0), m, m, op.l.ld(), true};
 }
 
 // L_ik = A_ik · L_kk^-T (forward substitution per row, reading back the row's earlier results).
-template <mem::Backend B, class OnStored>
-void trsm(B& be, const Operands& op, std::size_t i, std::size_t k, OnStored&& on_stored) {
+template <mem::Backend B>
+[[gnu::noinline]] lp::StoredBlock trsm(B& be, const Operands& op, std::size_t i, std::size_t k) {
   const std::size_t i0 = op.tiling.begin(i), k0 = op.tiling.begin(k);
   const std::size_t mi = op.tiling.len(i), mk = op.tiling.len(k);
   for (std::size_t r = 0; r < mi; ++r) {
@@ -124,12 +124,12 @@ void trsm(B& be, const Operands& op, std::size_t i, std::size_t k, OnStored&& on
       be.store(row + c, x);
     }
   }
-  on_stored(lp::StoredBlock{op.l.at(i0, k0), mi, mk, op.l.ld()});
+  return lp::StoredBlock{op.l.at(i0, k0), mi, mk, op.l.ld()};
 }
 
 // L_ij -= L_ik · L_jkᵀ (lower triangle only when i == j).
-template <mem::Backend B, class OnStored>
-void update(B& be, const Operands& op, Tile t, std::size_t k, OnStored&& on_stored) {
+template <mem::Backend B>
+[[gnu::noinline]] lp::StoredBlock update(B& be, const Operands& op, Tile t, std::size_t k) {
   const std::size_t i0 = op.tiling.begin(t.i), j0 = op.tiling.begin(t.j), k0 = op.tiling.begin(k);
   const std::size_t mk = op.tiling.len(k);
   for (std::size_t r = 0; r < op.tiling.len(t.i); ++r) {
@@ -141,18 +141,22 @@ void update(B& be, const Operands& op, Tile t, std::size_t k, OnStored&& on_stor
       be.store(op.l.at(i0 + r, j0 + c), x);
     }
   }
-  on_stored(lp::StoredBlock{op.l.at(i0, j0), op.tiling.len(t.i), op.tiling.len(t.j), op.l.ld(),
-                            t.i == t.j});
+  return lp::StoredBlock{op.l.at(i0, j0), op.tiling.len(t.i), op.tiling.len(t.j), op.l.ld(),
+                         t.i == t.j};
 }
 
+// Each tile op is out of line, knows nothing of the scheme and returns the block it stored, which
+// goes to `on_stored` here: base and LP run the very same machine code for every op and differ
+// only by the fold (as conv2d's conv_row; each scheme compiling its own copy of the loops made
+// the two differ in time beyond the fold's instructions: docs/lp-native-cost.md, session 16).
 template <mem::Backend B, class OnStored>
 void Operands::apply(B& be, Tile t, std::size_t q, OnStored&& on_stored) const {
   if (q < t.j)
-    update(be, *this, t, q, on_stored);
+    on_stored(update(be, *this, t, q));
   else if (t.i == t.j)
-    potrf(be, *this, q, on_stored);
+    on_stored(potrf(be, *this, q));
   else
-    trsm(be, *this, t.i, q, on_stored);
+    on_stored(trsm(be, *this, t.i, q));
 }
 
 // Step k: POTRF(k,k); then TRSM of column k in parallel; then the trailing updates in parallel.

@@ -82,8 +82,8 @@ struct Operands : tiled::InPlaceTiles<Operands> {
 
 // Unblocked Doolittle LU of diagonal tile k, in a scratch copy so that every element is stored
 // exactly once, in canonical (row-major) order.
-template <mem::Backend B, class OnStored>
-void getrf(B& be, const Operands& op, std::size_t k, OnStored&& on_stored) {
+template <mem::Backend B>
+[[gnu::noinline]] lp::StoredBlock getrf(B& be, const Operands& op, std::size_t k) {
   const std::size_t k0 = op.tiling.begin(k), m = op.tiling.len(k);
   std::vector<double> s(m * m);
   for (std::size_t r = 0; r < m; ++r)
@@ -96,12 +96,13 @@ void getrf(B& be, const Operands& op, std::size_t k, OnStored&& on_stored) {
     }
   for (std::size_t r = 0; r < m; ++r)
     for (std::size_t c = 0; c < m; ++c) be.store(op.w.at(k0 + r, k0 + c), s[r * m + c]);
-  on_stored(lp::StoredBlock{op.w.at(k0, k0), m, m, op.w.ld()});
+  return lp::StoredBlock{op.w.at(k0, k0), m, m, op.w.ld()};
 }
 
 // U_kj = L_kk^-1 · A_kj (unit lower forward substitution, reading back earlier rows of U_kj).
-template <mem::Backend B, class OnStored>
-void trsm_row(B& be, const Operands& op, std::size_t k, std::size_t j, OnStored&& on_stored) {
+template <mem::Backend B>
+[[gnu::noinline]] lp::StoredBlock trsm_row(B& be, const Operands& op, std::size_t k,
+                                           std::size_t j) {
   const std::size_t k0 = op.tiling.begin(k), j0 = op.tiling.begin(j);
   const std::size_t mk = op.tiling.len(k), mj = op.tiling.len(j);
   for (std::size_t r = 0; r < mk; ++r) {
@@ -112,12 +113,13 @@ void trsm_row(B& be, const Operands& op, std::size_t k, std::size_t j, OnStored&
       be.store(op.w.at(k0 + r, j0 + c), x);
     }
   }
-  on_stored(lp::StoredBlock{op.w.at(k0, j0), mk, mj, op.w.ld()});
+  return lp::StoredBlock{op.w.at(k0, j0), mk, mj, op.w.ld()};
 }
 
 // L_ik = A_ik · U_kk^-1 (per row, reading back the row's earlier results).
-template <mem::Backend B, class OnStored>
-void trsm_col(B& be, const Operands& op, std::size_t i, std::size_t k, OnStored&& on_stored) {
+template <mem::Backend B>
+[[gnu::noinline]] lp::StoredBlock trsm_col(B& be, const Operands& op, std::size_t i,
+                                           std::size_t k) {
   const std::size_t i0 = op.tiling.begin(i), k0 = op.tiling.begin(k);
   const std::size_t mi = op.tiling.len(i), mk = op.tiling.len(k);
   for (std::size_t r = 0; r < mi; ++r) {
@@ -129,12 +131,12 @@ void trsm_col(B& be, const Operands& op, std::size_t i, std::size_t k, OnStored&
       be.store(row + c, x);
     }
   }
-  on_stored(lp::StoredBlock{op.w.at(i0, k0), mi, mk, op.w.ld()});
+  return lp::StoredBlock{op.w.at(i0, k0), mi, mk, op.w.ld()};
 }
 
 // W_ij -= L_ik · U_kj.
-template <mem::Backend B, class OnStored>
-void update(B& be, const Operands& op, Tile t, std::size_t k, OnStored&& on_stored) {
+template <mem::Backend B>
+[[gnu::noinline]] lp::StoredBlock update(B& be, const Operands& op, Tile t, std::size_t k) {
   const std::size_t i0 = op.tiling.begin(t.i), j0 = op.tiling.begin(t.j), k0 = op.tiling.begin(k);
   const std::size_t mk = op.tiling.len(k), mj = op.tiling.len(t.j);
   for (std::size_t r = 0; r < op.tiling.len(t.i); ++r) {
@@ -145,19 +147,23 @@ void update(B& be, const Operands& op, Tile t, std::size_t k, OnStored&& on_stor
       be.store(op.w.at(i0 + r, j0 + c), x);
     }
   }
-  on_stored(lp::StoredBlock{op.w.at(i0, j0), op.tiling.len(t.i), mj, op.w.ld()});
+  return lp::StoredBlock{op.w.at(i0, j0), op.tiling.len(t.i), mj, op.w.ld()};
 }
 
+// Each tile op is out of line, knows nothing of the scheme and returns the block it stored, which
+// goes to `on_stored` here: base and LP run the very same machine code for every op and differ
+// only by the fold (as conv2d's conv_row; each scheme compiling its own copy of the loops made
+// the two differ in time beyond the fold's instructions: docs/lp-native-cost.md, session 16).
 template <mem::Backend B, class OnStored>
 void Operands::apply(B& be, Tile t, std::size_t q, OnStored&& on_stored) const {
   if (q < std::min(t.i, t.j))
-    update(be, *this, t, q, on_stored);
+    on_stored(update(be, *this, t, q));
   else if (t.i == t.j)
-    getrf(be, *this, q, on_stored);
+    on_stored(getrf(be, *this, q));
   else if (t.i == q)
-    trsm_row(be, *this, q, t.j, on_stored);
+    on_stored(trsm_row(be, *this, q, t.j));
   else
-    trsm_col(be, *this, t.i, q, on_stored);
+    on_stored(trsm_col(be, *this, t.i, q));
 }
 
 // Step k: GETRF(k,k); then block row and block column k in parallel; then the trailing updates.

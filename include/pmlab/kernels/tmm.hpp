@@ -36,16 +36,14 @@ struct Operands {
   }
 };
 
-// One (kk, ii) step: the jj, i, j, k loops of Fig. 4 for panel ii at kk. Each finished jj tile
-// of C goes to `on_stored` (the protocol of lp::kIgnoreStored): LP folds it into its checksum
-// there, reading it back from L1 in wide vectors. Folding each value as it was stored instead cost
-// 2 instructions per C element per kk step, 2.3 % of the loop's (docs/lp-native-cost.md).
-template <mem::Backend B, class OnStored>
-[[gnu::noinline]] void panel_step(B& be, const Operands& op, std::size_t kt, std::size_t it,
-                                  OnStored&& on_stored) {
-  // Out of line and with everything in locals, the loop nest gets the registers to itself: when
-  // inlined into parallel_for's lambda the k loop spilled loop invariants to the stack and ran
-  // 25% more instructions than the raw-pointer loop (docs/backend-overhead.md).
+// Tile (it, jt) of C at kk tile kt: the i, j, k loops of Fig. 4. Out of line, with everything in
+// locals, the loop nest gets the registers to itself: when inlined into parallel_for's lambda the
+// k loop spilled loop invariants to the stack and ran 25% more instructions than the raw-pointer
+// loop (docs/backend-overhead.md). It does not know the scheme, so base and LP run this one
+// function (docs/lp-native-cost.md, session 16).
+template <mem::Backend B>
+[[gnu::noinline]] lp::StoredBlock tile_step(B& be, const Operands& op, std::size_t kt,
+                                            std::size_t it, std::size_t jj) {
   const std::size_t n = op.n, bs = op.bs;
   const double* const a = op.a.data();
   const double* const b = op.b.data();
@@ -53,18 +51,25 @@ template <mem::Backend B, class OnStored>
   const std::size_t lda = op.a.ld(), ldb = op.b.ld(), ldc = op.c.ld();
   const std::size_t kk = kt * bs, ii = it * bs;
   const std::size_t k_end = std::min(kk + bs, n), i_end = std::min(ii + bs, n);
-  for (std::size_t jj = 0; jj < n; jj += bs) {
-    const std::size_t j_end = std::min(jj + bs, n);
-    for (std::size_t i = ii; i < i_end; ++i) {
-      for (std::size_t j = jj; j < j_end; ++j) {
-        double sum = be.load(c + i * ldc + j);
-        for (std::size_t k = kk; k < k_end; ++k)
-          sum += be.load(a + i * lda + k) * be.load(b + k * ldb + j);
-        be.store(c + i * ldc + j, sum);
-      }
+  const std::size_t j_end = std::min(jj + bs, n);
+  for (std::size_t i = ii; i < i_end; ++i) {
+    for (std::size_t j = jj; j < j_end; ++j) {
+      double sum = be.load(c + i * ldc + j);
+      for (std::size_t k = kk; k < k_end; ++k)
+        sum += be.load(a + i * lda + k) * be.load(b + k * ldb + j);
+      be.store(c + i * ldc + j, sum);
     }
-    on_stored(lp::StoredBlock{c + ii * ldc + jj, i_end - ii, j_end - jj, ldc});
   }
+  return lp::StoredBlock{c + ii * ldc + jj, i_end - ii, j_end - jj, ldc};
+}
+
+// One (kk, ii) step: the jj loop of Fig. 4 for panel ii at kk. Each finished jj tile of C goes
+// to `on_stored` (the protocol of lp::kIgnoreStored): LP folds it into its checksum there,
+// reading it back from L1 in wide vectors. Folding each value as it was stored instead cost 2
+// instructions per C element per kk step, 2.3 % of the loop's (docs/lp-native-cost.md).
+template <mem::Backend B, class OnStored>
+void panel_step(B& be, const Operands& op, std::size_t kt, std::size_t it, OnStored&& on_stored) {
+  for (std::size_t jj = 0; jj < op.n; jj += op.bs) on_stored(tile_step(be, op, kt, it, jj));
 }
 
 // Folds panel it's current C values into a checksum, in the same order panel_step stores them.
