@@ -149,6 +149,11 @@ void add_machine_options(CLI::App& cmd, MachineArgs& a) {
   add_opt(m, "--mshrs", a.mshrs, "Interval model: outstanding misses and flushes per core");
   add_opt(m, "--insts-per-access", a.insts_per_access,
           "Interval model: instructions charged per load/store (itself + its non-memory work)");
+  add_opt(m, "--flush-after-fill", a.flush_after_fill,
+          "Interval model: on = a flush of a line whose store miss is still outstanding waits for "
+          "that fill (a clwb cannot write back a line the core does not own yet); off (default) = "
+          "the store's line counts as owned at once")
+      ->check(CLI::IsMember({"on", "off"}));
   add_opt(m, "--interleave-quantum", a.interleave_quantum,
           "Thread interleaving in parallel loops: 0 = one iteration per thread per turn (default), "
           "Q = Q memory operations per thread per turn");
@@ -251,6 +256,7 @@ sim::SimParams build_machine(const MachineArgs& a) {
   if (a.rob_entries) p.core.rob_entries = *a.rob_entries;
   if (a.mshrs) p.core.mshrs = *a.mshrs;
   if (a.insts_per_access) p.core.insts_per_access = *a.insts_per_access;
+  if (a.flush_after_fill) p.core.flush_after_fill = *a.flush_after_fill == "on";
   if (a.interleave_quantum) p.interleave_quantum = *a.interleave_quantum;
   if (a.flush_mc_hop) p.flush_mc_hop = *a.flush_mc_hop;
   if (a.whole_cache_flush)
@@ -341,6 +347,7 @@ std::string machine_flags(const MachineArgs& a) {
   add("--rob", a.rob_entries);
   add("--mshrs", a.mshrs);
   add("--insts-per-access", a.insts_per_access);
+  add("--flush-after-fill", a.flush_after_fill);
   add("--interleave-quantum", a.interleave_quantum);
   add("--row-buffer", a.row_buffer);
   add("--row-bytes", a.row_bytes);

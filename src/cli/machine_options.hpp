@@ -34,6 +34,7 @@ struct MachineArgs {
   std::optional<std::string> core_model;
   std::optional<std::string> write_queue;  // per-core or shared (SimParams::nvm.write_queue)
   std::optional<std::uint32_t> issue_width, rob_entries, mshrs, insts_per_access;
+  std::optional<std::string> flush_after_fill;  // on or off (SimParams::core.flush_after_fill)
   std::optional<std::uint64_t> interleave_quantum;
   // Thesis Ch. 5: the flush round trip (SimParams::flush_mc_hop) and PreFlush.
   std::optional<std::uint64_t> flush_mc_hop;

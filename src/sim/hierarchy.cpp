@@ -37,6 +37,7 @@ Hierarchy::Hierarchy(const SimParams& p)
       flush_issue_(p.flush_issue_latency.value()),
       fence_latency_(p.fence_latency.value()),
       interval_(p.core.model == CoreModel::kInterval),
+      flush_after_fill_(interval_ && p.core.flush_after_fill),
       l1_latency_(p.l1.hit_latency.value()),
       issue_width_(p.core.issue_width),
       rob_entries_(p.core.rob_entries),
@@ -46,6 +47,7 @@ Hierarchy::Hierarchy(const SimParams& p)
     for (auto& ic : icore_) {
       ic.ring.resize(std::bit_ceil(std::size_t{p.core.rob_entries}));
       ic.mshr.assign(p.core.mshrs, 0);
+      ic.fill_line.assign(p.core.mshrs, kNoFill);
     }
   }
   const std::uint64_t sets = p.l1.sets();
@@ -182,7 +184,7 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
   }
   if (interval_) {
     dispatch(core, params_.core.insts_per_access);
-    if (lat > l1_latency_) long_latency(core, lat, !is_store);
+    if (lat > l1_latency_) long_latency(core, lat, !is_store, line);
   } else {
     cs.clock += lat;
   }
@@ -244,7 +246,7 @@ bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
   const std::uint64_t lat = llc_.latency().value();
   if (interval_) {
     dispatch(core, params_.core.insts_per_access);
-    if (lat > l1_latency_) long_latency(core, lat, true);
+    if (lat > l1_latency_) long_latency(core, lat, true, line);
   } else {
     cs.clock += lat;
   }
@@ -475,7 +477,9 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   } else {
     cs.clock += flush_issue_;
   }
-  const std::uint64_t t = cs.clock;
+  const std::uint64_t t =
+      flush_after_fill_ ? after_fill(core, line, cs.clock) : cs.clock;  // the core's clock goes on
+  if (interval_) icore_[static_cast<std::size_t>(core)].fill_line[mshr] = kNoFill;
   // PreFlush considers clflushopt and clwb only (thesis §5.1), not the serialising clflush.
   if (!pf_.empty() && mode != FlushMode::kClflush) [[unlikely]] {
     const std::size_t s1 = priv(core, 0).find(line);
@@ -984,12 +988,13 @@ std::size_t Hierarchy::acquire_mshr(int core) {
   return first;
 }
 
-void Hierarchy::long_latency(int core, std::uint64_t lat, bool load) {
+void Hierarchy::long_latency(int core, std::uint64_t lat, bool load, std::uint64_t line) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
   const std::size_t m = acquire_mshr(core);
   const std::uint64_t done = cs.clock + lat;
   ic.mshr[m] = done;
+  ic.fill_line[m] = load ? kNoFill : line;
   // A store retires into the store buffer at once; its miss only holds the MSHR.
   if (!load) return;
   ic.last_retire = std::max(ic.last_retire, done);
@@ -997,6 +1002,13 @@ void Hierarchy::long_latency(int core, std::uint64_t lat, bool load) {
   if (ic.count == ic.ring.size()) rob_stall(core);  // cannot happen: entries span < rob insts
   ic.ring[(ic.head + ic.count) & mask] = {cs.insts, ic.last_retire};
   if (ic.count++ == 0) cs.rob_limit = cs.insts + rob_entries_;
+}
+
+std::uint64_t Hierarchy::after_fill(int core, std::uint64_t line, std::uint64_t t) const {
+  const IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
+  for (std::size_t i = 0; i < ic.mshr.size(); ++i)
+    if (ic.fill_line[i] == line) t = std::max(t, ic.mshr[i]);
+  return t;
 }
 
 std::uint64_t Hierarchy::drained(int core) const {
@@ -1013,6 +1025,7 @@ void Hierarchy::reset_interval() {
     ic.head = ic.count = 0;
     ic.last_retire = 0;
     std::fill(ic.mshr.begin(), ic.mshr.end(), 0);
+    std::fill(ic.fill_line.begin(), ic.fill_line.end(), kNoFill);
     cores_[c].slot = 0;
     cores_[c].rob_limit = detail::kNever;
   }

@@ -102,11 +102,18 @@ class Hierarchy {
     std::size_t head = 0, count = 0;
     std::uint64_t last_retire = 0;
     std::vector<std::uint64_t> mshr;
+    // The line each MSHR's store miss is filling (kNoFill: a load, a flush or free); read only
+    // under CoreParams::flush_after_fill.
+    std::vector<std::uint64_t> fill_line;
   };
+  static constexpr std::uint64_t kNoFill = ~std::uint64_t{0};
   void dispatch(int core, std::uint64_t insts);
   // A miss (or an upgrade) of `lat` cycles dispatched now: takes an MSHR (stalling while all
   // are busy) and, for a load, a place in the retirement order.
-  void long_latency(int core, std::uint64_t lat, bool load);
+  void long_latency(int core, std::uint64_t lat, bool load, std::uint64_t line);
+  // The time a flush of `line` issued at `t` may start: after this core's outstanding store
+  // miss on that line, if any (CoreParams::flush_after_fill).
+  [[nodiscard]] std::uint64_t after_fill(int core, std::uint64_t line, std::uint64_t t) const;
   std::size_t acquire_mshr(int core);
   // When everything the core has issued is complete (the clock a barrier waits for).
   [[nodiscard]] std::uint64_t drained(int core) const;
@@ -206,6 +213,7 @@ class Hierarchy {
   std::uint64_t flush_issue_;
   std::uint64_t fence_latency_;
   bool interval_;
+  bool flush_after_fill_;  // CoreParams::flush_after_fill (interval model only)
   std::uint64_t l1_latency_, issue_width_, rob_entries_;
   std::vector<IntervalCore> icore_;
   std::uint64_t rob_stall_ = 0, mshr_stall_ = 0;

@@ -166,7 +166,8 @@ json to_machine_file(const SimParams& p) {
             {"issue_width", p.core.issue_width},
             {"rob_entries", p.core.rob_entries},
             {"mshrs", p.core.mshrs},
-            {"insts_per_access", p.core.insts_per_access}}},
+            {"insts_per_access", p.core.insts_per_access},
+            {"flush_after_fill", p.core.flush_after_fill}}},
           {"interleave_quantum", p.interleave_quantum},
           {"whole_cache_flush", std::string(to_string(p.whole_cache_flush))},
           {"wbinvd_cycles_per_line", p.wbinvd_cycles_per_line},
@@ -258,6 +259,7 @@ SimParams from_machine_file(const json& doc, const std::string& source) {
     c.get("rob_entries", p.core.rob_entries);
     c.get("mshrs", p.core.mshrs);
     c.get("insts_per_access", p.core.insts_per_access);
+    c.get("flush_after_fill", p.core.flush_after_fill);
     c.finish();
   }
   r.get("interleave_quantum", p.interleave_quantum);

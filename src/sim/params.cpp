@@ -68,6 +68,8 @@ void CoreParams::validate() const {
   if (mshrs < 1 || mshrs > 256) bad(fmt::format("core.mshrs must be in [1, 256] (got {})", mshrs));
   if (insts_per_access < 1 || insts_per_access > 1024)
     bad(fmt::format("core.insts_per_access must be in [1, 1024] (got {})", insts_per_access));
+  if (flush_after_fill && model != CoreModel::kInterval)
+    bad("core.flush_after_fill needs the interval core model (--core-model interval)");
 }
 
 std::uint64_t PreflushParams::storage_bytes(std::uint64_t l1_sets, std::uint64_t l1_ways) const {
@@ -288,6 +290,7 @@ nlohmann::json to_json(const SimParams& p) {
     j["nvm"]["write_queue"] = std::string(to_string(p.nvm.write_queue));
   // Only when set, so the JSON of every existing configuration stays as it was.
   if (p.flush_mc_hop != 0) j["flush_mc_hop"] = p.flush_mc_hop;
+  if (p.core.flush_after_fill) j["core"]["flush_after_fill"] = true;
   if (p.whole_cache_flush != WholeCacheFlush::kAuto || p.wbinvd_cycles_per_line != 1)
     j["helper"] = {{"whole_cache_flush", std::string(to_string(p.whole_cache_flush))},
                    {"wbinvd_cycles_per_line", p.wbinvd_cycles_per_line}};

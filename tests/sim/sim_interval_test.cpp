@@ -102,6 +102,35 @@ TEST(SimInterval, FlushesStallNothingAndAFenceWaitsForThemOnly) {
   EXPECT_EQ(m.stats().dirty_flushes, 4u);
 }
 
+// CoreParams::flush_after_fill (off by default, the test above): a flush of a line whose store
+// miss is in flight starts when that fill completes; a flush of an owned line does not wait.
+TEST(SimInterval, WithFlushAfterFillAFlushWaitsForItsLinesStoreMiss) {
+  SimParams p = ParamsBuilder().interval(1, 1024, 16).build();
+  p.core.flush_after_fill = true;
+  Machine m(p);
+  for (std::uint64_t l = 1; l <= 4; ++l) m.store(0, LineAddr(l));  // fills complete at 111-114
+  for (std::uint64_t l = 1; l <= 4; ++l) m.flush(0, LineAddr(l), FlushMode::kClflushopt);
+  EXPECT_EQ(clk(m), 8u) << "the core still does not stall at the flushes";
+  m.fence(0);
+  // Flush k starts at its fill (110 + k), reaches the LLC 10 cycles later and is accepted: the
+  // last at 124.
+  EXPECT_EQ(clk(m), 124u);
+  // clflushopt dropped line 1: a new store misses again (fill at 125 + 110), and its clwb waits.
+  m.store(0, LineAddr(1));
+  m.flush(0, LineAddr(1), FlushMode::kClwb);
+  m.fence(0);
+  EXPECT_EQ(clk(m), 235u + 10);
+  // clwb kept it: this store hits, and its flush waits for nothing but the LLC trip.
+  m.store(0, LineAddr(1));
+  m.flush(0, LineAddr(1), FlushMode::kClwb);
+  m.fence(0);
+  EXPECT_EQ(clk(m), 245u + 2 + 10);
+  // Only under the interval model.
+  SimParams bad;
+  bad.core.flush_after_fill = true;
+  EXPECT_THROW(bad.validate(), Error);
+}
+
 TEST(SimInterval, AFenceAfterNFlushesWaitsForTheLastAcceptance) {
   // One queue entry, one 200-cycle write unit: write 1 starts at once, write 2 waits in the
   // queue, write 3 is accepted only when write 2 starts (when write 1 is done).

@@ -82,6 +82,11 @@ struct CoreParams {
   // instructions around it. 3 = tmm's inner loop at -O2 (2 loads, mul, add, 2 index updates,
   // compare-and-branch: 7 instructions per 2 accesses, rounded down).
   std::uint32_t insts_per_access = 3;
+  // A flush of a line whose store miss (read for ownership) is still outstanding starts only
+  // when that fill completes, as a real clwb/clflushopt cannot write back a line the core does
+  // not own yet. Off by default (the recorded interval figures were made without it); matters
+  // where a fence follows a store miss closely (a log persisted line by line).
+  bool flush_after_fill = false;
 
   void validate() const;
 };
