@@ -122,11 +122,15 @@ template <lp::ChecksumKind K, mem::Backend B>
 void lp_region(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t k,
                std::size_t b) {
   const mem::RegionId id{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(b)};
+  // The commits' slots arrive while the block is eliminated (ChecksumTable::prefetch).
+  const bool commits_row = k + 1 >= op.first_row(b), commits_live = k + 2 < op.end_row(b);
+  if (commits_row) table.prefetch(op.row_slot(k + 1));
+  if (commits_live) table.prefetch(op.live_slot(k, b));
   be.region_begin(id);
   lp::Accumulator<K> fin, live;
   eliminate_block(be, op, k, b, fin, live);
-  if (k + 1 >= op.first_row(b)) table.commit(be, op.row_slot(k + 1), fin.value());
-  if (k + 2 < op.end_row(b)) table.commit(be, op.live_slot(k, b), live.value());
+  if (commits_row) table.commit(be, op.row_slot(k + 1), fin.value());
+  if (commits_live) table.commit(be, op.live_slot(k, b), live.value());
   be.region_end(id);
 }
 

@@ -18,6 +18,7 @@ class Region {
   /// Begins region `id` whose checksum goes to slot `slot` of `table`.
   Region(B& backend, const ChecksumTable& table, std::size_t slot, mem::RegionId id)
       : backend_(backend), table_(table), slot_(slot), id_(id) {
+    table_.prefetch(slot_);  // the commit's slot arrives while the region works
     backend_.region_begin(id_);
   }
   /// Stores v at p through the backend and folds it into the region checksum.
