@@ -479,7 +479,7 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   }
   const std::uint64_t t =
       flush_after_fill_ ? after_fill(core, line, cs.clock) : cs.clock;  // the core's clock goes on
-  if (interval_) icore_[static_cast<std::size_t>(core)].fill_line[mshr] = kNoFill;
+  if (flush_after_fill_) icore_[static_cast<std::size_t>(core)].fill_line[mshr] = kNoFill;
   // PreFlush considers clflushopt and clwb only (thesis §5.1), not the serialising clflush.
   if (!pf_.empty() && mode != FlushMode::kClflush) [[unlikely]] {
     const std::size_t s1 = priv(core, 0).find(line);
@@ -994,7 +994,7 @@ void Hierarchy::long_latency(int core, std::uint64_t lat, bool load, std::uint64
   const std::size_t m = acquire_mshr(core);
   const std::uint64_t done = cs.clock + lat;
   ic.mshr[m] = done;
-  ic.fill_line[m] = load ? kNoFill : line;
+  if (flush_after_fill_) ic.fill_line[m] = load ? kNoFill : line;  // nothing reads it otherwise
   // A store retires into the store buffer at once; its miss only holds the MSHR.
   if (!load) return;
   ic.last_retire = std::max(ic.last_retire, done);

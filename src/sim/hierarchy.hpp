@@ -102,8 +102,8 @@ class Hierarchy {
     std::size_t head = 0, count = 0;
     std::uint64_t last_retire = 0;
     std::vector<std::uint64_t> mshr;
-    // The line each MSHR's store miss is filling (kNoFill: a load, a flush or free); read only
-    // under CoreParams::flush_after_fill.
+    // The line each MSHR's store miss is filling (kNoFill: a load, a flush or free); kept and
+    // read only under CoreParams::flush_after_fill, so the default access path does not pay.
     std::vector<std::uint64_t> fill_line;
   };
   static constexpr std::uint64_t kNoFill = ~std::uint64_t{0};
