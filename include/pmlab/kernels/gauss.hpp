@@ -13,6 +13,7 @@
 #include "pmlab/lp/recovery.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
+#include "pmlab/mem/native_backend.hpp"
 #include "pmlab/scheme/eager_region.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/lines.hpp"
@@ -67,11 +68,53 @@ void fold_row(Sink& sink, std::size_t begin, std::size_t end, Body&& body) {
   if constexpr (requires { sink.add_each(begin, end, body); }) {
     sink.add_each(begin, end, body);
   } else {
+    const std::size_t groups = end > begin ? (end - begin) / 4 : 0;  // as add_each's
     std::size_t j = begin;
-    for (; j + 4 <= end; j += 4)
+#pragma GCC unroll 4
+    for (std::size_t g = 0; g < groups; ++g, j += 4)
       for (std::size_t l = 0; l < 4; ++l) sink(body(j + l));
     for (; j < end; ++j) sink(body(j));
   }
+}
+
+namespace detail {
+
+template <mem::Backend B, class Sink>
+void eliminate_row_here(B& be, double* row, const double* pivot, double m, std::size_t begin,
+                        std::size_t end, Sink& sink) {
+  const auto element = [&](std::size_t j) {
+    const double x = be.load(row + j) - m * be.load(pivot + j);
+    be.store(row + j, x);
+    return x;
+  };
+  fold_row(sink, begin, end, element);
+}
+
+// The native backend's copy, cloned for AVX2 (function multiversioning: the clone is chosen
+// when the program loads). Why: with SSE2's two doubles per register the loop spent its vector
+// ports on twice the instructions; AVX2 runs base's loop 2-3 times as fast at n = 512-1024
+// (docs/lp-native-cost.md, "Session 17"). Target "avx2" does not enable FMA, so every clone
+// rounds m·pivot[j] and the subtraction separately: the bits are the default clone's and the
+// simulator's.
+template <mem::Backend B, class Sink>
+[[gnu::noinline, gnu::target_clones("avx2", "default")]] void eliminate_row_cloned(
+    B& be, double* row, const double* pivot, double m, std::size_t begin, std::size_t end,
+    Sink& sink) {
+  eliminate_row_here(be, row, pivot, m, begin, end, sink);
+}
+
+}  // namespace detail
+
+// Row `row` of a step from column `begin` to `end`: row[j] -= m·pivot[j], each stored value into
+// `sink` (fold_row). Base and every scheme run this one loop; natively it is out of line, so
+// base's and LP's code differ only by the fold (docs/lp-native-cost.md).
+template <mem::Backend B, class Sink>
+void eliminate_row(B& be, double* row, const double* pivot, double m, std::size_t begin,
+                   std::size_t end, Sink& sink) {
+  if constexpr (mem::kIsNativeBackend<B>)
+    detail::eliminate_row_cloned(be, row, pivot, m, begin, end, sink);
+  else
+    detail::eliminate_row_here(be, row, pivot, m, begin, end, sink);
 }
 
 // Step k on block b. `on_final` folds row k+1's stored values, `on_live` those of the rows below
@@ -89,15 +132,10 @@ void eliminate_block(B& be, const Operands& op, std::size_t k, std::size_t b, On
     double* row = w + i * ld;
     const double m = be.load(row + k) / d;
     be.store(row + k, 0.0);
-    const auto element = [&](std::size_t j) {
-      const double x = be.load(row + j) - m * be.load(pivot + j);
-      be.store(row + j, x);
-      return x;
-    };
     if (i == k + 1)
-      fold_row(on_final, k + 1, ld, element);
+      eliminate_row(be, row, pivot, m, k + 1, ld, on_final);
     else
-      fold_row(on_live, k + 1, ld, element);
+      eliminate_row(be, row, pivot, m, k + 1, ld, on_live);
   }
 }
 

@@ -66,8 +66,13 @@ class Accumulator {
   void add_each(std::size_t begin, std::size_t end, Body&& body) {
     if constexpr (kCommutative) {
       std::uint64_t sum[kLanes] = {}, x[kLanes] = {};
+      // A count of whole groups, not `j + kLanes <= end`: with the latter GCC 12 also keeps a
+      // vector of the indices j in the loop (two more instructions per iteration) for the tail.
+      // Unrolled by 4 groups; gauss::fold_row gives base's loop the same shape.
+      const std::size_t groups = end > begin ? (end - begin) / kLanes : 0;
       std::size_t j = begin;
-      for (; j + kLanes <= end; j += kLanes)
+#pragma GCC unroll 4
+      for (std::size_t g = 0; g < groups; ++g, j += kLanes)
         for (std::size_t l = 0; l < kLanes; ++l) {
           const auto bits = std::bit_cast<std::uint64_t>(body(j + l));
           if constexpr (K != ChecksumKind::kParity) sum[l] += bits;

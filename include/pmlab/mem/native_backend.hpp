@@ -75,6 +75,15 @@ class NativeBackend {
   std::atomic<std::uint64_t>* steps_done_ = nullptr;
 };
 
+// True for the native backend only: kernels may give its instantiations of a hot loop
+// CPU-specific clones (gnu::target_clones). Only there: with GCC 12 an exception leaving a
+// target_clones function ends in std::terminate (a five-line program shows it), and the test
+// backends cut the power by throwing from a store.
+template <class B>
+inline constexpr bool kIsNativeBackend = false;
+template <persist::Persister P>
+inline constexpr bool kIsNativeBackend<NativeBackend<P>> = true;
+
 static_assert(Backend<NativeBackend<persist::NoPersist>>);
 
 // A backend over ordinary heap memory with no persistence: references and baselines.
