@@ -96,12 +96,19 @@ void eliminate_row_here(B& be, double* row, const double* pivot, double m, std::
 // (docs/lp-native-cost.md, "Session 17"). Target "avx2" does not enable FMA, so every clone
 // rounds m·pivot[j] and the subtraction separately: the bits are the default clone's and the
 // simulator's.
+// Clang (the fuzz build) does not multiversion function templates: it gets the one loop.
+#if defined(__clang__)
+#define PMLAB_GAUSS_ROW_CLONES gnu::noinline
+#else
+#define PMLAB_GAUSS_ROW_CLONES gnu::noinline, gnu::target_clones("avx2", "default")
+#endif
 template <mem::Backend B, class Sink>
-[[gnu::noinline, gnu::target_clones("avx2", "default")]] void eliminate_row_cloned(
-    B& be, double* row, const double* pivot, double m, std::size_t begin, std::size_t end,
-    Sink& sink) {
+[[PMLAB_GAUSS_ROW_CLONES]] void eliminate_row_cloned(B& be, double* row, const double* pivot,
+                                                     double m, std::size_t begin, std::size_t end,
+                                                     Sink& sink) {
   eliminate_row_here(be, row, pivot, m, begin, end, sink);
 }
+#undef PMLAB_GAUSS_ROW_CLONES
 
 }  // namespace detail
 
