@@ -34,6 +34,7 @@ struct BenchArgs {
   bool single_pass = false;
   bool quiet = false;
   bool aa = false;
+  std::string statistic = "floor";
 };
 
 int do_bench(const BenchArgs& a) {
@@ -50,6 +51,8 @@ int do_bench(const BenchArgs& a) {
   o.min_rep_seconds = a.rep_seconds;
   o.single_pass = a.single_pass;
   o.aa_check = a.aa;
+  o.statistic = a.statistic == "floor" ? experiments::RatioStatistic::kFloor
+                                       : experiments::RatioStatistic::kTrimmedMean;
   o.seed = a.seed;
   {
     pool::RunParams named;
@@ -133,6 +136,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--min-pairs", args->min_pairs,
                   "Fewest healthy pairs before a ratio can resolve (at least 6 for 95%)")
       ->capture_default_str();
+  cmd->add_option("--statistic", args->statistic,
+                  "What the ratio is: floor (the scheme's 10th-percentile time over base's; "
+                  "right when disturbances only add time, as on a shared host; needs at least "
+                  "20 healthy pairs) or trimmed (the 20%-trimmed mean of the per-pair ratios); "
+                  "JSON reports both (docs/measurement.md, \"The floor statistic\")")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trimmed", "floor"}));
   cmd->add_option("--seed", args->seed, "Seed of the input matrices")->capture_default_str();
   args->kernel_options.add_to(*cmd);
   cmd->add_option("--persist", args->persist, "Persistence mode: cpu, auto, none")

@@ -299,6 +299,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     po.budget_seconds = opt.budget_seconds;
     po.min_pairs = opt.min_pairs;
     po.max_pairs = opt.max_pairs;
+    po.estimator.statistic = opt.statistic;
     po.threads_per_run = opt.threads;
     std::size_t pairs = 0;
     mem::HelperTimes helper;  // the scheme's timed executions only
@@ -445,6 +446,11 @@ nlohmann::json to_json(const BenchResult& r) {
     const auto interval_json = [](const std::optional<experiments::ConfidenceInterval>& ci) {
       return ci ? nlohmann::json{ci->low, ci->high} : nlohmann::json(nullptr);
     };
+    j["statistic"] = experiments::to_string(p.statistic);
+    j["trimmed_ratio"] = optional_json(p.trimmed_ratio);
+    j["trimmed_ci95"] = interval_json(p.trimmed_ci95);
+    j["floor_ratio"] = optional_json(p.floor_ratio);
+    j["floor_ci95"] = interval_json(p.floor_ci95);
     j["bootstrap_ci95"] = interval_json(p.bootstrap_ci95);
     j["block_ci95"] = interval_json(p.block_ci95);
     j["blocks"] = p.blocks;
@@ -511,21 +517,40 @@ std::string to_markdown(const BenchResult& r) {
       r.executions_per_rep,
       format_seconds(r.base_execution_seconds * static_cast<double>(r.executions_per_rep)),
       100 * r.target, r.budget_seconds);
-  out +=
-      "| scheme | per repetition | vs base [95% CI] | pairs used/run | CPU/wall | stop | "
-      "bit-exact |\n";
-  out += "|---|---:|---|---:|---:|---|:---:|\n";
+  // Which statistic decides (every paired scheme of one run uses the same), and the other one
+  // beside it so that a reader can compare them on the same pairs.
+  std::optional<experiments::RatioStatistic> statistic;
+  for (const auto& s : r.schemes)
+    if (s.paired) statistic = s.paired->statistic;
+  const bool floor = statistic == experiments::RatioStatistic::kFloor;
+  if (statistic)
+    out += floor ? "Ratio: the scheme's 10th-percentile repetition time over base's (the floor; "
+                   "beside it the trimmed mean of the per-pair ratios)\n\n"
+                 : "Ratio: the 20%-trimmed mean of the per-pair ratios (beside it the floor, "
+                   "10th-percentile times)\n\n";
+  out += fmt::format(
+      "| scheme | per repetition | vs base [95% CI] | {} | pairs used/run | CPU/wall | stop | "
+      "bit-exact |\n",
+      floor ? "trimmed mean" : "floor");
+  out += "|---|---:|---|---|---:|---:|---|:---:|\n";
+  const auto other = [&](const experiments::PairedRatioResult& p) -> std::string {
+    const auto& ratio = floor ? p.trimmed_ratio : p.floor_ratio;
+    const auto& ci = floor ? p.trimmed_ci95 : p.floor_ci95;
+    if (!ratio || !ci) return "";
+    return fmt::format("{:+.1f}% [{:+.1f}%, {:+.1f}%]", 100 * (*ratio - 1), 100 * (ci->low - 1),
+                       100 * (ci->high - 1));
+  };
   for (const auto& s : r.schemes) {
     if (!s.paired) {
       out += fmt::format(
-          "| {} | {} | {} | | | | {} |\n", s.scheme, format_seconds(s.median_rep_seconds),
+          "| {} | {} | {} | | | | | {} |\n", s.scheme, format_seconds(s.median_rep_seconds),
           s.scheme == scheme::kBaseScheme ? "(reference)" : "(single pass: not timed)",
           s.bit_exact ? "yes" : "NO");
       continue;
     }
     const auto& p = *s.paired;
-    out += fmt::format("| {} | {} | {} | {}/{} | {:.2f} | {} | {} |\n", s.scheme,
-                       format_seconds(s.median_rep_seconds), experiments::format_ratio(p),
+    out += fmt::format("| {} | {} | {} | {} | {}/{} | {:.2f} | {} | {} |\n", s.scheme,
+                       format_seconds(s.median_rep_seconds), experiments::format_ratio(p), other(p),
                        p.pairs_used, p.pairs_measured, p.median_cpu_fraction, stop_name(p.stop),
                        s.bit_exact ? "yes" : "NO");
   }

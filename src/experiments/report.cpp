@@ -68,16 +68,31 @@ std::string load_text(const json& v) {
   return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : "n/a";
 }
 
+// How the measured ratios were formed, from the statistic the results name (older results
+// name none: they are the trimmed mean).
+std::string ratio_definition(const json& res) {
+  for (const auto& k : res)
+    if (k.contains("schemes"))
+      for (const auto& s : k["schemes"])
+        if (s.value("statistic", "") == "floor")
+          return "Ratio = the scheme's 10th-percentile repetition time over base's (the floor "
+                 "statistic: disturbances on a shared host only add time; results.json has the "
+                 "trimmed mean of the per-pair ratios beside it), with a 95% bootstrap interval "
+                 "over the pairs";
+  return "Ratio = exp of the 20%-trimmed mean of per-pair log ratios, with a 95% bootstrap "
+         "interval";
+}
+
 std::string native_section(const json& res) {
   std::string md =
       "## Native execution time vs base\n\n"
       "Each scheme against base in paired repetitions (base and scheme back to back, order "
       "alternating, fresh pool contents, only the kernel computation timed, `--persist cpu "
       "--flush clwb`, 1 thread); a repetition repeats the kernel until base computes for at "
-      "least the stated time. Ratio = exp of the 20%-trimmed mean of per-pair log ratios, with a "
-      "95% bootstrap interval; pairs continue until the interval is within ±target or the "
-      "budget is spent, and a ratio that did not get there is marked **unresolved** "
-      "(docs/measurement.md).\n\n";
+      "least the stated time. " +
+      ratio_definition(res) +
+      "; pairs continue until the interval is within ±target or the budget is spent, and a "
+      "ratio that did not get there is marked **unresolved** (docs/measurement.md).\n\n";
   for (const auto& k : res) {
     if (k.contains("error")) {
       md += fmt::format("- {}: not measured ({})\n\n", k.value("label", "?"),

@@ -118,7 +118,27 @@ struct ConfidenceInterval {
 // Fixed, so that the same pairs always give the same interval (reruns, reports, tests).
 inline constexpr std::uint64_t kBootstrapSeed = 0x706d6c61622d3134ULL;  // "pmlab-14"
 
+// Which summary of the pairs the ratio is (docs/measurement.md, "The floor statistic").
+enum class RatioStatistic : std::uint8_t {
+  // exp of the 20%-trimmed mean of the per-pair log ratios: the typical pair. Right when the
+  // noise is symmetric around each run's own time.
+  kTrimmedMean,
+  // q(scheme seconds) / q(base seconds) at a low quantile q of each side's runs: the ratio of
+  // the runs the machine disturbed least. Right when disturbances only ever add time (a
+  // shared host: cache, memory-bandwidth and frequency contention), which widens the trimmed
+  // mean's interval without moving the floor.
+  kFloor,
+};
+[[nodiscard]] inline std::string_view to_string(RatioStatistic s) {
+  return s == RatioStatistic::kFloor ? "floor" : "trimmed";
+}
+
 struct RatioEstimatorOptions {
+  RatioStatistic statistic = RatioStatistic::kTrimmedMean;
+  // kFloor: the quantile of each side's run times that is compared (0.1 = the 10th
+  // percentile). Low enough to skip the disturbed runs, high enough that the bootstrap of a
+  // quantile (unlike that of a minimum) is consistent.
+  double floor_quantile = 0.1;
   double confidence = 0.95;
   // Fraction of the sorted log-ratios dropped at each end before averaging: 0 is the geometric
   // mean, 0.5 would be the median. 0.2 survives bursts in up to a fifth of the pairs on either
@@ -252,6 +272,8 @@ inline void validate(const RatioEstimatorOptions& options) {
   if (!(options.trim_fraction >= 0 && options.trim_fraction < 0.5))
     throw std::invalid_argument("trim_fraction must be in [0, 0.5)");
   if (options.resamples < 100) throw std::invalid_argument("resamples must be at least 100");
+  if (!(options.floor_quantile > 0 && options.floor_quantile <= 0.5))
+    throw std::invalid_argument("floor_quantile must be in (0, 0.5]");
 }
 
 }  // namespace detail
@@ -373,6 +395,140 @@ inline TimeOrderedEstimate estimate_ratio_over_time(std::span<const double> rati
   return result;
 }
 
+namespace detail {
+
+// The q-quantile (type 7, as select_quantile) of a resample given as how many times each
+// sorted value was drawn (`m` draws in all): walks the counts to the two order statistics
+// around rank q (m - 1), O(n), no sort of the resample.
+inline double quantile_of_draws(std::span<const double> sorted_values,
+                                std::span<const std::size_t> draws, std::size_t m, double q) {
+  const double position = q * static_cast<double>(m - 1);
+  const auto below = static_cast<std::size_t>(std::floor(position));
+  const double fraction = position - static_cast<double>(below);
+  std::size_t rank = 0;
+  std::optional<double> low;
+  for (std::size_t i = 0; i < sorted_values.size(); ++i) {
+    const std::size_t next = rank + draws[i];
+    if (!low && below < next) low = sorted_values[i];
+    if (low && below + 1 < next) return *low + fraction * (sorted_values[i] - *low);
+    rank = next;
+  }
+  return low.value_or(0);  // below + 1 == m: the top order statistic itself
+}
+
+// The pair indices in the order of `seconds` (ties by index), and each pair's rank in it.
+inline std::vector<std::size_t> ranks_of(std::span<const double> seconds,
+                                         std::vector<double>& sorted_out) {
+  std::vector<std::size_t> order(seconds.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; });
+  std::vector<std::size_t> rank(seconds.size());
+  sorted_out.resize(seconds.size());
+  for (std::size_t r = 0; r < order.size(); ++r) {
+    rank[order[r]] = r;
+    sorted_out[r] = seconds[order[r]];
+  }
+  return rank;
+}
+
+inline void check_run_seconds(std::span<const double> base, std::span<const double> scheme) {
+  if (base.empty() || base.size() != scheme.size())
+    throw std::invalid_argument("the floor statistic needs as many base as scheme runs, >= 1");
+  if (base.size() > 0xffffffffU)
+    throw std::invalid_argument("the floor statistic takes at most 2^32 - 1 pairs");
+  for (const auto side : {base, scheme})
+    for (const double t : side)
+      if (!(t > 0) || !std::isfinite(t))
+        throw std::invalid_argument(fmt::format("run time {} is not a positive finite number", t));
+}
+
+}  // namespace detail
+
+// The floor ratio q(scheme) / q(base) of pairs given as their two run times, with a percentile
+// bootstrap over the pairs (a resample draws whole pairs, so whatever the two members of a pair
+// share stays shared), expanded for small samples as estimate_ratio's. Deterministic.
+inline RatioEstimate estimate_floor_ratio(std::span<const double> base_seconds,
+                                          std::span<const double> scheme_seconds,
+                                          const RatioEstimatorOptions& options = {}) {
+  detail::validate(options);
+  detail::check_run_seconds(base_seconds, scheme_seconds);
+  const std::size_t n = base_seconds.size();
+  const double q = options.floor_quantile;
+  // Pairs in a canonical order (by base, then scheme seconds) before any draw, so that the
+  // interval depends on the set of pairs, not on the order they ran in (as estimate_ratio's).
+  std::vector<std::size_t> canonical(n);
+  for (std::size_t i = 0; i < n; ++i) canonical[i] = i;
+  std::sort(canonical.begin(), canonical.end(), [&](std::size_t a, std::size_t b) {
+    return std::pair(base_seconds[a], scheme_seconds[a]) <
+           std::pair(base_seconds[b], scheme_seconds[b]);
+  });
+  std::vector<double> base_in_order(n), scheme_in_order(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    base_in_order[i] = base_seconds[canonical[i]];
+    scheme_in_order[i] = scheme_seconds[canonical[i]];
+  }
+  std::vector<double> base_sorted, scheme_sorted;
+  const std::vector<std::size_t> base_rank = detail::ranks_of(base_in_order, base_sorted);
+  const std::vector<std::size_t> scheme_rank = detail::ranks_of(scheme_in_order, scheme_sorted);
+  std::vector<std::size_t> base_draws(n, 1), scheme_draws(n, 1);
+  const auto log_ratio = [&] {
+    return std::log(detail::quantile_of_draws(scheme_sorted, scheme_draws, n, q)) -
+           std::log(detail::quantile_of_draws(base_sorted, base_draws, n, q));
+  };
+  RatioEstimate estimate;
+  estimate.ratio = std::exp(log_ratio());
+  if (n < 2) return estimate;
+
+  std::mt19937_64 rng(options.seed);
+  std::vector<std::size_t> pair_draws(n);
+  std::vector<double> statistics(options.resamples);
+  for (double& statistic : statistics) {
+    std::fill(pair_draws.begin(), pair_draws.end(), 0);
+    for (std::size_t i = 0; i < n; i += 2) {  // as estimate_ratio: exact integer index draws
+      const std::uint64_t bits = rng();
+      ++pair_draws[((bits & 0xffffffffU) * n) >> 32];
+      if (i + 1 < n) ++pair_draws[((bits >> 32) * n) >> 32];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      base_draws[base_rank[i]] = pair_draws[i];
+      scheme_draws[scheme_rank[i]] = pair_draws[i];
+    }
+    statistic = log_ratio();
+  }
+  const double tail = detail::bootstrap_tail(n, options);
+  const ConfidenceInterval interval{std::exp(detail::select_quantile(statistics, tail)),
+                                    std::exp(detail::select_quantile(statistics, 1 - tail))};
+  estimate.interval = interval;
+  estimate.relative_half_width = (interval.high - interval.low) / 2 / estimate.ratio;
+  return estimate;
+}
+
+// The floor ratio of pairs in the order they ran, with the split-half drift check of
+// estimate_ratio_over_time. No between-block interval: a block of a few pairs that a burst
+// covers whole has a floor as disturbed as its runs, so block floors scatter with the bursts'
+// timing, not with drift (on this host the block interval of a quiet A/A campaign was as wide
+// as the trimmed mean's). A change of level during the run still shows: the halves' floors
+// then differ by more than their intervals (docs/measurement.md, "The floor statistic").
+inline TimeOrderedEstimate estimate_floor_ratio_over_time(
+    std::span<const double> base_seconds, std::span<const double> scheme_seconds,
+    const RatioEstimatorOptions& options = {}) {
+  TimeOrderedEstimate result;
+  result.estimate = estimate_floor_ratio(base_seconds, scheme_seconds, options);
+  result.bootstrap = result.estimate.interval;
+  const std::size_t n = base_seconds.size();
+  if (n >= 4) {
+    result.first_half =
+        estimate_floor_ratio(base_seconds.first(n / 2), scheme_seconds.first(n / 2), options);
+    result.second_half =
+        estimate_floor_ratio(base_seconds.subspan(n / 2), scheme_seconds.subspan(n / 2), options);
+    const auto& a = *result.first_half->interval;
+    const auto& b = *result.second_half->interval;
+    result.drifted = a.high < b.low || b.high < a.low;
+  }
+  return result;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Adaptive paired measurement
 
@@ -386,6 +542,10 @@ struct PairedRatioOptions {
   // misses the true ratio with probability 2^(1-n) (6.25% for 5 pairs): at least 6 for 95%,
   // and 8 leaves the small-sample expansion room to work (docs/measurement.md).
   std::size_t min_pairs = 8;
+  // With the floor statistic, at least this many as well: a 10th percentile of fewer runs is
+  // close to their minimum, whose bootstrap is not consistent (the coverage measured per
+  // sample size is in docs/measurement.md, "The floor statistic").
+  std::size_t floor_min_pairs = 20;
   std::size_t max_pairs = 200;
   // A run is healthy when cpu / (wall * threads_per_run) reaches this: below it, other
   // processes took the CPU for a noticeable part of the run. 0 turns the check off (for runs
@@ -411,7 +571,9 @@ struct PairRecord {
 };
 
 struct PairedRatioResult {
-  // Point estimate of scheme/base: exp of the 20%-trimmed mean of the per-pair log ratios,
+  RatioStatistic statistic = RatioStatistic::kTrimmedMean;  // what ratio and ci95 are
+  // Point estimate of scheme/base under `statistic` (the trimmed mean: exp of the 20%-trimmed
+  // mean of the per-pair log ratios; the floor: the ratio of the two sides' low quantiles),
   // over the healthy pairs; over all pairs when the machine was busy (then it is unresolved
   // and the interval shows how much the contamination spread the ratios).
   double ratio = 1;
@@ -422,6 +584,10 @@ struct PairedRatioResult {
   std::optional<ConfidenceInterval> bootstrap_ci95;  // diagnostics: the hull's two parts
   std::optional<ConfidenceInterval> block_ci95;
   std::size_t blocks = 0;
+  // Diagnostics: both statistics over the same counted pairs, whichever one decides (the
+  // floor's bootstrap interval; the trimmed mean's hull), so a reader can set them side by side.
+  std::optional<double> trimmed_ratio, floor_ratio;
+  std::optional<ConfidenceInterval> trimmed_ci95, floor_ci95;
   std::optional<double> first_half_ratio, second_half_ratio;  // counted pairs, time order
   bool drifted = false;   // the halves' intervals are disjoint: never resolved
   bool resolved = false;  // the interval met the target on healthy pairs of a non-busy machine
@@ -509,9 +675,16 @@ inline std::size_t healthy_count(std::span<const PairRecord> pairs) {
       std::count_if(pairs.begin(), pairs.end(), [](const PairRecord& p) { return p.healthy; }));
 }
 
+// Fewest counted pairs before the options' statistic may resolve.
+inline std::size_t required_pairs(const PairedRatioOptions& options) {
+  return options.estimator.statistic == RatioStatistic::kFloor
+             ? std::max(options.min_pairs, options.floor_min_pairs)
+             : options.min_pairs;
+}
+
 // Cheap necessary conditions for resolving, checked before paying for a bootstrap.
 inline bool may_resolve(std::span<const PairRecord> pairs, const PairedRatioOptions& options) {
-  return healthy_count(pairs) >= options.min_pairs &&
+  return healthy_count(pairs) >= required_pairs(options) &&
          median_cpu_fraction(pairs) >= options.healthy_cpu_fraction;
 }
 
@@ -572,8 +745,17 @@ inline PairedRatioResult summarize(std::vector<PairRecord> pairs, StopCause stop
     scheme_seconds.push_back(p.timing.scheme_seconds);
   }
   result.pairs_used = ratios.size();
+  result.statistic = options.estimator.statistic;
   if (!ratios.empty()) {
-    const TimeOrderedEstimate over_time = estimate_ratio_over_time(ratios, options.estimator);
+    const TimeOrderedEstimate trimmed = estimate_ratio_over_time(ratios, options.estimator);
+    const TimeOrderedEstimate floor =
+        estimate_floor_ratio_over_time(base_seconds, scheme_seconds, options.estimator);
+    result.trimmed_ratio = trimmed.estimate.ratio;
+    result.trimmed_ci95 = trimmed.estimate.interval;
+    result.floor_ratio = floor.estimate.ratio;
+    result.floor_ci95 = floor.estimate.interval;
+    const TimeOrderedEstimate& over_time =
+        result.statistic == RatioStatistic::kFloor ? floor : trimmed;
     result.ratio = over_time.estimate.ratio;
     result.ci95 = over_time.estimate.interval;
     result.relative_half_width = over_time.estimate.relative_half_width;
@@ -587,7 +769,7 @@ inline PairedRatioResult summarize(std::vector<PairRecord> pairs, StopCause stop
     result.scheme_median_seconds = median(scheme_seconds);
   }
 
-  const bool enough_pairs = !result.cpu_busy && result.pairs_used >= options.min_pairs;
+  const bool enough_pairs = !result.cpu_busy && result.pairs_used >= required_pairs(options);
   const bool narrow_enough = result.relative_half_width <= options.target_relative_half_width;
   result.resolved = enough_pairs && narrow_enough && !result.drifted;
   result.pairs = std::move(pairs);
@@ -598,7 +780,7 @@ inline PairedRatioResult summarize(std::vector<PairRecord> pairs, StopCause stop
     why = fmt::format("machine busy: CPU time/wall time {:.2f}", result.median_cpu_fraction);
   else if (!enough_pairs)
     why = fmt::format("too few healthy pairs: {} of {} (need {})", result.pairs_used,
-                      result.pairs_measured, options.min_pairs);
+                      result.pairs_measured, required_pairs(options));
   else if (result.drifted)
     why = fmt::format("drifted: first half of the pairs {}, second half {}",
                       percent(*result.first_half_ratio - 1, 1),
