@@ -177,10 +177,7 @@ std::vector<Step> plan(const EvalOptions& opt) {
   for (const auto& k : run::kernel_drivers()) {
     const Sizes sz = sizes_for(k.name, full);
     const bool has_lp = std::find(k.schemes.begin(), k.schemes.end(), "lp") != k.schemes.end();
-    // Quick: 20 s per scheme, except tmm's 32 s: at n = 1024 one tmm execution takes 0.6-0.9 s
-    // here, so 20 s held 15-16 pairs, fewer than the floor statistic's 20
-    // (docs/measurement.md, "The floor statistic"); its A/A row needs them too.
-    const double budget = full ? 120.0 : k.name == "tmm" ? 32.0 : 20.0;
+    const double budget = full ? 120.0 : 20.0;
     // tmm also times base against itself (the A/A row): the method's own bias at this load,
     // printed beside the kernels' ratios.
     const bool aa = k.name == "tmm";

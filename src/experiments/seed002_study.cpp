@@ -342,9 +342,6 @@ json seed002_native(const std::string& kernel, const Seed002Options& o) {
   // Quick: short repetitions, so that even cp-clflush (~8x base here) reaches the bench's
   // minimum of pairs within its 4 s.
   b.budget_seconds = o.full ? 30 : 4;
-  // The trimmed mean: 4 s budgets do not reach the floor statistic's 20 pairs, and the gains
-  // below compare two ratios whose intervals must rest on the same minimum (min_pairs).
-  b.statistic = experiments::RatioStatistic::kTrimmedMean;
   b.min_rep_seconds = o.native_rep_seconds > 0 ? o.native_rep_seconds : o.full ? 0.2 : 0.05;
   b.seed = o.seed;
   b.stop = o.stop;

@@ -31,23 +31,22 @@ TEST(BenchAa, TheAaRowRunsBaseOnItsOwnPoolAndIsReportedLikeAScheme) {
   const auto& aa = j.at("schemes").at(1);
   EXPECT_TRUE(aa.at("bit_exact_vs_base").get<bool>());
   EXPECT_FALSE(aa.at("resolved").get<bool>()) << "2 pairs cannot resolve a ratio";
-  // The default statistic is the floor, and both statistics are reported on the same pairs.
+  // The default statistic is the trimmed mean, and both statistics are reported on the same
+  // pairs (the floor has no interval below 42 pairs).
   const auto& lp = j.at("schemes").at(2);
-  EXPECT_EQ(lp.at("statistic"), "floor");
-  EXPECT_DOUBLE_EQ(lp.at("ratio").get<double>(), lp.at("floor_ratio").get<double>());
-  EXPECT_TRUE(lp.at("trimmed_ratio").is_number());
-  EXPECT_TRUE(lp.at("trimmed_ci95").is_array());
-  EXPECT_NE(lp.at("reason").get<std::string>().find("need 20"), std::string::npos)
-      << lp.at("reason");
+  EXPECT_EQ(lp.at("statistic"), "trimmed");
+  EXPECT_DOUBLE_EQ(lp.at("ratio").get<double>(), lp.at("trimmed_ratio").get<double>());
+  EXPECT_TRUE(lp.at("floor_ratio").is_number());
+  EXPECT_TRUE(lp.at("floor_ci95").is_null());
 }
 
-TEST(BenchAa, StatisticTrimmedIsChosenByFlagAndUnknownOnesAreRefused) {
+TEST(BenchAa, StatisticFloorIsChosenByFlagAndUnknownOnesAreRefused) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("pmlab-stat-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto r = run_process(
       {PMLAB_BINARY, "bench", "tmm", "--n", "32", "--bs", "8", "--schemes", "lp", "--reps", "2",
-       "--rep-seconds", "0", "--statistic", "trimmed", "--json", "--quiet", "--dir", dir.string()},
+       "--rep-seconds", "0", "--statistic", "floor", "--json", "--quiet", "--dir", dir.string()},
       dir.string());
   const auto bad =
       run_process({PMLAB_BINARY, "bench", "tmm", "--statistic", "mean", "--quiet"}, dir.string());
@@ -55,8 +54,10 @@ TEST(BenchAa, StatisticTrimmedIsChosenByFlagAndUnknownOnesAreRefused) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& lp = j.at("schemes").at(1);
-  EXPECT_EQ(lp.at("statistic"), "trimmed");
-  EXPECT_DOUBLE_EQ(lp.at("ratio").get<double>(), lp.at("trimmed_ratio").get<double>());
+  EXPECT_EQ(lp.at("statistic"), "floor");
+  EXPECT_DOUBLE_EQ(lp.at("ratio").get<double>(), lp.at("floor_ratio").get<double>());
+  EXPECT_NE(lp.at("reason").get<std::string>().find("need 42"), std::string::npos)
+      << lp.at("reason");
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("--statistic"), std::string::npos) << bad.err;
 }

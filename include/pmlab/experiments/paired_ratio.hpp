@@ -397,134 +397,107 @@ inline TimeOrderedEstimate estimate_ratio_over_time(std::span<const double> rati
 
 namespace detail {
 
-// The q-quantile (type 7, as select_quantile) of a resample given as how many times each
-// sorted value was drawn (`m` draws in all): walks the counts to the two order statistics
-// around rank q (m - 1), O(n), no sort of the resample.
-inline double quantile_of_draws(std::span<const double> sorted_values,
-                                std::span<const std::size_t> draws, std::size_t m, double q) {
-  const double position = q * static_cast<double>(m - 1);
-  const auto below = static_cast<std::size_t>(std::floor(position));
-  const double fraction = position - static_cast<double>(below);
-  std::size_t rank = 0;
-  std::optional<double> low;
-  for (std::size_t i = 0; i < sorted_values.size(); ++i) {
-    const std::size_t next = rank + draws[i];
-    if (!low && below < next) low = sorted_values[i];
-    if (low && below + 1 < next) return *low + fraction * (sorted_values[i] - *low);
-    rank = next;
-  }
-  return low.value_or(0);  // below + 1 == m: the top order statistic itself
-}
-
-// The pair indices in the order of `seconds` (ties by index), and each pair's rank in it.
-inline std::vector<std::size_t> ranks_of(std::span<const double> seconds,
-                                         std::vector<double>& sorted_out) {
-  std::vector<std::size_t> order(seconds.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; });
-  std::vector<std::size_t> rank(seconds.size());
-  sorted_out.resize(seconds.size());
-  for (std::size_t r = 0; r < order.size(); ++r) {
-    rank[order[r]] = r;
-    sorted_out[r] = seconds[order[r]];
-  }
-  return rank;
-}
-
 inline void check_run_seconds(std::span<const double> base, std::span<const double> scheme) {
   if (base.empty() || base.size() != scheme.size())
     throw std::invalid_argument("the floor statistic needs as many base as scheme runs, >= 1");
-  if (base.size() > 0xffffffffU)
-    throw std::invalid_argument("the floor statistic takes at most 2^32 - 1 pairs");
   for (const auto side : {base, scheme})
     for (const double t : side)
       if (!(t > 0) || !std::isfinite(t))
         throw std::invalid_argument(fmt::format("run time {} is not a positive finite number", t));
 }
 
+// P(Binomial(n, q) <= k), summed in log space (n can be large, q^n underflows).
+inline double binomial_cdf(std::size_t k, std::size_t n, double q) {
+  const double dn = static_cast<double>(n);
+  double sum = 0;
+  for (std::size_t i = 0; i <= k && i <= n; ++i) {
+    const double di = static_cast<double>(i);
+    sum += std::exp(std::lgamma(dn + 1) - std::lgamma(di + 1) - std::lgamma(dn - di + 1) +
+                    di * std::log(q) + (dn - di) * std::log1p(-q));
+  }
+  return std::min(sum, 1.0);
+}
+
+// 1-based ranks (l, u) of the distribution-free interval [X_(l), X_(u)] for the q-quantile of n
+// independent draws: P(X_(l) > quantile) = P(Bin(n, q) < l) <= tail and P(X_(u) < quantile) =
+// P(Bin(n, q) >= u) <= tail (the classical order-statistic interval; Hahn & Meeker,
+// "Statistical Intervals", ch. 5). nullopt when n is too small for any l >= 1.
+inline std::optional<std::pair<std::size_t, std::size_t>> quantile_ranks(std::size_t n, double q,
+                                                                         double tail) {
+  if (n == 0 || binomial_cdf(0, n, q) > tail) return std::nullopt;
+  std::size_t l = 1;
+  while (l + 1 <= n && binomial_cdf(l, n, q) <= tail) ++l;  // P(Bin <= l) = P(Bin < l + 1)
+  std::size_t u = n;
+  while (u > l + 1 && 1 - binomial_cdf(u - 2, n, q) <= tail) --u;  // P(Bin >= u - 1) <= tail
+  return std::pair{l, u};
+}
+
+// Each side's interval gets half the miss probability (Bonferroni), so the ratio's interval
+// [scheme_(l) / base_(u), scheme_(u) / base_(l)] misses with at most 1 - confidence.
+inline double floor_tail(double confidence) {
+  return (1 - confidence) / 4;
+}
+
 }  // namespace detail
 
-// The floor ratio q(scheme) / q(base) of pairs given as their two run times, with a percentile
-// bootstrap over the pairs (a resample draws whole pairs, so whatever the two members of a pair
-// share stays shared), expanded for small samples as estimate_ratio's. Deterministic.
+// Fewest pairs for which the floor statistic has an interval at all: 0.9^n <= (1 - 0.95) / 4
+// gives 42 for the 10th percentile.
+inline std::size_t fewest_pairs_for_floor(const RatioEstimatorOptions& options = {}) {
+  std::size_t n = 1;
+  while (!detail::quantile_ranks(n, options.floor_quantile, detail::floor_tail(options.confidence)))
+    ++n;
+  return n;
+}
+
+// The floor ratio q(scheme) / q(base) of pairs given as their two run times (type-7 quantiles),
+// with the distribution-free interval of each side's quantile combined into one for the ratio
+// (detail::quantile_ranks, floor_tail). The interval assumes each side's runs are independent
+// draws, not that they are normal or that the pairs' members share anything; it depends on the
+// set of runs, not on their order. No bootstrap: the percentile bootstrap of a 10th percentile of
+// 20-40 runs was measured too narrow (docs/measurement.md, "The floor statistic").
 inline RatioEstimate estimate_floor_ratio(std::span<const double> base_seconds,
                                           std::span<const double> scheme_seconds,
                                           const RatioEstimatorOptions& options = {}) {
   detail::validate(options);
   detail::check_run_seconds(base_seconds, scheme_seconds);
   const std::size_t n = base_seconds.size();
+  std::vector<double> base(base_seconds.begin(), base_seconds.end());
+  std::vector<double> scheme(scheme_seconds.begin(), scheme_seconds.end());
+  std::sort(base.begin(), base.end());
+  std::sort(scheme.begin(), scheme.end());
   const double q = options.floor_quantile;
-  // Pairs in a canonical order (by base, then scheme seconds) before any draw, so that the
-  // interval depends on the set of pairs, not on the order they ran in (as estimate_ratio's).
-  std::vector<std::size_t> canonical(n);
-  for (std::size_t i = 0; i < n; ++i) canonical[i] = i;
-  std::sort(canonical.begin(), canonical.end(), [&](std::size_t a, std::size_t b) {
-    return std::pair(base_seconds[a], scheme_seconds[a]) <
-           std::pair(base_seconds[b], scheme_seconds[b]);
-  });
-  std::vector<double> base_in_order(n), scheme_in_order(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    base_in_order[i] = base_seconds[canonical[i]];
-    scheme_in_order[i] = scheme_seconds[canonical[i]];
-  }
-  std::vector<double> base_sorted, scheme_sorted;
-  const std::vector<std::size_t> base_rank = detail::ranks_of(base_in_order, base_sorted);
-  const std::vector<std::size_t> scheme_rank = detail::ranks_of(scheme_in_order, scheme_sorted);
-  std::vector<std::size_t> base_draws(n, 1), scheme_draws(n, 1);
-  const auto log_ratio = [&] {
-    return std::log(detail::quantile_of_draws(scheme_sorted, scheme_draws, n, q)) -
-           std::log(detail::quantile_of_draws(base_sorted, base_draws, n, q));
-  };
   RatioEstimate estimate;
-  estimate.ratio = std::exp(log_ratio());
-  if (n < 2) return estimate;
-
-  std::mt19937_64 rng(options.seed);
-  std::vector<std::size_t> pair_draws(n);
-  std::vector<double> statistics(options.resamples);
-  for (double& statistic : statistics) {
-    std::fill(pair_draws.begin(), pair_draws.end(), 0);
-    for (std::size_t i = 0; i < n; i += 2) {  // as estimate_ratio: exact integer index draws
-      const std::uint64_t bits = rng();
-      ++pair_draws[((bits & 0xffffffffU) * n) >> 32];
-      if (i + 1 < n) ++pair_draws[((bits >> 32) * n) >> 32];
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      base_draws[base_rank[i]] = pair_draws[i];
-      scheme_draws[scheme_rank[i]] = pair_draws[i];
-    }
-    statistic = log_ratio();
-  }
-  const double tail = detail::bootstrap_tail(n, options);
-  const ConfidenceInterval interval{std::exp(detail::select_quantile(statistics, tail)),
-                                    std::exp(detail::select_quantile(statistics, 1 - tail))};
+  estimate.ratio = detail::select_quantile(scheme, q) / detail::select_quantile(base, q);
+  const auto ranks = detail::quantile_ranks(n, q, detail::floor_tail(options.confidence));
+  if (!ranks) return estimate;
+  const auto [l, u] = *ranks;
+  const ConfidenceInterval interval{scheme[l - 1] / base[u - 1], scheme[u - 1] / base[l - 1]};
   estimate.interval = interval;
   estimate.relative_half_width = (interval.high - interval.low) / 2 / estimate.ratio;
   return estimate;
 }
 
-// The floor ratio of pairs in the order they ran, with the split-half drift check of
-// estimate_ratio_over_time. No between-block interval: a block of a few pairs that a burst
-// covers whole has a floor as disturbed as its runs, so block floors scatter with the bursts'
-// timing, not with drift (on this host the block interval of a quiet A/A campaign was as wide
-// as the trimmed mean's). A change of level during the run still shows: the halves' floors
-// then differ by more than their intervals (docs/measurement.md, "The floor statistic").
+// The floor ratio of pairs in the order they ran, with a split-half check: when both halves
+// have an interval and the two are disjoint, the level changed during the run ("drifted").
+// No between-block interval: a block of a few pairs that one burst covers whole has a floor as
+// disturbed as its runs. The caller (summarize) also applies the trimmed mean's drift checks,
+// since the halves have intervals only from 84 pairs on.
 inline TimeOrderedEstimate estimate_floor_ratio_over_time(
     std::span<const double> base_seconds, std::span<const double> scheme_seconds,
     const RatioEstimatorOptions& options = {}) {
   TimeOrderedEstimate result;
   result.estimate = estimate_floor_ratio(base_seconds, scheme_seconds, options);
-  result.bootstrap = result.estimate.interval;
   const std::size_t n = base_seconds.size();
   if (n >= 4) {
     result.first_half =
         estimate_floor_ratio(base_seconds.first(n / 2), scheme_seconds.first(n / 2), options);
     result.second_half =
         estimate_floor_ratio(base_seconds.subspan(n / 2), scheme_seconds.subspan(n / 2), options);
-    const auto& a = *result.first_half->interval;
-    const auto& b = *result.second_half->interval;
-    result.drifted = a.high < b.low || b.high < a.low;
+    if (result.first_half->interval && result.second_half->interval) {
+      const auto& a = *result.first_half->interval;
+      const auto& b = *result.second_half->interval;
+      result.drifted = a.high < b.low || b.high < a.low;
+    }
   }
   return result;
 }
@@ -542,10 +515,6 @@ struct PairedRatioOptions {
   // misses the true ratio with probability 2^(1-n) (6.25% for 5 pairs): at least 6 for 95%,
   // and 8 leaves the small-sample expansion room to work (docs/measurement.md).
   std::size_t min_pairs = 8;
-  // With the floor statistic, at least this many as well: a 10th percentile of fewer runs is
-  // close to their minimum, whose bootstrap is not consistent (the coverage measured per
-  // sample size is in docs/measurement.md, "The floor statistic").
-  std::size_t floor_min_pairs = 20;
   std::size_t max_pairs = 200;
   // A run is healthy when cpu / (wall * threads_per_run) reaches this: below it, other
   // processes took the CPU for a noticeable part of the run. 0 turns the check off (for runs
@@ -678,7 +647,7 @@ inline std::size_t healthy_count(std::span<const PairRecord> pairs) {
 // Fewest counted pairs before the options' statistic may resolve.
 inline std::size_t required_pairs(const PairedRatioOptions& options) {
   return options.estimator.statistic == RatioStatistic::kFloor
-             ? std::max(options.min_pairs, options.floor_min_pairs)
+             ? std::max(options.min_pairs, fewest_pairs_for_floor(options.estimator))
              : options.min_pairs;
 }
 
@@ -754,17 +723,23 @@ inline PairedRatioResult summarize(std::vector<PairRecord> pairs, StopCause stop
     result.trimmed_ci95 = trimmed.estimate.interval;
     result.floor_ratio = floor.estimate.ratio;
     result.floor_ci95 = floor.estimate.interval;
-    const TimeOrderedEstimate& over_time =
-        result.statistic == RatioStatistic::kFloor ? floor : trimmed;
-    result.ratio = over_time.estimate.ratio;
-    result.ci95 = over_time.estimate.interval;
-    result.relative_half_width = over_time.estimate.relative_half_width;
-    result.bootstrap_ci95 = over_time.bootstrap;
-    result.block_ci95 = over_time.blocks;
-    result.blocks = over_time.block_count;
-    if (over_time.first_half) result.first_half_ratio = over_time.first_half->ratio;
-    if (over_time.second_half) result.second_half_ratio = over_time.second_half->ratio;
-    result.drifted = over_time.drifted;
+    const bool by_floor = result.statistic == RatioStatistic::kFloor;
+    const TimeOrderedEstimate& decides = by_floor ? floor : trimmed;
+    result.ratio = decides.estimate.ratio;
+    result.ci95 = decides.estimate.interval;
+    result.relative_half_width = decides.estimate.relative_half_width;
+    // Diagnostics of the trimmed mean's interval, whichever statistic decides.
+    result.bootstrap_ci95 = trimmed.bootstrap;
+    result.block_ci95 = trimmed.blocks;
+    result.blocks = trimmed.block_count;
+    // A change of level during the run is one whichever statistic decides: the floor also
+    // honours the trimmed mean's split-half verdict (its own halves have intervals only from 84
+    // pairs on). The halves reported are those of the verdict.
+    result.drifted = by_floor ? floor.drifted || trimmed.drifted : trimmed.drifted;
+    const TimeOrderedEstimate& halves =
+        by_floor && !floor.drifted && trimmed.drifted ? trimmed : decides;
+    if (halves.first_half) result.first_half_ratio = halves.first_half->ratio;
+    if (halves.second_half) result.second_half_ratio = halves.second_half->ratio;
     result.base_median_seconds = median(base_seconds);
     result.scheme_median_seconds = median(scheme_seconds);
   }
