@@ -1,5 +1,5 @@
 // `pmlab bench --aa`: base timed against base on its own pool, a row of its own (base-aa),
-// verified like every scheme; too few pairs leave it unresolved, never a bare number.
+// verified like every scheme; too few pairs leave it unresolved; `--statistic` picks the ratio.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,15 +14,22 @@
 namespace pmlab::testing {
 namespace {
 
-TEST(BenchAa, TheAaRowRunsBaseOnItsOwnPoolAndIsReportedLikeAScheme) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("pmlab-aa-" + std::to_string(getpid()));
+// `pmlab bench tmm` on a tiny problem with two pairs, its pools in a directory of its own.
+ProcessResult run_tiny_bench(const std::string& tag, std::vector<std::string> extra) {
+  const auto dir = std::filesystem::temp_directory_path() / (tag + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  const auto r = run_process(
-      {PMLAB_BINARY, "bench", "tmm", "--n", "32", "--bs", "8", "--schemes", "lp", "--aa", "--reps",
-       "2", "--rep-seconds", "0", "--json", "--quiet", "--dir", dir.string()},
-      dir.string());
+  std::vector<std::string> args{
+      PMLAB_BINARY, "bench",     "tmm",     "--n",    "32",        "--bs",
+      "8",          "--schemes", "lp",      "--reps", "2",         "--rep-seconds",
+      "0",          "--json",    "--quiet", "--dir",  dir.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_process(args, dir.string());
   std::filesystem::remove_all(dir);
+  return r;
+}
+
+TEST(BenchAa, TheAaRowRunsBaseOnItsOwnPoolAndIsReportedLikeAScheme) {
+  const auto r = run_tiny_bench("pmlab-aa-", {"--aa"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   std::vector<std::string> names;
@@ -41,16 +48,7 @@ TEST(BenchAa, TheAaRowRunsBaseOnItsOwnPoolAndIsReportedLikeAScheme) {
 }
 
 TEST(BenchAa, StatisticFloorIsChosenByFlagAndUnknownOnesAreRefused) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("pmlab-stat-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const auto r = run_process(
-      {PMLAB_BINARY, "bench", "tmm", "--n", "32", "--bs", "8", "--schemes", "lp", "--reps", "2",
-       "--rep-seconds", "0", "--statistic", "floor", "--json", "--quiet", "--dir", dir.string()},
-      dir.string());
-  const auto bad =
-      run_process({PMLAB_BINARY, "bench", "tmm", "--statistic", "mean", "--quiet"}, dir.string());
-  std::filesystem::remove_all(dir);
+  const auto r = run_tiny_bench("pmlab-stat-", {"--statistic", "floor"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& lp = j.at("schemes").at(1);
@@ -58,6 +56,7 @@ TEST(BenchAa, StatisticFloorIsChosenByFlagAndUnknownOnesAreRefused) {
   EXPECT_DOUBLE_EQ(lp.at("ratio").get<double>(), lp.at("floor_ratio").get<double>());
   EXPECT_NE(lp.at("reason").get<std::string>().find("need 42"), std::string::npos)
       << lp.at("reason");
+  const auto bad = run_tiny_bench("pmlab-stat-bad-", {"--statistic", "mean"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("--statistic"), std::string::npos) << bad.err;
 }

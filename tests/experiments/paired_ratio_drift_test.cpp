@@ -114,6 +114,15 @@ const Scenario kOneMemberContaminated{
       return std::uniform_real_distribution<double>(1.0, 1.5)(rng);
     }};
 
+// The host as measured in session 18: nearly every run slowed a little, by a continuous amount
+// (95% of runs, exponential with mean 5%), each member independently, so even the floor of the
+// run times is not flat.
+const Scenario kContinuousOneSided{
+    "continuous one-sided noise", [](double, bool, std::mt19937_64& rng) {
+      if (!std::bernoulli_distribution(0.95)(rng)) return 1.0;
+      return 1 + std::exponential_distribution<double>(1 / 0.05)(rng);
+    }};
+
 TEST(PairedRatioDrift, CleanMachineResolves) {  // non-vacuity
   const Tally t = tally(kClean, kCampaigns);
   EXPECT_GE(t.resolved, 95);
@@ -147,16 +156,23 @@ TEST(PairedRatioDrift, BimodalRunsAreNeverConfidentlyWrong) {
   EXPECT_LE(t.resolved_wrong, kAllowedWrong);
 }
 
+TEST(PairedRatioDrift, ContinuousOneSidedNoiseIsNeverConfidentlyWrong) {
+  const Tally t = tally(kContinuousOneSided, kCampaigns);
+  EXPECT_LE(t.resolved_wrong, kAllowedWrong);
+}
+
 TEST(PairedRatioDrift, OneContaminatedMemberIsNeverConfidentlyWrong) {
   const Tally t = tally(kOneMemberContaminated, kCampaigns);
   EXPECT_LE(t.resolved_wrong, kAllowedWrong);
 }
 
 // The floor statistic on every scenario (150 s budgets, for its 42 pairs): never confidently
-// wrong, and it resolves the clean machine (non-vacuity).
+// wrong, and it resolves the clean machine (non-vacuity). Continuous one-sided noise is the
+// scenario that showed the floor's first, bootstrap interval too narrow (docs/measurement.md).
 TEST(PairedRatioDriftFloor, EveryScenarioIsHonest) {
-  for (const Scenario* scenario : {&kClean, &kSharedLevelShift, &kSchemeLevelShift, &kSchemeDrift,
-                                   &kSharedDrift, &kBimodal, &kOneMemberContaminated}) {
+  for (const Scenario* scenario :
+       {&kClean, &kSharedLevelShift, &kSchemeLevelShift, &kSchemeDrift, &kSharedDrift, &kBimodal,
+        &kOneMemberContaminated, &kContinuousOneSided}) {
     const Tally t = tally(*scenario, kCampaigns, RatioStatistic::kFloor);
     EXPECT_LE(t.resolved_wrong, kAllowedWrong) << scenario->name;
     if (scenario == &kClean) {

@@ -267,42 +267,6 @@ TEST(PairedRatioFloor, IntermittentHiddenBurstsResolveHonestly) {
       floor.resolved, floor.resolved_wrong, trimmed.resolved);
 }
 
-// The host as measured in session 18: nearly every run slowed a little, by a continuous
-// amount (here 95% of runs by an exponential amount, mean 5%), invisibly to CPU/wall, so the
-// floor itself is not flat. Both sides draw from the same disturbance, so the ratio of their
-// 10th percentiles still estimates the true ratio; the interval must say how well.
-TEST(PairedRatioFloor, ContinuousOneSidedNoiseGivesNoConfidentWrongNumber) {
-  int resolved = 0, wrong = 0;
-  for (int c = 0; c < 200; ++c) {
-    std::mt19937_64 rng(7000 + static_cast<std::uint64_t>(c));
-    std::normal_distribution<double> jitter(0, 0.005);
-    std::exponential_distribution<double> extra(1 / 0.05);
-    std::bernoulli_distribution slowed(0.95);
-    double now = 0;
-    const auto run = [&](double work) {
-      const double wall = work * std::exp(jitter(rng)) * (1 + (slowed(rng) ? extra(rng) : 0.0));
-      now += wall;
-      return RunTiming{wall, wall};
-    };
-    PairedRatioOptions options;
-    options.now_seconds = [&now] { return now; };
-    options.read_load = [] { return std::optional<double>(0.3); };
-    options.cores = 2;
-    options.budget_seconds = 150;
-    options.estimator.statistic = RatioStatistic::kFloor;
-    const auto r = measure_paired_ratio([&] { return run(kBaseWork); },
-                                        [&] { return run(kBaseWork * 1.004); }, options);
-    if (!r.resolved) continue;
-    ++resolved;
-    if (!r.ci95->contains(1.004)) ++wrong;
-  }
-  EXPECT_LE(wrong, 10);
-  std::printf(
-      "floor, continuous one-sided noise: %d/200 resolved, %d resolved with the truth "
-      "outside\n",
-      resolved, wrong);
-}
-
 // Fewer counted pairs than the floor's interval needs never resolve, however tight they are.
 TEST(PairedRatioFloor, NeedsItsOwnMinimumOfPairs) {
   PairedRatioOptions options;
