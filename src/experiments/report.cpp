@@ -1,6 +1,7 @@
 // Renders the evaluation results as Markdown, the papers' numbers side by side, with a note per
 // gap.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -631,6 +632,12 @@ std::string render_report(const json& results) {
       results.contains("machine") ? " --config " + results["machine"].value("config", "?")
                                   : std::string(),
       results.value("wall_seconds", 0.0));
+  if (const json per = results.value("section_seconds", json::object()); !per.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [section, seconds] : per.items())
+      parts.push_back(fmt::format("{} {:.0f} s", section, seconds.get<double>()));
+    md += "Wall time per section: " + fmt::format("{}", fmt::join(parts, ", ")) + ".\n\n";
+  }
   md += "## Headline\n\n" + render_headline(results) + "\n" + native_state(results);
   md +=
       "Paper (LP, ISCA 2018): LP native time +0.8–2.1% (Table VII); tmm NVM writes LP 1.003x, "

@@ -1,4 +1,5 @@
-// The report's native cells: intervals shown, unresolved marked, never a bare point estimate.
+// The report's native cells: intervals shown, unresolved marked, never a bare point estimate;
+// the statistic and the time per section named.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -77,6 +78,20 @@ TEST(ReportNative, MissingIntervalPrintsNoNumber) {
   const auto md = render_headline(results_with(json::array({block})));
   EXPECT_NE(md.find("unresolved: no interval"), std::string::npos) << md;
   EXPECT_EQ(md.find("+20"), std::string::npos) << md;
+}
+
+// The ratio's definition follows the statistic the results name, and the wall time per section
+// (where make run's minutes went) is stated when recorded.
+TEST(ReportNative, NamesTheStatisticAndTheTimePerSection) {
+  json block = native_block("tmm", 1.004, 0.998, 1.010, true);
+  json r = results_with(json::array({block}));
+  EXPECT_NE(render_report(r).find("20%-trimmed mean"), std::string::npos);
+  EXPECT_EQ(render_report(r).find("Wall time per section"), std::string::npos);
+  r["native"][0]["schemes"][1]["statistic"] = "floor";
+  r["section_seconds"] = {{"native", 211.4}, {"sim", 95.6}};
+  const auto md = render_report(r);
+  EXPECT_NE(md.find("10th-percentile repetition time over base's"), std::string::npos) << md;
+  EXPECT_NE(md.find("Wall time per section: native 211 s, sim 96 s."), std::string::npos) << md;
 }
 
 TEST(ReportNative, InstructionCountsSkippedWithANote) {
