@@ -510,6 +510,7 @@ json run_eval(const EvalOptions& opt) {
   for (const char* section : {"native", "instructions", "sim", "crash", "barriers", "seed002",
                               "preflush", "gemm", "checksum", "sensitivity"})
     results[section] = json::array();
+  results["section_seconds"] = json::object();
   const auto t0 = std::chrono::steady_clock::now();
   double done = 0;
   bool interrupted = false;
