@@ -28,29 +28,42 @@ inline void check_run_seconds(std::span<const double> base, std::span<const doub
         throw std::invalid_argument(fmt::format("run time {} is not a positive finite number", t));
 }
 
-// P(Binomial(n, q) <= k), summed in log space (n can be large, q^n underflows).
-inline double binomial_cdf(std::size_t k, std::size_t n, double q) {
+// P(Binomial(n, q) = i) for i = 0..n, each from log space (q^n underflows for large n).
+inline std::vector<double> binomial_pmf(std::size_t n, double q) {
   const double dn = static_cast<double>(n);
-  double sum = 0;
-  for (std::size_t i = 0; i <= k && i <= n; ++i) {
+  std::vector<double> pmf(n + 1);
+  for (std::size_t i = 0; i <= n; ++i) {
     const double di = static_cast<double>(i);
-    sum += std::exp(std::lgamma(dn + 1) - std::lgamma(di + 1) - std::lgamma(dn - di + 1) +
-                    di * std::log(q) + (dn - di) * std::log1p(-q));
+    pmf[i] = std::exp(std::lgamma(dn + 1) - std::lgamma(di + 1) - std::lgamma(dn - di + 1) +
+                      di * std::log(q) + (dn - di) * std::log1p(-q));
   }
+  return pmf;
+}
+
+// P(Binomial(n, q) <= k).
+inline double binomial_cdf(std::size_t k, std::size_t n, double q) {
+  const std::vector<double> pmf = binomial_pmf(n, q);
+  double sum = 0;
+  for (std::size_t i = 0; i <= k && i <= n; ++i) sum += pmf[i];
   return std::min(sum, 1.0);
 }
 
 // 1-based ranks (l, u) of the distribution-free interval [X_(l), X_(u)] for the q-quantile of n
 // independent draws: P(X_(l) > quantile) = P(Bin(n, q) < l) <= tail and P(X_(u) < quantile) =
-// P(Bin(n, q) >= u) <= tail (the classical order-statistic interval; Hahn & Meeker,
-// "Statistical Intervals", ch. 5). nullopt when n is too small for any l >= 1.
+// P(Bin(n, q) >= u) <= tail, l as large and u as small as that allows (the classical
+// order-statistic interval; Hahn & Meeker, "Statistical Intervals", ch. 5). nullopt when n is
+// too small for any l >= 1. O(n): both tails are accumulated once from the ends.
 inline std::optional<std::pair<std::size_t, std::size_t>> quantile_ranks(std::size_t n, double q,
                                                                          double tail) {
-  if (n == 0 || binomial_cdf(0, n, q) > tail) return std::nullopt;
-  std::size_t l = 1;
-  while (l + 1 <= n && binomial_cdf(l, n, q) <= tail) ++l;  // P(Bin <= l) = P(Bin < l + 1)
-  std::size_t u = n;
-  while (u > l + 1 && 1 - binomial_cdf(u - 2, n, q) <= tail) --u;  // P(Bin >= u - 1) <= tail
+  if (n == 0) return std::nullopt;
+  const std::vector<double> pmf = binomial_pmf(n, q);
+  std::size_t l = 0;  // P(Bin < l) = sum of pmf[0 .. l - 1]
+  double below = 0;
+  while (l < n && below + pmf[l] <= tail) below += pmf[l++];
+  if (l == 0) return std::nullopt;
+  std::size_t u = n;  // P(Bin >= u) = sum of pmf[u .. n]
+  double above = pmf[n];
+  while (u > l + 1 && above + pmf[u - 1] <= tail) above += pmf[--u];
   return std::pair{l, u};
 }
 
