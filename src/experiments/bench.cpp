@@ -537,8 +537,9 @@ std::string to_markdown(const BenchResult& r) {
     const auto& ratio = floor ? p.trimmed_ratio : p.floor_ratio;
     const auto& ci = floor ? p.trimmed_ci95 : p.floor_ci95;
     if (!ratio || !ci) return "";
-    return fmt::format("{:+.1f}% [{:+.1f}%, {:+.1f}%]", 100 * (*ratio - 1), 100 * (ci->low - 1),
-                       100 * (ci->high - 1));
+    using experiments::detail::percent;  // the interval's own rounding, never "-0.0%"
+    return fmt::format("{} [{}, {}]", percent(*ratio - 1, 1), percent(ci->low - 1, 1),
+                       percent(ci->high - 1, 1));
   };
   for (const auto& s : r.schemes) {
     if (!s.paired) {

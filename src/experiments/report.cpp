@@ -78,8 +78,8 @@ std::string ratio_definition(const json& res) {
         if (s.value("statistic", "") == "floor")
           return "Ratio = the scheme's 10th-percentile repetition time over base's (the floor "
                  "statistic: disturbances on a shared host only add time; results.json has the "
-                 "trimmed mean of the per-pair ratios beside it), with a 95% bootstrap interval "
-                 "over the pairs";
+                 "trimmed mean of the per-pair ratios beside it), with a distribution-free 95% "
+                 "interval from the order statistics of each side's times";
   return "Ratio = exp of the 20%-trimmed mean of per-pair log ratios, with a 95% bootstrap "
          "interval";
 }

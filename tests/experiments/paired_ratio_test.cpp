@@ -296,6 +296,14 @@ TEST(PairedRatioFloor, NeedsItsOwnMinimumOfPairs) {
   EXPECT_DOUBLE_EQ(*r.floor_ratio, r.ratio);
 }
 
+// P(Binomial(n, q) <= k), from the same probabilities quantile_ranks sums.
+double binomial_cdf(std::size_t k, std::size_t n, double q) {
+  const std::vector<double> pmf = detail::binomial_pmf(n, q);
+  double sum = 0;
+  for (std::size_t i = 0; i <= k && i <= n; ++i) sum += pmf[i];
+  return std::min(sum, 1.0);
+}
+
 // The order-statistic ranks: each tail's exact binomial probability within `tail`, and the
 // interval covering the true quantile of iid draws at least 1 - 2 tail of the time.
 TEST(EstimateFloorRatio, QuantileRanksHaveTheirBinomialCoverage) {
@@ -304,12 +312,25 @@ TEST(EstimateFloorRatio, QuantileRanksHaveTheirBinomialCoverage) {
     ASSERT_TRUE(ranks.has_value()) << n;
     const auto [l, u] = *ranks;
     EXPECT_LT(l, u);
-    EXPECT_LE(detail::binomial_cdf(l - 1, n, 0.1), 0.0125) << n;      // P(X_(l) above)
-    EXPECT_GT(detail::binomial_cdf(l, n, 0.1), 0.0125) << n;          // l is the largest such
-    EXPECT_LE(1 - detail::binomial_cdf(u - 1, n, 0.1), 0.0125) << n;  // P(X_(u) below)
-    EXPECT_GT(1 - detail::binomial_cdf(u - 2, n, 0.1), 0.0125) << n;  // u is the smallest
+    EXPECT_LE(binomial_cdf(l - 1, n, 0.1), 0.0125) << n;      // P(X_(l) above)
+    EXPECT_GT(binomial_cdf(l, n, 0.1), 0.0125) << n;          // l is the largest such
+    EXPECT_LE(1 - binomial_cdf(u - 1, n, 0.1), 0.0125) << n;  // P(X_(u) below)
+    EXPECT_GT(1 - binomial_cdf(u - 2, n, 0.1), 0.0125) << n;  // u is the smallest
   }
   EXPECT_FALSE(detail::quantile_ranks(41, 0.1, 0.0125).has_value());
+  // The closed form of the fewest pairs agrees with the ranks' own test, for other quantiles and
+  // confidences too.
+  for (const double q : {0.05, 0.1, 0.2, 0.5})
+    for (const double confidence : {0.9, 0.95, 0.99}) {
+      RatioEstimatorOptions o;
+      o.floor_quantile = q;
+      o.confidence = confidence;
+      const std::size_t n = fewest_pairs_for_floor(o);
+      const double tail = (1 - confidence) / 4;
+      EXPECT_TRUE(detail::quantile_ranks(n, q, tail).has_value()) << q << " " << confidence;
+      EXPECT_FALSE(n > 1 && detail::quantile_ranks(n - 1, q, tail).has_value())
+          << q << " " << confidence;
+    }
   // Monte Carlo: uniform draws, true 10th percentile 0.1.
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> uniform(0, 1);

@@ -40,14 +40,6 @@ inline std::vector<double> binomial_pmf(std::size_t n, double q) {
   return pmf;
 }
 
-// P(Binomial(n, q) <= k).
-inline double binomial_cdf(std::size_t k, std::size_t n, double q) {
-  const std::vector<double> pmf = binomial_pmf(n, q);
-  double sum = 0;
-  for (std::size_t i = 0; i <= k && i <= n; ++i) sum += pmf[i];
-  return std::min(sum, 1.0);
-}
-
 // 1-based ranks (l, u) of the distribution-free interval [X_(l), X_(u)] for the q-quantile of n
 // independent draws: P(X_(l) > quantile) = P(Bin(n, q) < l) <= tail and P(X_(u) < quantile) =
 // P(Bin(n, q) >= u) <= tail, l as large and u as small as that allows (the classical
@@ -77,10 +69,17 @@ inline double floor_tail(double confidence) {
 
 // Fewest pairs for which the floor statistic has an interval at all: 0.9^n <= (1 - 0.95) / 4
 // gives 42 for the 10th percentile.
+// quantile_ranks has an l >= 1 exactly when P(Bin(n, q) = 0) = (1 - q)^n <= tail, so the answer
+// is ceil(log tail / log(1 - q)), settled against that same test (called after every pair).
 inline std::size_t fewest_pairs_for_floor(const RatioEstimatorOptions& options = {}) {
-  std::size_t n = 1;
-  while (!detail::quantile_ranks(n, options.floor_quantile, detail::floor_tail(options.confidence)))
-    ++n;
+  const double tail = detail::floor_tail(options.confidence);
+  const double log_keep = std::log1p(-options.floor_quantile);
+  const auto none_below = [&](std::size_t n) {
+    return std::exp(static_cast<double>(n) * log_keep) <= tail;
+  };
+  auto n = static_cast<std::size_t>(std::max(1.0, std::ceil(std::log(tail) / log_keep)));
+  while (!none_below(n)) ++n;
+  while (n > 1 && none_below(n - 1)) --n;
   return n;
 }
 
