@@ -4,8 +4,11 @@
 
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "build_info.hpp"
@@ -24,6 +27,7 @@ struct EvalArgs {
   std::string out = "results";
   std::uint64_t seed = 1;
   std::optional<std::string> config;  // --config: preset name or machine file
+  std::vector<std::string> sections;  // --sections: empty = all
 };
 
 int do_eval(const EvalArgs& a) {
@@ -32,6 +36,7 @@ int do_eval(const EvalArgs& a) {
   opt.out_dir = a.out;
   opt.seed = a.seed;
   opt.meta = build_meta();
+  opt.sections = a.sections;
   if (a.config) {
     // Loaded before anything runs: a bad file is a usage error (exit 2) naming file and key.
     opt.machine = is_machine_file(*a.config) ? sim::load_machine_file(*a.config)
@@ -98,6 +103,14 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                   "instead of the papers' lp-isca18 and pact17: a preset name or a machine file "
                   "(as `pmlab sim --config`; crash campaigns keep their small caches on top of "
                   "it; the seed-specific studies keep their papers' machines; docs/cli.md)");
+  cmd->add_option("--sections", a->sections,
+                  fmt::format("Run only these sections, comma-separated (known: {}). The other "
+                              "sections are carried over from DIR/results.json when it holds an "
+                              "evaluation of the same mode, seed and --config, and the report "
+                              "names each one's origin, so `--full` (hours) can be run a few "
+                              "sections at a time into one --out directory",
+                              fmt::join(experiments::eval_sections(), ", ")))
+      ->delimiter(',');
   cmd->add_flag("--json", a->json, "Print the results document as JSON");
   cmd->add_flag("--quiet", a->quiet,
                 "No progress bar, and no step lines when stderr is not a terminal");

@@ -12,6 +12,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "pmlab/core/error.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
@@ -495,8 +496,53 @@ std::vector<std::string> failed_checks(const json& results) {
   return failed;
 }
 
+const std::vector<std::string>& eval_sections() {
+  static const std::vector<std::string> names{"native",   "instructions", "sim",  "crash",
+                                              "barriers", "seed002",      "preflush", "gemm",
+                                              "checksum", "sensitivity"};
+  return names;
+}
+
+namespace {
+
+// The sections `opt` asks for, checked before anything runs: all of them when none is named.
+std::vector<std::string> chosen_sections(const EvalOptions& opt) {
+  const auto& known = eval_sections();
+  if (opt.sections.empty()) return known;
+  for (const auto& s : opt.sections)
+    if (std::find(known.begin(), known.end(), s) == known.end())
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("unknown eval section '{}' (known: {})", s, fmt::join(known, ", ")));
+  return opt.sections;
+}
+
+// The earlier results in `dir` whose sections a partial run may carry over: same mode, seed and
+// machine, or null (none, unreadable, or of another evaluation: then nothing is carried, since a
+// report mixing two modes or machines would compare figures that are not comparable).
+json earlier_results(const fs::path& dir, const json& now) {
+  std::ifstream in(dir / "results.json");
+  if (!in) return nullptr;
+  json e = json::parse(in, nullptr, false);
+  const auto config = [](const json& r) {
+    return r.contains("machine") ? r["machine"].value("config", "") : std::string();
+  };
+  if (e.is_discarded() || !e.is_object() || e.value("mode", "") != now.value("mode", "") ||
+      e.value("seed", std::uint64_t{0}) != now.value("seed", std::uint64_t{0}) ||
+      config(e) != config(now))
+    return nullptr;
+  return e;
+}
+
+}  // namespace
+
 json run_eval(const EvalOptions& opt) {
-  const auto steps = plan(opt);
+  const std::vector<std::string> chosen = chosen_sections(opt);
+  const auto is_chosen = [&](const std::string& s) {
+    return std::find(chosen.begin(), chosen.end(), s) != chosen.end();
+  };
+  std::vector<Step> steps;
+  for (auto& s : plan(opt))
+    if (is_chosen(s.section)) steps.push_back(std::move(s));
   double total = 0;
   for (const auto& s : steps) total += s.weight;
   json results{{"pmlab_version", PMLAB_VERSION},
@@ -507,10 +553,27 @@ json run_eval(const EvalOptions& opt) {
   // The machine of the kernel studies when --config replaced the papers' presets.
   if (opt.machine)
     results["machine"] = {{"config", opt.machine_name}, {"params", sim::to_json(*opt.machine)}};
-  for (const char* section : {"native", "instructions", "sim", "crash", "barriers", "seed002",
-                              "preflush", "gemm", "checksum", "sensitivity"})
-    results[section] = json::array();
+  for (const auto& section : eval_sections()) results[section] = json::array();
   results["section_seconds"] = json::object();
+  results["sections_run"] = chosen;
+  if (chosen.size() < eval_sections().size()) {
+    // A partial run: the other sections come from this directory's last results, if any.
+    const json earlier = earlier_results(opt.out_dir, results);
+    results["carried_over"] = json::object();
+    if (!earlier.is_null())
+      for (const auto& section : eval_sections()) {
+        if (is_chosen(section) || !earlier.contains(section) || !earlier[section].is_array() ||
+            earlier[section].empty())
+          continue;
+        results[section] = earlier[section];
+        // Where it came from: the earlier run's own origin if it too was carried over.
+        json origin = earlier.value("carried_over", json::object()).value(section, json());
+        if (origin.is_null()) origin = earlier.value("meta", json::object());
+        results["carried_over"][section] = origin;
+        if (earlier.contains("section_seconds") && earlier["section_seconds"].contains(section))
+          results["section_seconds"][section] = earlier["section_seconds"][section];
+      }
+  }
   const auto t0 = std::chrono::steady_clock::now();
   double done = 0;
   bool interrupted = false;

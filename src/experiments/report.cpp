@@ -608,11 +608,50 @@ std::string render_headline(const json& results) {
     auto it = m.find(k);
     return it == m.end() ? std::string("–") : it->second;
   };
+  // A run of other sections only (`pmlab eval --sections`): no empty table.
+  if (kernels.empty()) return "No headline: its sections (native, sim, crash) were not run.\n";
   for (auto& [k, unused] : kernels)
     md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", k, get(lp_native, k), get(lp_writes, k),
                       get(ep_writes, k), get(wal_writes, k), get(crash, k));
   return md;
 }
+
+namespace {
+
+// Whether `section` has results to show: run now or carried over by `pmlab eval --sections`
+// (results without "sections_run" come from a run of every section).
+bool section_present(const json& results, const std::string& section) {
+  if (!results.contains("sections_run")) return true;
+  for (const auto& s : results["sections_run"])
+    if (s == section) return true;
+  return results.value("carried_over", json::object()).contains(section);
+}
+
+// `pmlab eval --sections`: which sections this report holds, and from which run.
+std::string sections_note(const json& results) {
+  if (!results.contains("sections_run") ||
+      results["sections_run"].size() == eval_sections().size())
+    return "";
+  std::vector<std::string> run, carried, missing;
+  for (const auto& s : eval_sections()) {
+    const json origin = results.value("carried_over", json::object()).value(s, json());
+    if (!origin.is_null())
+      carried.push_back(fmt::format("{} ({}, revision {})", s, origin.value("date", "?"),
+                                    origin.value("git_revision", "?")));
+    else if (section_present(results, s))
+      run.push_back(s);
+    else
+      missing.push_back(s);
+  }
+  std::string md = fmt::format("Sections run now: {}.", fmt::join(run, ", "));
+  if (!carried.empty())
+    md += fmt::format(" Carried over from earlier runs into this directory: {}.",
+                      fmt::join(carried, "; "));
+  if (!missing.empty()) md += fmt::format(" Not run: {}.", fmt::join(missing, ", "));
+  return md + "\n\n";
+}
+
+}  // namespace
 
 std::string render_report(const json& results) {
   std::string md = fmt::format("# pmlab evaluation ({} mode, pmlab {})\n\n",
@@ -626,12 +665,18 @@ std::string render_report(const json& results) {
     for (const auto& f : failed) md += "- " + f.get<std::string>() + "\n";
     md += "\n";
   }
+  std::string sections;
+  if (results.contains("sections_run") &&
+      results["sections_run"].size() < eval_sections().size())
+    sections = fmt::format(" --sections {}",
+                           fmt::join(results["sections_run"].get<std::vector<std::string>>(), ","));
   md += fmt::format(
-      "Reproduce: `pmlab eval --{} --seed {}{}` ({:.0f} s here). Raw data: results.json.\n\n",
+      "Reproduce: `pmlab eval --{} --seed {}{}{}` ({:.0f} s here). Raw data: results.json.\n\n",
       results.value("mode", "quick"), results.value("seed", 1),
       results.contains("machine") ? " --config " + results["machine"].value("config", "?")
                                   : std::string(),
-      results.value("wall_seconds", 0.0));
+      sections, results.value("wall_seconds", 0.0));
+  md += sections_note(results);
   if (const json per = results.value("section_seconds", json::object()); !per.empty()) {
     std::vector<std::string> parts;
     for (const auto& [section, seconds] : per.items())
@@ -644,22 +689,26 @@ std::string render_report(const json& results) {
       "EagerRecompute 1.36x, WAL 3.83x (Fig. 10).\n\n";
   for (const auto& f : results.value("figures", json::array()))
     md += fmt::format("![{}]({})\n\n", f.get<std::string>(), f.get<std::string>());
-  md += table7_section(results.value("native", json::array()));
-  md += native_section(results.value("native", json::array()));
-  {
+  const auto has = [&](const char* section) { return section_present(results, section); };
+  if (has("native")) {
+    md += table7_section(results.value("native", json::array()));
+    md += native_section(results.value("native", json::array()));
+  }
+  if (has("instructions")) {
     const json ic = results.value("instructions", json::array());
     if (ic.is_array() && !ic.empty()) md += instructions_section(ic[0]);
   }
-  md += sim_section(results.value("sim", json::array()));
-  md += crash_section(results.value("crash", json::array()));
-  md += barrier_section(results.value("barriers", json::array()));
-  md += seed002_section(results.value("seed002", json::array()));
-  md += preflush_section(results.value("preflush", json::array()));
-  md += gemm_section(results.value("gemm", json::array()));
-  md += checksum_section(results.value("checksum", json::array()));
-  md += sensitivity_section(
-      results.value("sensitivity", json::array()),
-      results.contains("machine") ? results["machine"].value("config", "?") : "lp-isca18");
+  if (has("sim")) md += sim_section(results.value("sim", json::array()));
+  if (has("crash")) md += crash_section(results.value("crash", json::array()));
+  if (has("barriers")) md += barrier_section(results.value("barriers", json::array()));
+  if (has("seed002")) md += seed002_section(results.value("seed002", json::array()));
+  if (has("preflush")) md += preflush_section(results.value("preflush", json::array()));
+  if (has("gemm")) md += gemm_section(results.value("gemm", json::array()));
+  if (has("checksum")) md += checksum_section(results.value("checksum", json::array()));
+  if (has("sensitivity"))
+    md += sensitivity_section(
+        results.value("sensitivity", json::array()),
+        results.contains("machine") ? results["machine"].value("config", "?") : "lp-isca18");
   return md;
 }
 

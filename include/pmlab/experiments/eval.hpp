@@ -24,6 +24,12 @@ struct EvalOptions {
   // in results.json and the report. Empty: the presets.
   std::optional<sim::SimParams> machine;
   std::string machine_name;
+  // `pmlab eval --sections`: run only these sections (names from eval_sections()); empty: all.
+  // A full evaluation takes hours, so it can be run a few sections at a time into one DIR: the
+  // sections not run now are carried over from DIR/results.json when that file is of the same
+  // mode, seed and machine (each marked in results["carried_over"] with its run's date and
+  // revision, and named so in the report).
+  std::vector<std::string> sections;
   // Put into results.json as "meta" (version, git revision, compiler, CPU, date: the CLI's).
   nlohmann::json meta;
   // Called with (fraction done, seconds left estimate, what is running now).
@@ -33,8 +39,12 @@ struct EvalOptions {
   const std::atomic<bool>* stop = nullptr;
 };
 
-// Runs every section, writes DIR/results.json, DIR/report.md and DIR/*.png (when matplotlib is
-// available), and returns the results document.
+// The evaluation's sections, in the order they run.
+[[nodiscard]] const std::vector<std::string>& eval_sections();
+
+// Runs every section (or EvalOptions::sections), writes DIR/results.json, DIR/report.md and DIR/*.png (when matplotlib is
+// available), and returns the results document. Throws kInvalidArgument for an unknown
+// section name, before anything runs.
 nlohmann::json run_eval(const EvalOptions& opt);
 
 // Every verification in a results document that failed: a native scheme whose result was not

@@ -1,0 +1,137 @@
+// `pmlab eval --sections`: only the named sections run, unknown names are refused before
+// anything runs, and a partial run carries the other sections over from an earlier run of the
+// same evaluation in its directory (and only then).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../support/process.hpp"
+#include "pmlab/core/error.hpp"
+#include "pmlab/experiments/eval.hpp"
+
+namespace pmlab::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() /
+                  ("pmlab-eval-sections-" + std::to_string(::getpid()) + "-" +
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// An earlier evaluation's results.json holding one (made-up) checksum section.
+void write_earlier(const fs::path& dir, std::uint64_t seed) {
+  const json earlier{{"mode", "quick"},
+                     {"seed", seed},
+                     {"complete", true},
+                     {"meta", {{"date", "2026-01-02T03:04:05Z"}, {"git_revision", "abc1234"}}},
+                     {"checksum", json::array({{{"label", "checksum from before"}}})},
+                     {"section_seconds", {{"checksum", 12.5}}}};
+  std::ofstream(dir / "results.json") << earlier.dump();
+}
+
+TEST(EvalSections, UnknownNamesAreRefusedBeforeAnythingRuns) {
+  TempDir dir;
+  experiments::EvalOptions opt;
+  opt.out_dir = (dir.path / "out").string();
+  opt.sections = {"barriers", "nope"};
+  try {
+    (void)experiments::run_eval(opt);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("unknown eval section 'nope' (known: native,"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "out"));
+  // The CLI: usage error, exit 2, the message on stderr.
+  const auto r = run_process(
+      {PMLAB_BINARY, "eval", "--sections", "sim,bogus", "--out", (dir.path / "cli").string()},
+      (dir.path / "log").string(), std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown eval section 'bogus'"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path / "cli"));
+}
+
+TEST(EvalSections, RunsOnlyTheNamedOnesAndCarriesTheOthersOver) {
+  TempDir dir;
+  write_earlier(dir.path, 1);
+  experiments::EvalOptions opt;
+  opt.out_dir = dir.path.string();
+  opt.seed = 1;
+  opt.sections = {"barriers"};
+  const json r = experiments::run_eval(opt);
+  EXPECT_TRUE(r["complete"].get<bool>());
+  EXPECT_EQ(r["sections_run"], json::array({"barriers"}));
+  EXPECT_FALSE(r["barriers"].empty());
+  for (const char* s : {"native", "sim", "crash", "gemm", "sensitivity"})
+    EXPECT_TRUE(r[s].empty()) << s;
+  // Carried over, with its origin and time.
+  ASSERT_EQ(r["checksum"].size(), 1u);
+  EXPECT_EQ(r["checksum"][0]["label"], "checksum from before");
+  EXPECT_EQ(r["carried_over"]["checksum"]["git_revision"], "abc1234");
+  EXPECT_EQ(r["section_seconds"]["checksum"].get<double>(), 12.5);
+  EXPECT_TRUE(r["section_seconds"].contains("barriers"));
+  const std::string report = read(dir.path / "report.md");
+  EXPECT_NE(report.find("--sections barriers"), std::string::npos) << report;
+  EXPECT_NE(report.find("Sections run now: barriers."), std::string::npos) << report;
+  EXPECT_NE(report.find("Carried over from earlier runs into this directory: checksum "
+                        "(2026-01-02T03:04:05Z, revision abc1234)."),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("Not run: native,"), std::string::npos) << report;
+  EXPECT_EQ(report.find("## Native execution time"), std::string::npos) << report;
+  EXPECT_EQ(report.find("## Simulated cycles"), std::string::npos) << report;
+  EXPECT_NE(report.find("## Checksum accuracy"), std::string::npos) << report;
+  EXPECT_NE(report.find("No headline: its sections (native, sim, crash) were not run."),
+            std::string::npos)
+      << report;
+
+  // Run again into the same directory: what was carried keeps its first origin, and the
+  // barriers just written are carried too when another section runs.
+  opt.sections = {"barriers"};
+  const json again = experiments::run_eval(opt);
+  EXPECT_EQ(again["carried_over"]["checksum"]["git_revision"], "abc1234");
+  EXPECT_EQ(again["checksum"], r["checksum"]);
+}
+
+TEST(EvalSections, NothingIsCarriedFromAnotherEvaluation) {
+  TempDir dir;
+  write_earlier(dir.path, 7);  // another seed: its figures are not this evaluation's
+  experiments::EvalOptions opt;
+  opt.out_dir = dir.path.string();
+  opt.seed = 1;
+  opt.sections = {"barriers"};
+  const json r = experiments::run_eval(opt);
+  EXPECT_TRUE(r["checksum"].empty());
+  EXPECT_TRUE(r["carried_over"].empty());
+  const std::string report = read(dir.path / "report.md");
+  EXPECT_EQ(report.find("Carried over"), std::string::npos) << report;
+  EXPECT_NE(report.find("Not run: native, instructions, sim, crash, seed002, preflush, gemm, "
+                        "checksum, sensitivity."),
+            std::string::npos)
+      << report;
+}
+
+}  // namespace
+}  // namespace pmlab::testing
