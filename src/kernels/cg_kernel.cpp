@@ -32,6 +32,7 @@ cgk::Operands shape_of(const pool::RunParams& p) {
   op.w = entries_of(p);
   op.bs = p.bs;
   cgk::set_shape(op, iterations_of(p));
+  op.lp_anchor = p.kernel_param("lp-anchor", kDefaultLpAnchor);
   return op;
 }
 
@@ -53,7 +54,7 @@ struct Cg {
                      "narrowed to the largest odd count <= n for n < 7)",
              .min = 1,
              .max = 1u << 10},
-            iterations_param()};
+            iterations_param(), lp_anchor_param()};
   }
   static void validate(const pool::RunParams& p) {
     require_sizes(kName, p, 1u << 24);

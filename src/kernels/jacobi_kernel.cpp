@@ -30,6 +30,7 @@ jk::Operands shape_of(const pool::RunParams& p) {
   op.mg_like = p.kernel_param("mg-like", 0) != 0;
   op.seed = p.seed;
   jk::set_shape(op, iterations_of(p));
+  op.lp_anchor = p.kernel_param("lp-anchor", kDefaultLpAnchor);
   return op;
 }
 
@@ -47,6 +48,7 @@ struct Jacobi {
 
   static std::vector<KernelParamSpec> params() {
     return {iterations_param(),
+            lp_anchor_param(),
             {.name = "mg-like",
              .help = "NAS MG's shape: the update covers the interior, then a second loop scales "
                      "the whole grid (non-uniform: ipv falls back to a non-temporal copy)",

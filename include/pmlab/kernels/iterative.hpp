@@ -75,10 +75,13 @@ struct State {
     const std::size_t rpv = regions_per_vector();
     return (k / rpv) * vector_elements + std::min(vector_elements, (k % rpv + 1) * region_elements);
   }
-  // LP: two banks of slots, one per iteration parity (cleared durably before reuse).
-  [[nodiscard]] std::size_t table_slots() const { return 2 * regions(); }
+  // LP: a durable anchor every `lp_anchor` (K) iterations, over K + 2 state buffers in rotation
+  // and K + 2 banks of checksum slots (one bank per buffer; see "Lazy Persistency" below).
+  std::size_t lp_anchor = 1;
+  [[nodiscard]] std::size_t lp_buffers() const { return lp_anchor + 2; }
+  [[nodiscard]] std::size_t table_slots() const { return lp_buffers() * regions(); }
   [[nodiscard]] std::size_t slot(std::size_t t, std::size_t k) const {
-    return (t % 2) * regions() + k;
+    return (t % lp_buffers()) * regions() + k;
   }
   [[nodiscard]] std::size_t state_bytes() const { return elements * sizeof(double); }
 };
@@ -253,15 +256,29 @@ template <mem::Backend B, class Op>
 
 // --- Lazy Persistency ------------------------------------------------------------------------
 //
-// Out of place over three state buffers in rotation (docs/protect-your-own-loop.md, rule 3):
-// iteration t reads buffer t % 3 and writes (t + 1) % 3, which held iteration t - 3's output.
-// Each region (one piece of the state) gets a checksum of what the iteration stored there, in
-// slot bank t % 2, with plain stores. At iteration t's start, iteration t - 2's output (t's
-// overwritten input's successor) is made durable, bank t % 2 is cleared durably, and only then
-// `durable = t - 1` is recorded (rule 2: stale checksums never validate).
+// Out of place over B = K + 2 state buffers in rotation (K = State::lp_anchor;
+// docs/protect-your-own-loop.md, rule 3): iteration t reads buffer t % B and writes (t + 1) % B,
+// which held iteration t + 1 - B's output. Each region (one piece of the state) gets a checksum
+// of what the iteration stored there, in slot bank t % B, with plain stores; bank t % B is
+// cleared durably at iteration t's start, before t writes anything. Every K iterations (t - 1 a
+// multiple of K) iteration t - 2's output is made durable and only then `durable = t - 1` is
+// recorded: the anchor. Between anchors nothing is flushed, so the state's write-backs to memory
+// are those of one iteration in K (K = 1: every iteration, the design before session 19).
+//
+// Why B = K + 2 suffices: `durable = d` is recorded at iteration d + 1's start, and the next
+// anchor at iteration d + K + 1's start precedes that iteration's writes, so while durable = d
+// at most iterations d .. d + K have written; the first to overwrite buffer d % B (iteration
+// d - 1's durable output, the restart point) would be d - 1 + B = d + K + 1.
+// Why B banks: recovery validates iterations d .. d + K in order (recover_lp). A bank is
+// reused B iterations later, so within that window a bank holds its own iteration's slots,
+// cleared ones, or, if that iteration never started, those of iteration t - B; the buffer it
+// is checked against then holds iteration t + 1 - B's output. Those match only if two
+// consecutive iterations left the state unchanged, i.e. a fixed point of an iteration that does
+// not depend on t (cg at exact convergence; jacobi stores t in its state, so never), and then
+// the buffer holds iteration t's output too.
 
 struct LpState {
-  std::array<double*, 3> buf{};      // buf[0] is the kernel's state array
+  std::vector<double*> buf;          // the State::lp_buffers() buffers; buf[0] is the kernel's
   std::uint64_t* durable = nullptr;  // iterations [0, *durable) are durable
   lp::ChecksumSlot* slots = nullptr;
 };
@@ -273,11 +290,16 @@ template <class Op>
 
 template <mem::Backend B, class Op>
 void lp_boundary(B& be, const Op& op, const LpState& st, std::size_t t) {
-  if (t >= 2) be.persist(st.buf[(t - 1) % 3], op.state_bytes());
+  const std::size_t nb = op.lp_buffers();
+  // An anchor moves `durable` forward only: a run resumed by recovery at an iteration at or
+  // before the durable one must not re-anchor an output it may since have overwritten.
+  const bool anchor =
+      t >= 2 && (t - 1) % op.lp_anchor == 0 && t - 1 > static_cast<std::size_t>(be.load(st.durable));
+  if (anchor) be.persist(st.buf[(t - 1) % nb], op.state_bytes());
   for (std::size_t k = 0; k < op.regions(); ++k)
     be.store(&st.slots[op.slot(t, k)].tag, std::uint64_t{0});
   be.persist(st.slots + op.slot(t, 0), op.regions() * sizeof(lp::ChecksumSlot));
-  if (t >= 2) {
+  if (anchor) {
     be.store(st.durable, std::uint64_t{t - 1});
     be.persist(st.durable, sizeof(std::uint64_t));
   }
@@ -312,7 +334,7 @@ void iterate_out_of_place(B& be, const Op& op, std::size_t t, const double* in, 
 // and copied (durably) into buffer 0 if it sits elsewhere; recovery redoes that copy.
 template <mem::Backend B, class Op>
 void lp_finish(B& be, const Op& op, const LpState& st) {
-  const std::size_t last = op.iterations % 3;
+  const std::size_t last = op.iterations % op.lp_buffers();
   if (be.load(st.durable) < op.iterations) {
     be.persist(st.buf[last], op.state_bytes());
     be.store(st.durable, static_cast<std::uint64_t>(op.iterations));
@@ -326,11 +348,12 @@ void lp_finish(B& be, const Op& op, const LpState& st) {
 template <lp::ChecksumKind CK, mem::Backend B, class Op>
 void run_lp(B& be, const Op& op, const LpState& st, std::size_t first) {
   const lp::ChecksumTable table = lp_table(op, st);
+  const std::size_t nb = op.lp_buffers();
   for (std::size_t t = first; t < op.iterations; ++t) {
     lp_boundary(be, op, st, t);
-    double* out = st.buf[(t + 1) % 3];
+    double* out = st.buf[(t + 1) % nb];
     RegionFolds<CK> folds(op.regions());
-    iterate_out_of_place(be, op, t, st.buf[t % 3], out, folds);
+    iterate_out_of_place(be, op, t, st.buf[t % nb], out, folds);
     be.parallel_for(0, op.regions(), [&](std::size_t k) {
       // A marked region (the simulator's commit corners), committed with plain stores.
       const mem::RegionId id{static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(k)};
@@ -343,15 +366,14 @@ void run_lp(B& be, const Op& op, const LpState& st, std::size_t first) {
   lp_finish(be, op, st);
 }
 
-// Iterations before d = *durable are durable, so at most iterations d and d + 1 ran (d + 2
-// records d + 1 first). Iteration d's input is durable and intact: its regions are validated
-// against bank d % 2; if any is torn or unwritten, iteration d is recomputed from its input
-// (its reductions span the whole state, so one torn region invalidates the others' scalars),
-// persisted, and its checksums committed durably. Then iteration d + 1: its bank was cleared
-// durably before `durable = d` was recorded, so a written slot there is d + 1's own; if every
-// region matches, d + 1 is complete (its input, d's output, was right in the caches when it ran)
-// and the run resumes at d + 2, else d + 1 is rerun in full (its regions are counted as
-// recomputed: the crash lost that work).
+// Iterations before d = *durable are durable, so at most iterations d .. d + K have written
+// (see "Why B = K + 2" above). They are validated in order, each against its own bank: an
+// iteration whose every region matches is complete in memory (its input, the previous output,
+// was right when it ran), so the next one can start from it. The run resumes at the first
+// iteration that does not validate (its input is either iteration d - 1's durable output or a
+// validated one), and run_lp redoes it and everything after; its regions are counted as
+// recomputed. A torn region anywhere invalidates the whole iteration, since its reductions span
+// the whole state. Recovery writes nothing, so a crash during it is a crash before it.
 template <lp::ChecksumKind CK, mem::Backend B, class Op>
 [[nodiscard]] std::size_t recover_lp(B& be, const Op& op, const LpState& st,
                                      lp::RecoveryStats& stats) {
@@ -361,9 +383,10 @@ template <lp::ChecksumKind CK, mem::Backend B, class Op>
     return op.iterations;
   }
   const lp::ChecksumTable table = lp_table(op, st);
+  const std::size_t nb = op.lp_buffers();
   // True if every region of iteration t's output matches its slot.
   const auto validate = [&](std::size_t t) {
-    const double* out = st.buf[(t + 1) % 3];
+    const double* out = st.buf[(t + 1) % nb];
     bool all = true;
     for (std::size_t k = 0; k < op.regions(); ++k) {
       ++stats.regions_validated;
@@ -382,18 +405,10 @@ template <lp::ChecksumKind CK, mem::Backend B, class Op>
     }
     return all;
   };
-  if (!validate(d)) {
-    double* out = st.buf[(d + 1) % 3];
-    iterate_out_of_place(be, op, d, st.buf[d % 3], out);
-    be.persist(out, op.state_bytes());
-    for (std::size_t k = 0; k < op.regions(); ++k)
-      table.commit_durable(be, op.slot(d, k), region_checksum<CK>(be, op, out, k));
-    stats.regions_recomputed += op.regions();
-  }
-  if (d + 1 >= op.iterations) return d + 1;
-  if (validate(d + 1)) return d + 2;
-  stats.regions_recomputed += op.regions();
-  return d + 1;
+  std::size_t t = d;
+  while (t < op.iterations && t <= d + op.lp_anchor && validate(t)) ++t;
+  if (t < op.iterations) stats.regions_recomputed += op.regions();
+  return t;
 }
 
 // --- EagerRecompute --------------------------------------------------------------------------

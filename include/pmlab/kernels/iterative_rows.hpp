@@ -17,20 +17,22 @@
 
 namespace pmlab::run {
 
-// The arrays these rows add (names spelled here only): LP's two extra state buffers and its
-// durable-iteration word, and in-place versioning's second version of the state.
-inline constexpr std::string_view kLpState1Array = "lp_s1";
-inline constexpr std::string_view kLpState2Array = "lp_s2";
+// The arrays these rows add (names spelled here only): LP's extra state buffers (lp_s1 ..
+// lp_s{K+1}) and its durable-iteration word, and in-place versioning's second version of the
+// state.
+[[nodiscard]] inline std::string lp_state_array(std::size_t i) { return fmt::format("lp_s{}", i); }
 inline constexpr std::string_view kLpDurableArray = "lp_durable";
 inline constexpr std::string_view kIpvState1Array = "ipv_s1";
 inline constexpr std::string_view kEpState1Array = "ep_s1";
 
 template <class Ctx>
 [[nodiscard]] kernels::iterative::LpState iterative_lp_of(const Ctx& c) {
-  return {{c.op.s, c.pool.template array<double>(kLpState1Array),
-           c.pool.template array<double>(kLpState2Array)},
-          c.pool.template array<std::uint64_t>(kLpDurableArray),
-          c.pool.template array<lp::ChecksumSlot>(lp::kTableArray)};
+  kernels::iterative::LpState st{{c.op.s},
+                                 c.pool.template array<std::uint64_t>(kLpDurableArray),
+                                 c.pool.template array<lp::ChecksumSlot>(lp::kTableArray)};
+  for (std::size_t i = 1; i < c.op.lp_buffers(); ++i)
+    st.buf.push_back(c.pool.template array<double>(lp_state_array(i)));
+  return st;
 }
 
 // Lazy Persistency: regions = bs rows of each state vector, one checksum slot per region and
@@ -42,10 +44,12 @@ constexpr auto iterative_lp_scheme() {
       .arrays =
           [](const pool::RunParams& p) {
             const auto op = ShapeOf(p);
-            return std::vector<pool::ArraySpec>{{kLpState1Array, op.state_bytes()},
-                                                {kLpState2Array, op.state_bytes()},
-                                                {kLpDurableArray, sizeof(std::uint64_t)},
-                                                scheme::lp_table_spec(op.table_slots())};
+            std::vector<pool::ArraySpec> arrays;
+            for (std::size_t i = 1; i < op.lp_buffers(); ++i)
+              arrays.push_back({lp_state_array(i), op.state_bytes()});
+            arrays.push_back({std::string(kLpDurableArray), sizeof(std::uint64_t)});
+            arrays.push_back(scheme::lp_table_spec(op.table_slots()));
+            return arrays;
           },
       .run =
           [](mem::Backend auto& be, const auto& c, std::size_t first) {
@@ -61,7 +65,9 @@ constexpr auto iterative_lp_scheme() {
                                                                        r.recovery);
         });
       },
-      .mutants = scheme::kLpMutants,
+      // Beside the validation, the iterative rows' LP has a persist to drop: the anchor's (and
+      // each bank's clear), without which `durable` would name an output not in memory.
+      .mutants = scheme::kLpMutants | mem::MutationSet{mem::Mutation::kNoFlush},
       .validate =
           [](std::string_view, const pool::RunParams& p) {
             (void)lp::checksum_of(p);  // a kind LP knows
@@ -201,6 +207,17 @@ inline std::vector<scheme::IpvObject> iterative_ipv_objects(
   if (op.elements > op.tail_begin())
     out.push_back({"scalars", op.tail_begin(), op.elements, D::kUniform});
   return out;
+}
+
+// LP's anchor period every iterative kernel declares (--lp-anchor K), stored in the pool.
+inline constexpr std::uint64_t kDefaultLpAnchor = 4;
+inline KernelParamSpec lp_anchor_param() {
+  return {.name = "lp-anchor",
+          .help = "lp: iterations between durable anchors, K (default 4): one state write-back "
+                  "per K iterations, K + 2 state buffers, at most K + 1 iterations redone after "
+                  "a crash (iterative.hpp, docs/lp-native-cost.md)",
+          .min = 1,
+          .max = 16};  // K + 1 buffers beside the kernel's own arrays, within pool::kMaxArrays
 }
 
 // The solver-iteration count every iterative kernel declares (--iters), stored in the pool.
