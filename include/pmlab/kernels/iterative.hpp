@@ -76,7 +76,7 @@ struct State {
     return (k / rpv) * vector_elements + std::min(vector_elements, (k % rpv + 1) * region_elements);
   }
   // LP: a durable anchor every `lp_anchor` (K) iterations, over K + 2 state buffers in rotation
-  // and K + 2 banks of checksum slots (one bank per buffer; see "Lazy Persistency" below).
+  // and K + 2 banks of checksum slots, stamped with their iteration (see "Lazy Persistency").
   std::size_t lp_anchor = 1;
   [[nodiscard]] std::size_t lp_buffers() const { return lp_anchor + 2; }
   [[nodiscard]] std::size_t table_slots() const { return lp_buffers() * regions(); }
@@ -259,23 +259,20 @@ template <mem::Backend B, class Op>
 // Out of place over B = K + 2 state buffers in rotation (K = State::lp_anchor;
 // docs/protect-your-own-loop.md, rule 3): iteration t reads buffer t % B and writes (t + 1) % B,
 // which held iteration t + 1 - B's output. Each region (one piece of the state) gets a checksum
-// of what the iteration stored there, in slot bank t % B, with plain stores; bank t % B is
-// cleared durably at iteration t's start, before t writes anything. Every K iterations (t - 1 a
-// multiple of K) iteration t - 2's output is made durable and only then `durable = t - 1` is
-// recorded: the anchor. Between anchors nothing is flushed, so the state's write-backs to memory
-// are those of one iteration in K (K = 1: every iteration, the design before session 19).
+// of what the iteration stored there, in slot bank t % B, with plain stores that also stamp the
+// slot with t (ChecksumTable's use): a slot left by an earlier iteration reads as unwritten, so
+// a bank is reused without a durable clear. Every K iterations (t - 1 a multiple of K) iteration
+// t - 2's output is made durable and only then `durable = t - 1` is recorded: the anchor.
+// Between anchors nothing is flushed, so the state's write-backs to memory are those of one
+// iteration in K, and the run's only fences are the anchors' (K = 1: every iteration, as the
+// design before session 19, which also cleared a bank durably at every iteration).
 //
 // Why B = K + 2 suffices: `durable = d` is recorded at iteration d + 1's start, and the next
 // anchor at iteration d + K + 1's start precedes that iteration's writes, so while durable = d
 // at most iterations d .. d + K have written; the first to overwrite buffer d % B (iteration
-// d - 1's durable output, the restart point) would be d - 1 + B = d + K + 1.
-// Why B banks: recovery validates iterations d .. d + K in order (recover_lp). A bank is
-// reused B iterations later, so within that window a bank holds its own iteration's slots,
-// cleared ones, or, if that iteration never started, those of iteration t - B; the buffer it
-// is checked against then holds iteration t + 1 - B's output. Those match only if two
-// consecutive iterations left the state unchanged, i.e. a fixed point of an iteration that does
-// not depend on t (cg at exact convergence; jacobi stores t in its state, so never), and then
-// the buffer holds iteration t's output too.
+// d - 1's durable output, the restart point) would be d - 1 + B = d + K + 1. Recovery
+// validates iterations d .. d + K in order (recover_lp), each against slots stamped with its
+// own t, so only that iteration's own checksums can validate it.
 
 struct LpState {
   std::vector<double*> buf;          // the State::lp_buffers() buffers; buf[0] is the kernel's
@@ -295,14 +292,10 @@ void lp_boundary(B& be, const Op& op, const LpState& st, std::size_t t) {
   // before the durable one must not re-anchor an output it may since have overwritten.
   const bool anchor =
       t >= 2 && (t - 1) % op.lp_anchor == 0 && t - 1 > static_cast<std::size_t>(be.load(st.durable));
-  if (anchor) be.persist(st.buf[(t - 1) % nb], op.state_bytes());
-  for (std::size_t k = 0; k < op.regions(); ++k)
-    be.store(&st.slots[op.slot(t, k)].tag, std::uint64_t{0});
-  be.persist(st.slots + op.slot(t, 0), op.regions() * sizeof(lp::ChecksumSlot));
-  if (anchor) {
-    be.store(st.durable, std::uint64_t{t - 1});
-    be.persist(st.durable, sizeof(std::uint64_t));
-  }
+  if (!anchor) return;
+  be.persist(st.buf[(t - 1) % nb], op.state_bytes());
+  be.store(st.durable, std::uint64_t{t - 1});
+  be.persist(st.durable, sizeof(std::uint64_t));
 }
 
 template <lp::ChecksumKind CK, mem::Backend B, class Op>
@@ -358,7 +351,7 @@ void run_lp(B& be, const Op& op, const LpState& st, std::size_t first) {
       // A marked region (the simulator's commit corners), committed with plain stores.
       const mem::RegionId id{static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(k)};
       be.region_begin(id);
-      table.commit(be, op.slot(t, k), folds.value(k));
+      table.commit(be, op.slot(t, k), folds.value(k), t);
       be.region_end(id);
     });
     mem::outer_step_done(be);
@@ -390,7 +383,7 @@ template <lp::ChecksumKind CK, mem::Backend B, class Op>
     bool all = true;
     for (std::size_t k = 0; k < op.regions(); ++k) {
       ++stats.regions_validated;
-      switch (table.check(be, op.slot(t, k), region_checksum<CK>(be, op, out, k))) {
+      switch (table.check(be, op.slot(t, k), region_checksum<CK>(be, op, out, k), t)) {
         case lp::SlotCheck::kMatch:
           break;
         case lp::SlotCheck::kMismatch:

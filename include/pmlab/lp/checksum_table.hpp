@@ -23,7 +23,7 @@ struct alignas(32) ChecksumSlot {
   std::uint64_t primary;    ///< ChecksumValue::primary
   std::uint64_t secondary;  ///< ChecksumValue::secondary
   std::uint64_t tag;        ///< 0: never written (or cleared); ChecksumTable::tag_for(i): written
-  std::uint64_t reserved;   ///< padding to 32 bytes
+  std::uint64_t use;        ///< which use of a reused slot wrote it (commit with a use), else 0
 };
 static_assert(sizeof(ChecksumSlot) == 32);
 
@@ -69,6 +69,16 @@ class ChecksumTable {
     b.store(&s->secondary, v.secondary);
     b.store(&s->tag, tag_for(i));
   }
+  /// LP commit of a slot reused across uses (e.g. one bank per iteration, reused every few
+  /// iterations) for its use `use`: the use is stored in the same 32-byte unit as the checksum
+  /// and the tag, so it reaches NVM with them, and check(b, i, computed, use) takes a slot left
+  /// by any other use as unwritten. Such a slot needs no durable clear before it is reused
+  /// (docs/protect-your-own-loop.md, rule 2).
+  template <mem::Backend B>
+  void commit(B& b, std::size_t i, ChecksumValue v, std::uint64_t use) const {
+    b.store(&slots_[i].use, use);
+    commit(b, i, v);
+  }
   /// Eager commit (recovery): the slot is durable on return.
   template <mem::Backend B>
   void commit_durable(B& b, std::size_t i, ChecksumValue v) const {
@@ -87,6 +97,13 @@ class ChecksumTable {
     if (mem::mutated(b, mem::Mutation::kNoValidate)) return SlotCheck::kMatch;  // negative control
     ChecksumValue stored{b.load(&slots_[i].primary), b.load(&slots_[i].secondary)};
     return stored == computed ? SlotCheck::kMatch : SlotCheck::kMismatch;
+  }
+  /// check() of a slot written by commit(b, i, v, use): kUnwritten unless it holds that use.
+  template <mem::Backend B>
+  [[nodiscard]] SlotCheck check(B& b, std::size_t i, ChecksumValue computed,
+                                std::uint64_t use) const {
+    if (b.load(&slots_[i].use) != use) return SlotCheck::kUnwritten;
+    return check(b, i, computed);
   }
   /// Marks a slot unwritten again (before reusing it, or when recovery rewinds a region);
   /// durable on return.
