@@ -497,7 +497,7 @@ std::vector<std::string> failed_checks(const json& results) {
 }
 
 const std::vector<std::string>& eval_sections() {
-  static const std::vector<std::string> names{"native",   "instructions", "sim",  "crash",
+  static const std::vector<std::string> names{"native",   "instructions", "sim",      "crash",
                                               "barriers", "seed002",      "preflush", "gemm",
                                               "checksum", "sensitivity"};
   return names;

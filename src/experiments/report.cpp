@@ -629,8 +629,7 @@ bool section_present(const json& results, const std::string& section) {
 
 // `pmlab eval --sections`: which sections this report holds, and from which run.
 std::string sections_note(const json& results) {
-  if (!results.contains("sections_run") ||
-      results["sections_run"].size() == eval_sections().size())
+  if (!results.contains("sections_run") || results["sections_run"].size() == eval_sections().size())
     return "";
   std::vector<std::string> run, carried, missing;
   for (const auto& s : eval_sections()) {
@@ -666,8 +665,7 @@ std::string render_report(const json& results) {
     md += "\n";
   }
   std::string sections;
-  if (results.contains("sections_run") &&
-      results["sections_run"].size() < eval_sections().size())
+  if (results.contains("sections_run") && results["sections_run"].size() < eval_sections().size())
     sections = fmt::format(" --sections {}",
                            fmt::join(results["sections_run"].get<std::vector<std::string>>(), ","));
   md += fmt::format(

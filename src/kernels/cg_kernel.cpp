@@ -54,7 +54,8 @@ struct Cg {
                      "narrowed to the largest odd count <= n for n < 7)",
              .min = 1,
              .max = 1u << 10},
-            iterations_param(), lp_anchor_param()};
+            iterations_param(),
+            lp_anchor_param()};
   }
   static void validate(const pool::RunParams& p) {
     require_sizes(kName, p, 1u << 24);

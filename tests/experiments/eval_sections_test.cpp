@@ -24,9 +24,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() /
-                  ("pmlab-eval-sections-" + std::to_string(::getpid()) + "-" +
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path path =
+      fs::temp_directory_path() / ("pmlab-eval-sections-" + std::to_string(::getpid()) + "-" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
   TempDir() { fs::create_directories(path); }
   ~TempDir() { fs::remove_all(path); }
 };

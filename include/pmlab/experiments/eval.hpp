@@ -42,9 +42,9 @@ struct EvalOptions {
 // The evaluation's sections, in the order they run.
 [[nodiscard]] const std::vector<std::string>& eval_sections();
 
-// Runs every section (or EvalOptions::sections), writes DIR/results.json, DIR/report.md and DIR/*.png (when matplotlib is
-// available), and returns the results document. Throws kInvalidArgument for an unknown
-// section name, before anything runs.
+// Runs every section (or EvalOptions::sections), writes DIR/results.json, DIR/report.md and
+// DIR/*.png (when matplotlib is available), and returns the results document. Throws
+// kInvalidArgument for an unknown section name, before anything runs.
 nlohmann::json run_eval(const EvalOptions& opt);
 
 // Every verification in a results document that failed: a native scheme whose result was not

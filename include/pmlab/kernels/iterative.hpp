@@ -77,7 +77,7 @@ struct State {
   }
   // LP: a durable anchor every `lp_anchor` (K) iterations, over K + 2 state buffers in rotation
   // and K + 2 banks of checksum slots, stamped with their iteration (see "Lazy Persistency").
-  std::size_t lp_anchor = 1;
+  std::size_t lp_anchor = 1;  // the drivers set it from --lp-anchor (default 4)
   [[nodiscard]] std::size_t lp_buffers() const { return lp_anchor + 2; }
   [[nodiscard]] std::size_t table_slots() const { return lp_buffers() * regions(); }
   [[nodiscard]] std::size_t slot(std::size_t t, std::size_t k) const {
@@ -290,8 +290,8 @@ void lp_boundary(B& be, const Op& op, const LpState& st, std::size_t t) {
   const std::size_t nb = op.lp_buffers();
   // An anchor moves `durable` forward only: a run resumed by recovery at an iteration at or
   // before the durable one must not re-anchor an output it may since have overwritten.
-  const bool anchor =
-      t >= 2 && (t - 1) % op.lp_anchor == 0 && t - 1 > static_cast<std::size_t>(be.load(st.durable));
+  const bool anchor = t >= 2 && (t - 1) % op.lp_anchor == 0 &&
+                      t - 1 > static_cast<std::size_t>(be.load(st.durable));
   if (!anchor) return;
   be.persist(st.buf[(t - 1) % nb], op.state_bytes());
   be.store(st.durable, std::uint64_t{t - 1});

@@ -20,7 +20,9 @@ namespace pmlab::run {
 // The arrays these rows add (names spelled here only): LP's extra state buffers (lp_s1 ..
 // lp_s{K+1}) and its durable-iteration word, and in-place versioning's second version of the
 // state.
-[[nodiscard]] inline std::string lp_state_array(std::size_t i) { return fmt::format("lp_s{}", i); }
+[[nodiscard]] inline std::string lp_state_array(std::size_t i) {
+  return fmt::format("lp_s{}", i);
+}
 inline constexpr std::string_view kLpDurableArray = "lp_durable";
 inline constexpr std::string_view kIpvState1Array = "ipv_s1";
 inline constexpr std::string_view kEpState1Array = "ep_s1";
@@ -35,8 +37,9 @@ template <class Ctx>
   return st;
 }
 
-// Lazy Persistency: regions = bs rows of each state vector, one checksum slot per region and
-// iteration parity (iterative.hpp, "Lazy Persistency").
+// Lazy Persistency: regions = bs rows of each state vector, one checksum slot per region in
+// bank t % (K + 2), an anchor every K = --lp-anchor iterations (iterative.hpp, "Lazy
+// Persistency").
 template <auto ShapeOf>
 constexpr auto iterative_lp_scheme() {
   return scheme::Scheme{
@@ -65,8 +68,8 @@ constexpr auto iterative_lp_scheme() {
                                                                        r.recovery);
         });
       },
-      // Beside the validation, the iterative rows' LP has a persist to drop: the anchor's (and
-      // each bank's clear), without which `durable` would name an output not in memory.
+      // Beside the validation, the iterative rows' LP has a persist to drop: the anchor's,
+      // without which `durable` would name an output not in memory.
       .mutants = scheme::kLpMutants | mem::MutationSet{mem::Mutation::kNoFlush},
       .validate =
           [](std::string_view, const pool::RunParams& p) {
@@ -213,9 +216,10 @@ inline std::vector<scheme::IpvObject> iterative_ipv_objects(
 inline constexpr std::uint64_t kDefaultLpAnchor = 4;
 inline KernelParamSpec lp_anchor_param() {
   return {.name = "lp-anchor",
-          .help = "lp: iterations between durable anchors, K (default 4): one state write-back "
-                  "per K iterations, K + 2 state buffers, at most K + 1 iterations redone after "
-                  "a crash (iterative.hpp, docs/lp-native-cost.md)",
+          .help =
+              "lp: iterations between durable anchors, K (default 4): one state write-back "
+              "per K iterations, K + 2 state buffers, at most K + 1 iterations redone after "
+              "a crash (iterative.hpp, docs/lp-native-cost.md)",
           .min = 1,
           .max = 16};  // K + 1 buffers beside the kernel's own arrays, within pool::kMaxArrays
 }
