@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -541,8 +542,15 @@ json run_eval(const EvalOptions& opt) {
     return std::find(chosen.begin(), chosen.end(), s) != chosen.end();
   };
   std::vector<Step> steps;
-  for (auto& s : plan(opt))
+  for (auto& s : plan(opt)) {
+    // The section names are spelled in plan() and in eval_sections(): a step under a name the
+    // list lacks would be filtered out of every run, so it is a programming error, not a skip.
+    const auto& known = eval_sections();
+    if (std::find(known.begin(), known.end(), s.section) == known.end())
+      throw std::logic_error("eval step '" + s.label + "' is in section '" + s.section +
+                             "', which eval_sections() does not list");
     if (is_chosen(s.section)) steps.push_back(std::move(s));
+  }
   double total = 0;
   for (const auto& s : steps) total += s.weight;
   json results{{"pmlab_version", PMLAB_VERSION},
