@@ -50,6 +50,11 @@ class Cache {
       if (tags_[s] == kInvalidTag) return s;
     return std::visit([base](auto& p) { return p.victim(base); }, policy_);
   }
+  // victim_for for a cache known to be LRU (Hierarchy's lean miss path), always inlined: the
+  // out-of-line call cost ~15 of the ~55 instructions its victim took per miss (callgrind).
+  [[gnu::always_inline]] [[nodiscard]] std::size_t lru_victim_for(std::uint64_t line) {
+    return std::get_if<LruPolicy>(&policy_)->victim(set_base(line));
+  }
   void touch(std::size_t slot) {
     with_policy([slot](auto& p) { p.on_hit(slot); });
   }

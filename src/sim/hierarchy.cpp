@@ -95,6 +95,56 @@ Hierarchy::Hierarchy(const SimParams& p)
                  llc_.lru() != nullptr && llc_.pow2_sets() && llc_.hash_data() != nullptr;
   for (const detail::CoreState& cs : cores_)
     lean_misses_ = lean_misses_ && cs.l1_tags != nullptr && cs.l1_hash != nullptr;
+  access_cycles_ = p.core.insts_per_access / issue_width_;
+  access_slots_ = p.core.insts_per_access % issue_width_;
+}
+
+// Interval model (below, "Interval core model"): the access path's inlined parts.
+inline void Hierarchy::dispatch_access(int core) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  cs.insts += params_.core.insts_per_access;
+  cs.slot += access_slots_;
+  const std::uint64_t carry = cs.slot >= issue_width_ ? 1 : 0;
+  cs.slot -= carry * issue_width_;
+  cs.clock += access_cycles_ + carry;
+  if (cs.insts >= cs.rob_limit) rob_stall(core);
+}
+
+inline std::size_t Hierarchy::acquire_mshr(int core) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  std::vector<std::uint64_t>& m = icore_[static_cast<std::size_t>(core)].mshr;
+  // Under a stream of misses every MSHR is usually busy, so the scan runs to the end: the
+  // running minimum is kept with conditional moves (its compare is data-dependent and would
+  // mispredict as a branch), the free test stays a branch (almost always not taken).
+  const std::uint64_t now = cs.clock;
+  std::size_t first = 0;
+  std::uint64_t earliest = m[0];
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    const std::uint64_t t = m[i];
+    if (t <= now) return i;
+    const bool sooner = t < earliest;  // strict: the first of equal times, as before
+    first = sooner ? i : first;
+    earliest = sooner ? t : earliest;
+  }
+  mshr_stall_ += earliest - now;  // all busy: wait for the first to complete
+  cs.clock = earliest;
+  return first;
+}
+
+inline void Hierarchy::long_latency(int core, std::uint64_t lat, bool load, std::uint64_t line) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
+  const std::size_t m = acquire_mshr(core);
+  const std::uint64_t done = cs.clock + lat;
+  ic.mshr[m] = done;
+  if (flush_after_fill_) ic.fill_line[m] = load ? kNoFill : line;  // nothing reads it otherwise
+  // A store retires into the store buffer at once; its miss only holds the MSHR.
+  if (!load) return;
+  ic.last_retire = std::max(ic.last_retire, done);
+  const std::size_t mask = ic.ring.size() - 1;
+  if (ic.count == ic.ring.size()) rob_stall(core);  // cannot happen: entries span < rob insts
+  ic.ring[(ic.head + ic.count) & mask] = {cs.insts, ic.last_retire};
+  if (ic.count++ == 0) cs.rob_limit = cs.insts + rob_entries_;
 }
 
 Hierarchy::~Hierarchy() = default;
@@ -227,7 +277,7 @@ bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
   // fill_private and evict_private for the last (only) private level, written out: calling
   // fill_private here (its level and mode branches) measured 6% slower on tmm n = 512 interval
   // (3.95-4.07 against 3.71-3.80 CPU s) and crash campaigns 3% slower.
-  const std::size_t s1 = l1.victim_for(line);
+  const std::size_t s1 = l1.lru_victim_for(line);
   if (const std::uint64_t v = l1.tag(s1); v != kInvalidTag) {
     const bool dirty = (l1.state(s1) & kDirty) != 0;
     ++l1.counters().evictions;
@@ -245,7 +295,7 @@ bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
   l1.set_link(s1, ls);
   const std::uint64_t lat = llc_.latency().value();
   if (interval_) {
-    dispatch(core, params_.core.insts_per_access);
+    dispatch_access(core);
     if (lat > l1_latency_) long_latency(core, lat, true, line);
   } else {
     cs.clock += lat;
@@ -965,43 +1015,6 @@ void Hierarchy::rob_stall(int core) {
   }
   cs.rob_limit = ic.count != 0 ? ic.ring[ic.head].inst + rob_entries_ : detail::kNever;
   rob_stall_ += cs.clock - before;
-}
-
-std::size_t Hierarchy::acquire_mshr(int core) {
-  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  std::vector<std::uint64_t>& m = icore_[static_cast<std::size_t>(core)].mshr;
-  // Under a stream of misses every MSHR is usually busy, so the scan runs to the end: the
-  // running minimum is kept with conditional moves (its compare is data-dependent and would
-  // mispredict as a branch), the free test stays a branch (almost always not taken).
-  const std::uint64_t now = cs.clock;
-  std::size_t first = 0;
-  std::uint64_t earliest = m[0];
-  for (std::size_t i = 0; i < m.size(); ++i) {
-    const std::uint64_t t = m[i];
-    if (t <= now) return i;
-    const bool sooner = t < earliest;  // strict: the first of equal times, as before
-    first = sooner ? i : first;
-    earliest = sooner ? t : earliest;
-  }
-  mshr_stall_ += earliest - now;  // all busy: wait for the first to complete
-  cs.clock = earliest;
-  return first;
-}
-
-void Hierarchy::long_latency(int core, std::uint64_t lat, bool load, std::uint64_t line) {
-  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
-  const std::size_t m = acquire_mshr(core);
-  const std::uint64_t done = cs.clock + lat;
-  ic.mshr[m] = done;
-  if (flush_after_fill_) ic.fill_line[m] = load ? kNoFill : line;  // nothing reads it otherwise
-  // A store retires into the store buffer at once; its miss only holds the MSHR.
-  if (!load) return;
-  ic.last_retire = std::max(ic.last_retire, done);
-  const std::size_t mask = ic.ring.size() - 1;
-  if (ic.count == ic.ring.size()) rob_stall(core);  // cannot happen: entries span < rob insts
-  ic.ring[(ic.head + ic.count) & mask] = {cs.insts, ic.last_retire};
-  if (ic.count++ == 0) cs.rob_limit = cs.insts + rob_entries_;
 }
 
 std::uint64_t Hierarchy::after_fill(int core, std::uint64_t line, std::uint64_t t) const {

@@ -108,13 +108,19 @@ class Hierarchy {
   };
   static constexpr std::uint64_t kNoFill = ~std::uint64_t{0};
   void dispatch(int core, std::uint64_t insts);
+  // dispatch(core, insts_per_access) without its loop: the precomputed whole cycles and the
+  // carry of the remaining slots (as Machine::dispatch), for the lean miss path.
+  [[gnu::always_inline]] inline void dispatch_access(int core);
+  std::uint64_t access_cycles_ = 0, access_slots_ = 0;  // insts_per_access / and % issue_width
   // A miss (or an upgrade) of `lat` cycles dispatched now: takes an MSHR (stalling while all
   // are busy) and, for a load, a place in the retirement order.
-  void long_latency(int core, std::uint64_t lat, bool load, std::uint64_t line);
+  // Always inlined: on a stream of misses its call and reloads were a third of its cost.
+  [[gnu::always_inline]] inline void long_latency(int core, std::uint64_t lat, bool load,
+                                                  std::uint64_t line);
   // The time a flush of `line` issued at `t` may start: after this core's outstanding store
   // miss on that line, if any (CoreParams::flush_after_fill).
   [[nodiscard]] std::uint64_t after_fill(int core, std::uint64_t line, std::uint64_t t) const;
-  std::size_t acquire_mshr(int core);
+  [[gnu::always_inline]] inline std::size_t acquire_mshr(int core);
   // When everything the core has issued is complete (the clock a barrier waits for).
   [[nodiscard]] std::uint64_t drained(int core) const;
   void reset_interval();  // forgets outstanding operations (barrier, power failure, reset)

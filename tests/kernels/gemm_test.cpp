@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "pmlab/kernels/gemm.hpp"
 #include "pmlab/kernels/inputs.hpp"
+#include "pmlab/kernels/pack_arena.hpp"
 #include "pmlab/mem/native_backend.hpp"
 #include "pmlab/sim/presets.hpp"
 #include "pmlab/sim/sim_backend.hpp"
@@ -166,6 +169,55 @@ TEST(Gemm, MicroPanelPackingRemovesGepp1sL1SetConflicts) {
   };
   const auto rows = l1_misses(false), panels = l1_misses(true);
   EXPECT_LT(panels * 4, rows) << "rows " << rows << " panels " << panels;
+}
+
+// The simulator models caches and rows by address, so a packed run's statistics must not depend
+// on where the heap is: the same run before and after other allocations moved the heap's state
+// gives the same figures. With std::vector buffers (before PackArena) the LLC misses and row
+// writes moved between runs and builds (docs/gemm.md, "Packing buffers").
+TEST(Gemm, PackedRunsGiveTheSameStatisticsWhereverTheHeapIs) {
+  const std::size_t n = 96;
+  Mats m(n);
+  sim::SimParams p = sim::preset("thesis-ch4");
+  p.llc.size_bytes = 128 * 1024;
+  p.threads = 2;
+  const auto run = [&] {
+    std::fill(m.c.begin(), m.c.end(), 0.0);
+    sim::SimBackend be(p);
+    run_base(be, m.op(16, Config{Variant::kGepm2, true, 4, 8}));
+    return be.stats();
+  };
+  const sim::SimStats first = run();
+  std::vector<std::unique_ptr<char[]>> ballast;  // odd sizes, kept alive: the heap moves on
+  for (std::size_t i = 1; i <= 64; ++i) ballast.emplace_back(new char[i * 1000 + 48]);
+  const sim::SimStats second = run();
+  EXPECT_EQ(first.levels.at(0).misses, second.levels.at(0).misses);
+  EXPECT_EQ(first.levels.back().misses, second.levels.back().misses);
+  EXPECT_EQ(first.levels.back().dirty_evictions, second.levels.back().dirty_evictions);
+  EXPECT_EQ(first.nvm.writes, second.nvm.writes);
+  ASSERT_TRUE(first.nvm.row_buffer.has_value() && second.nvm.row_buffer.has_value());
+  EXPECT_EQ(first.nvm.row_buffer->row_writes_total(), second.nvm.row_buffer->row_writes_total());
+  EXPECT_EQ(first.cycles.value(), second.cycles.value());
+}
+
+TEST(PackArena, SlotsAreAlignedZeroedAndReusedLastGivenBackFirst) {
+  PackArena arena(1000);  // 8,000 bytes: one 16 KiB stride per slot
+  std::vector<std::span<double>> slots;
+  for (std::size_t i = 0; i < PackArena::kSlotsPerChunk + 1; ++i) slots.push_back(arena.take());
+  const auto at = [](std::span<double> s) { return reinterpret_cast<std::uintptr_t>(s.data()); };
+  EXPECT_EQ(at(slots[0]) % PackArena::kChunkAlignment, 0u);
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    ASSERT_EQ(slots[i].size(), 1000u);
+    for (double x : slots[i]) ASSERT_EQ(x, 0.0);
+    if (i > 0 && i < PackArena::kSlotsPerChunk) {  // in address order, one stride apart
+      EXPECT_EQ(at(slots[i]) - at(slots[i - 1]), PackArena::kSlotAlignment);
+    }
+  }
+  EXPECT_EQ(at(slots.back()) % PackArena::kChunkAlignment, 0u);  // a second chunk
+  arena.give_back(slots[1]);
+  arena.give_back(slots[0]);
+  EXPECT_EQ(arena.take().data(), slots[0].data());  // last given back, first taken
+  EXPECT_EQ(arena.take().data(), slots[1].data());
 }
 
 }  // namespace

@@ -9,11 +9,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "pmlab/core/strong_types.hpp"
+#include "pmlab/kernels/pack_arena.hpp"
 #include "pmlab/lp/checksum.hpp"
 #include "pmlab/lp/checksum_table.hpp"
 #include "pmlab/lp/recovery.hpp"
@@ -195,15 +198,23 @@ void for_each_in_panels(std::size_t p0, std::size_t p1, std::size_t width, std::
       for (std::size_t p = pp; p < std::min(pp + width, p1); ++p) visit(p, q);
 }
 
+// The doubles a packed block of h x w takes in `shape`'s layout (panels padded to full width).
+[[nodiscard]] constexpr std::size_t packed_size(std::size_t h, std::size_t w, PackShape shape) {
+  if (shape.panel_cols != 0) return round_up(w, shape.panel_cols) * h;
+  if (shape.panel_rows != 0) return round_up(h, shape.panel_rows) * w;
+  return h * w;
+}
+
 // Copies rows [r0, r1) x columns [c0, c1) of m into buf in `shape`'s layout, writing buf in
 // address order, through the backend: the loads and stores of packing are simulated like the
 // kernel's own.
 template <mem::Backend B>
 Src pack(B& be, const mem::MatrixView<const double>& m, std::size_t r0, std::size_t r1,
-         std::size_t c0, std::size_t c1, std::vector<double>& buf, PackShape shape = {}) {
+         std::size_t c0, std::size_t c1, std::span<double> buf, PackShape shape = {}) {
   const std::size_t h = r1 - r0, w = c1 - c0;
+  if (packed_size(h, w, shape) > buf.size())
+    throw std::logic_error("gemm: a packed block does not fit its packing buffer");
   if (shape.panel_cols == 0 && shape.panel_rows == 0) {
-    buf.resize(h * w);
     for (std::size_t r = r0; r < r1; ++r)
       for (std::size_t c = c0; c < c1; ++c)
         be.store(&buf[(r - r0) * w + c - c0], be.load(m.at(r, c)));
@@ -214,51 +225,52 @@ Src pack(B& be, const mem::MatrixView<const double>& m, std::size_t r0, std::siz
     be.store(&buf[src.offset(r, c)], be.load(m.at(r, c)));
   };
   if (shape.panel_cols != 0) {  // B̃: nr-column panels, walked down the rows
-    buf.resize(round_up(w, shape.panel_cols) * h);
     src.p = buf.data();
     for_each_in_panels(c0, c1, shape.panel_cols, r0, r1,
                        [&](std::size_t c, std::size_t r) { copy(r, c); });
   } else {  // Ã: mr-row panels, walked along the columns
-    buf.resize(round_up(h, shape.panel_rows) * w);
     src.p = buf.data();
     for_each_in_panels(r0, r1, shape.panel_rows, c0, c1, copy);
   }
   return src;
 }
 
-// A packing buffer with room for the largest block (n x bs), reserved once so it never moves:
-// with --pack-mem dram the simulator's backend marks it volatile for its lifetime.
+// Room for the largest packed block: Ã is at most n rows x bs columns, B̃ bs rows x n columns,
+// and a panel layout pads Ã's rows to a multiple of mr and B̃'s columns to one of nr
+// (packed_size; round_up: core/strong_types.hpp).
+[[nodiscard]] inline std::size_t pack_capacity(const Operands& op) {
+  const std::size_t bs = std::min(op.bs, op.n);
+  if (!op.cfg.pack_panels) return op.n * bs;
+  return std::max(round_up(op.n, op.cfg.mr), round_up(op.n, op.cfg.nr)) * bs;
+}
+
+// One packing buffer, a slot of the run's arena for the buffer's lifetime (an empty span
+// without --pack): with --pack-mem dram the simulator's backend marks it volatile meanwhile.
 template <mem::Backend B>
 class PackBuffer {
  public:
-  PackBuffer(B& be, const Operands& op)
-      : be_(be), bytes_(op.cfg.pack ? capacity(op) * sizeof(double) : 0) {
-    buf_.reserve(bytes_ / sizeof(double));
-    dram_ = op.cfg.pack_dram && bytes_ > 0;
-    if constexpr (requires { be.mark_volatile(buf_.data(), bytes_); })
-      if (dram_) be_.mark_volatile(buf_.data(), bytes_);
+  PackBuffer(B& be, const Operands& op, PackArena* arena) : be_(be), arena_(arena) {
+    if (!op.cfg.pack || arena_ == nullptr) return;
+    slot_ = arena_->take();
+    dram_ = op.cfg.pack_dram;
+    if constexpr (requires { be.mark_volatile(slot_.data(), slot_.size_bytes()); })
+      if (dram_) be_.mark_volatile(slot_.data(), slot_.size_bytes());
   }
   ~PackBuffer() {
-    if constexpr (requires { be_.unmark_volatile(buf_.data(), bytes_); })
-      if (dram_) be_.unmark_volatile(buf_.data(), bytes_);
+    if (slot_.empty()) return;
+    if constexpr (requires { be_.unmark_volatile(slot_.data(), slot_.size_bytes()); })
+      if (dram_) be_.unmark_volatile(slot_.data(), slot_.size_bytes());
+    arena_->give_back(slot_);
   }
   PackBuffer(const PackBuffer&) = delete;
   PackBuffer& operator=(const PackBuffer&) = delete;
-  [[nodiscard]] std::vector<double>& vec() { return buf_; }
+  [[nodiscard]] std::span<double> space() const { return slot_; }
 
  private:
-  // n x bs elements; a panel layout pads its last panel to a multiple of mr or nr (round_up:
-  // core/strong_types.hpp).
-  static std::size_t capacity(const Operands& op) {
-    const std::size_t bs = std::min(op.bs, op.n);
-    if (!op.cfg.pack_panels) return op.n * bs;
-    const std::size_t pad = std::max(op.cfg.mr, op.cfg.nr);
-    return round_up(op.n, pad) * round_up(bs, pad);
-  }
   B& be_;
-  std::size_t bytes_;
+  PackArena* arena_;
+  std::span<double> slot_;
   bool dram_ = false;
-  std::vector<double> buf_;
 };
 
 // The operands one unit (panel p, step s) reads; packed blocks live in `bufs`.
@@ -364,7 +376,7 @@ struct Packer {
   }
   // Before the units of GEPP step s (master thread).
   template <mem::Backend B>
-  void pack_step(B& be, std::size_t s, std::vector<double>& buf) {
+  void pack_step(B& be, std::size_t s, std::span<double> buf) {
     has_shared_a = has_shared_b = false;
     if (!op.cfg.pack || !op.steps_outer()) return;
     const auto [k0, k1] = op.k_range(s);
@@ -378,8 +390,8 @@ struct Packer {
   }
   // The operands of unit (p, s), packing what is not shared. Naive never packs.
   template <mem::Backend B>
-  [[nodiscard]] UnitSrc unit(B& be, std::size_t p, std::size_t s, std::vector<double>& abuf,
-                             std::vector<double>& bbuf) const {
+  [[nodiscard]] UnitSrc unit(B& be, std::size_t p, std::size_t s, std::span<double> abuf,
+                             std::span<double> bbuf) const {
     UnitSrc u{whole(op.a), whole(op.b)};
     if (!op.cfg.pack || op.inner() == Inner::kRows) return u;
     const auto r = op.panel_rect(p);
@@ -400,14 +412,18 @@ template <mem::Backend B, class UnitFn, class AfterStep>
 void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn,
                  AfterStep&& after_step) {
   if (first >= op.outer_count()) return;
+  // One arena per run: its slots' reuse follows this run's own takes and gives only.
+  std::optional<PackArena> arena;
+  if (op.cfg.pack) arena.emplace(pack_capacity(op));
+  PackArena* const slots = arena ? &*arena : nullptr;
   if (op.steps_outer()) {
-    PackBuffer<B> shared(be, op);
+    PackBuffer<B> shared(be, op, slots);
     for (std::size_t s = first; s < op.steps(); ++s) {
       Packer packer{op};
-      packer.pack_step(be, s, shared.vec());
+      packer.pack_step(be, s, shared.space());
       be.parallel_for(0, op.panels(), [&](std::size_t p) {
-        PackBuffer<B> abuf(be, op), bbuf(be, op);
-        unit_fn(be, p, s, packer.unit(be, p, s, abuf.vec(), bbuf.vec()));
+        PackBuffer<B> abuf(be, op, slots), bbuf(be, op, slots);
+        unit_fn(be, p, s, packer.unit(be, p, s, abuf.space(), bbuf.space()));
       });
       after_step(s);
       mem::outer_step_done(be);
@@ -418,10 +434,10 @@ void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn,
   const std::size_t per_group = op.panels() / groups;
   be.parallel_for(0, groups, [&](std::size_t g) {
     const Packer packer{op};
-    PackBuffer<B> abuf(be, op), bbuf(be, op);
+    PackBuffer<B> abuf(be, op, slots), bbuf(be, op, slots);
     for (std::size_t p = g * per_group; p < (g + 1) * per_group; ++p)
       for (std::size_t s = 0; s < op.steps(); ++s)
-        unit_fn(be, p, s, packer.unit(be, p, s, abuf.vec(), bbuf.vec()));
+        unit_fn(be, p, s, packer.unit(be, p, s, abuf.space(), bbuf.space()));
   });
   mem::outer_step_done(be);  // the one outer unit of a variant without a global step
 }
