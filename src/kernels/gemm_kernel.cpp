@@ -34,6 +34,9 @@ gm::Config config_of(const pool::RunParams& p) {
   c.row_order = p.kernel_param("order", 0) != 0;
   c.pack_dram = p.kernel_param("pack-mem", 0) != 0;
   c.pack_panels = p.kernel_param("pack-layout", 0) != 0;
+  c.mc = p.kernel_param("mc", 0);  // 0: the run's --bs
+  c.kc = p.kernel_param("kc", 0);
+  c.nc = p.kernel_param("nc", 0);
   return c;
 }
 
@@ -130,7 +133,8 @@ struct Gemm {
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;
 
-  // Loop nest, packing and micro-tile: the CLI offers them as --variant, --pack, --mr, --nr.
+  // Loop nest, packing, blocking and micro-tile: the CLI offers them as --variant, --pack,
+  // --mc, --kc, --nc, --mr, --nr and the rest below.
   static std::vector<KernelParamSpec> params() {
     std::vector<std::string> names(gm::kVariantNames.begin(), gm::kVariantNames.end());
     return {{.name = "variant",
@@ -139,6 +143,18 @@ struct Gemm {
             {.name = "pack",
              .help = "pack the A and B blocks (GotoBLAS) before each second-level call",
              .flag = true},
+            {.name = "mc",
+             .help = "rows of a C row panel and of a packed A block (default: --bs)",
+             .min = 1,
+             .max = kMaxN},
+            {.name = "kc",
+             .help = "depth of a k step: columns of an A block, rows of a B block (default: --bs)",
+             .min = 1,
+             .max = kMaxN},
+            {.name = "nc",
+             .help = "columns of a C column panel and of a packed B block (default: --bs)",
+             .min = 1,
+             .max = kMaxN},
             {.name = "mr",
              .help = "micro-tile rows (default 4)",
              .min = 1,

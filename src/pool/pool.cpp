@@ -512,7 +512,10 @@ std::optional<Pool> Pool::try_create(const std::string& path, const RunParams& p
   h.bs = params.bs;
   h.seed = params.seed;
   if (params.kernel_params.size() > kMaxKernelParams)
-    throw Error(ErrorCode::kInvalidArgument, "too many kernel parameters for one pool");
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("too many kernel parameters for one pool: {} given, at most {} (leave "
+                            "out those at their defaults)",
+                            params.kernel_params.size(), kMaxKernelParams));
   h.param_count = static_cast<std::uint32_t>(params.kernel_params.size());
   for (std::size_t i = 0; i < params.kernel_params.size(); ++i) {
     copy_name(h.params[i].name, sizeof h.params[i].name, params.kernel_params[i].name,

@@ -57,9 +57,11 @@ struct Fixture {
   std::unique_ptr<std::byte[], scheme_test::FreeDeleter> slots;
   std::unique_ptr<double[], scheme_test::FreeDeleter> copies;
   std::unique_ptr<scheme::PartState[], scheme_test::FreeDeleter> parts;
-  bool rows = false;  // Config::row_order
+  bool rows = false;    // Config::row_order
+  bool uneven = false;  // mc, kc, nc = bs + 1, bs + 3, bs + 2 instead of bs
 
-  Fixture(std::size_t n_, std::size_t bs_, Variant v_, Kind k, bool rows_ = false)
+  Fixture(std::size_t n_, std::size_t bs_, Variant v_, Kind k, bool rows_ = false,
+          bool uneven_ = false)
       : n(n_),
         bs(bs_),
         v(v_),
@@ -69,7 +71,8 @@ struct Fixture {
         c(scheme_test::zeroed<double>(n * n)),
         copies(scheme_test::zeroed<double>(2 * n * n)),
         parts(scheme_test::zeroed<scheme::PartState>(kHrParts)),
-        rows(rows_) {
+        rows(rows_),
+        uneven(uneven_) {
     for (std::size_t i = 0; i < n * n; ++i) {
       a[i] = input_value(3, 0, i);
       b[i] = input_value(3, 1, i);
@@ -81,6 +84,11 @@ struct Fixture {
   Operands op() {
     Config cfg{v, false, 4, 8};
     cfg.row_order = rows;
+    if (uneven) {
+      cfg.mc = bs + 1;
+      cfg.kc = bs + 3;
+      cfg.nc = bs + 2;
+    }
     return {{a.data(), n, n}, {b.data(), n, n}, {c.get(), n, n}, n, bs, cfg};
   }
   scheme::PartialCopier copier() { return {c.get(), copies.get(), parts.get(), n * n, kHrParts}; }
@@ -156,19 +164,19 @@ struct Fixture {
 
 // Trials with a cut anywhere, a random legal image, up to two more cuts in recovery/resume.
 // Returns the number of trials whose result differs from the reference.
-int failing_trials(Variant v, Kind kind, int trials, bool rows = false) {
+int failing_trials(Variant v, Kind kind, int trials, bool rows = false, bool uneven = false) {
   std::mt19937_64 rng(static_cast<std::uint64_t>(v) * 31 + static_cast<std::uint64_t>(kind));
   int failed = 0;
   for (int trial = 0; trial < trials; ++trial) {
     const std::size_t n = 13 + static_cast<std::size_t>(trial % 3) * 6, bs = 4 + trial % 3;
     std::uint64_t total = 0;
     {
-      Fixture g(n, bs, v, kind, rows);
+      Fixture g(n, bs, v, kind, rows, uneven);
       CrashBackend clean;
       g.run(clean, 0);
       total = clean.ops();
     }
-    Fixture f(n, bs, v, kind, rows);
+    Fixture f(n, bs, v, kind, rows, uneven);
     CrashBackend be(rng(), 1 + trial % 2, trial % 2 == 1);
     std::size_t first = 0;
     bool in_recovery = false;
@@ -225,6 +233,19 @@ TEST(GemmCrash, RowOrderRecoversBitExactly) {
   for (Variant v : {Variant::kGepp1, Variant::kGepm2})
     for (Kind k : {Kind::kLazy, Kind::kEager, Kind::kLp})
       EXPECT_EQ(failing_trials(v, k, 20, true), 0) << to_string(v) << " " << static_cast<int>(k);
+}
+
+// Separate mc, kc and nc (--mc, --kc, --nc): panels, steps and blocks of three sizes, edge
+// blocks of each; the recoveries stay bit-exact and the no-zero mutants are still caught.
+TEST(GemmCrash, UnequalBlockingRecoversBitExactlyAndItsMutantsAreCaught) {
+  for (Variant v : kFigureOrder)
+    for (Kind k : {Kind::kLazy, Kind::kEager, Kind::kLp})
+      EXPECT_EQ(failing_trials(v, k, 20, false, true), 0)
+          << to_string(v) << " scheme " << static_cast<int>(k);
+  for (Variant v : {Variant::kGepp1, Variant::kGemp1, Variant::kGepm2, Variant::kGemp2}) {
+    EXPECT_GT(failing_trials(v, Kind::kLazyNoZero, 40, false, true), 0) << to_string(v);
+    EXPECT_GT(failing_trials(v, Kind::kLpNoZero, 40, false, true), 0) << to_string(v);
+  }
 }
 
 }  // namespace

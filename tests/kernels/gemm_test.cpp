@@ -69,6 +69,33 @@ TEST(Gemm, EveryVariantPackedOrNotGivesNaivesBits) {
   }
 }
 
+// --mc, --kc, --nc apart: row panels, k steps and column panels of three sizes (and blocks
+// larger than n, clamped), every variant, packed in both layouts or not, still naive's bits.
+TEST(Gemm, UnequalBlockingGivesNaivesBits) {
+  struct Blocking {
+    std::size_t mc, kc, nc;
+  };
+  for (std::size_t n : {33, 70}) {
+    Mats m(n);
+    const auto want = m.reference();
+    for (Blocking bl : {Blocking{8, 16, 24}, Blocking{24, 5, 8}, Blocking{7, 33, 100}})
+      for (Variant v : kFigureOrder)
+        for (int pack : {0, 1, 2}) {
+          std::fill(m.c.begin(), m.c.end(), 0.0);
+          mem::PlainBackend be({}, 2);
+          Config cfg{v, pack != 0, 3, 5};
+          cfg.pack_panels = pack == 2;
+          cfg.mc = bl.mc;
+          cfg.kc = bl.kc;
+          cfg.nc = bl.nc;
+          run_base(be, m.op(16, cfg));
+          EXPECT_TRUE(same_bits(m.c, want))
+              << to_string(v) << " pack " << pack << " n " << n << " mc " << bl.mc << " kc "
+              << bl.kc << " nc " << bl.nc;
+        }
+  }
+}
+
 TEST(Gemm, VariantNamesRoundTrip) {
   for (Variant v : kFigureOrder) EXPECT_EQ(variant_from_string(to_string(v)), v);
   EXPECT_EQ(variant_from_string("gemp2"), Variant::kGemp2);

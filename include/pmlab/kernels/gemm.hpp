@@ -54,11 +54,14 @@ enum class Inner : std::uint8_t {
 };
 
 // The gemm parameters beyond n and bs (declared as the kernel's own parameters --variant,
-// --pack, --mr, --nr in src/kernels/gemm_kernel.cpp). Blocking mc = kc = nc = --bs (the thesis'
-// single S).
+// --pack, --mr, --nr, --mc, --kc, --nc ... in src/kernels/gemm_kernel.cpp). Blocking: mc, kc and
+// nc are each --bs unless given (the thesis uses a single S).
 struct Config {
   Variant variant = Variant::kGepp1;
   bool pack = false;
+  // Blocking (0 = the run's bs): C row panels and Ã blocks are mc rows, kc steps k, C column
+  // panels and B̃ blocks are nc columns; a GEPDOT block is mc x nc.
+  std::size_t mc = 0, kc = 0, nc = 0;
   std::uint32_t mr = 4;  // micro-tile rows
   std::uint32_t nr = 8;  // micro-tile columns: one 64-byte line of C per micro-row
   // Micro-tile order inside GEBP and GEPDOT. false: Goto/BLIS (nr-column slivers outer, mr rows
@@ -83,10 +86,18 @@ struct Operands {
   mem::MatrixView<const double> b;
   mem::MatrixView<double> c;
   std::size_t n = 0;
-  std::size_t bs = 1;  // mc = kc = nc
+  std::size_t bs = 1;  // mc, kc and nc where cfg does not set them
   Config cfg;
 
-  [[nodiscard]] std::size_t tiles() const { return (n + bs - 1) / bs; }
+  // The blocking in effect, never above n (so a block is never empty).
+  [[nodiscard]] std::size_t mc() const { return std::min(cfg.mc != 0 ? cfg.mc : bs, n); }
+  [[nodiscard]] std::size_t kc() const { return std::min(cfg.kc != 0 ? cfg.kc : bs, n); }
+  [[nodiscard]] std::size_t nc() const { return std::min(cfg.nc != 0 ? cfg.nc : bs, n); }
+  // Blocks of `size` along a dimension of n.
+  [[nodiscard]] std::size_t count_of(std::size_t size) const { return (n + size - 1) / size; }
+  [[nodiscard]] std::size_t row_tiles() const { return count_of(mc()); }
+  [[nodiscard]] std::size_t col_tiles() const { return count_of(nc()); }
+  [[nodiscard]] std::size_t k_tiles() const { return count_of(kc()); }
   [[nodiscard]] Inner inner() const {
     switch (cfg.variant) {
       case Variant::kNaive:
@@ -111,10 +122,22 @@ struct Operands {
   // A "panel" is the C footprint a persisted index protects: a row panel (GEBP, naive), a
   // column panel (GEPB) or a block (GEPDOT; numbered in the variant's traversal order).
   [[nodiscard]] std::size_t panels() const {
-    return inner() == Inner::kGepdot ? tiles() * tiles() : tiles();
+    switch (inner()) {
+      case Inner::kGepb:
+        return col_tiles();
+      case Inner::kGepdot:
+        return row_tiles() * col_tiles();
+      default:
+        return row_tiles();
+    }
+  }
+  // GEPDOT's outer blocks (gepm2: C's row blocks, gemp2: its column blocks), each a group of
+  // panels() / gepdot_groups() blocks run in order by one thread.
+  [[nodiscard]] std::size_t gepdot_groups() const {
+    return cfg.variant == Variant::kGepm2 ? row_tiles() : col_tiles();
   }
   // kc steps per panel (naive does all of k at once).
-  [[nodiscard]] std::size_t steps() const { return inner() == Inner::kRows ? 1 : tiles(); }
+  [[nodiscard]] std::size_t steps() const { return inner() == Inner::kRows ? 1 : k_tiles(); }
   // The kernel's outer iteration (what `first` and resume points count): kc steps of GEPP,
   // otherwise 0 (nothing done) or 1 (all done).
   [[nodiscard]] std::size_t outer_count() const { return steps_outer() ? steps() : 1; }
@@ -124,27 +147,32 @@ struct Operands {
   struct Rect {
     std::size_t i0, i1, j0, j1;
   };
-  [[nodiscard]] std::size_t end_of(std::size_t t) const { return std::min((t + 1) * bs, n); }
+  // Block t of `size` along a dimension of n: [t * size, end_of(t, size)).
+  [[nodiscard]] std::size_t end_of(std::size_t t, std::size_t size) const {
+    return std::min((t + 1) * size, n);
+  }
   [[nodiscard]] Rect panel_rect(std::size_t p) const {
+    const std::size_t m = mc(), w = nc();
     switch (inner()) {
       case Inner::kGebp:
       case Inner::kRows:
-        return {p * bs, end_of(p), 0, n};
+        return {p * m, end_of(p, m), 0, n};
       case Inner::kGepb:
-        return {0, n, p * bs, end_of(p)};
+        return {0, n, p * w, end_of(p, w)};
       case Inner::kGepdot: {
-        const std::size_t t = tiles(), outer = p / t, in = p % t;
         // gepm2: ii outer, jj inner; gemp2: jj outer, ii inner.
-        const std::size_t it = cfg.variant == Variant::kGepm2 ? outer : in;
-        const std::size_t jt = cfg.variant == Variant::kGepm2 ? in : outer;
-        return {it * bs, end_of(it), jt * bs, end_of(jt)};
+        const bool rows_outer = cfg.variant == Variant::kGepm2;
+        const std::size_t inner_count = rows_outer ? col_tiles() : row_tiles();
+        const std::size_t outer = p / inner_count, in = p % inner_count;
+        const std::size_t it = rows_outer ? outer : in, jt = rows_outer ? in : outer;
+        return {it * m, end_of(it, m), jt * w, end_of(jt, w)};
       }
     }
     return {0, 0, 0, 0};
   }
   [[nodiscard]] std::pair<std::size_t, std::size_t> k_range(std::size_t s) const {
     return inner() == Inner::kRows ? std::pair<std::size_t, std::size_t>{0, n}
-                                   : std::pair<std::size_t, std::size_t>{s * bs, end_of(s)};
+                                   : std::pair<std::size_t, std::size_t>{s * kc(), end_of(s, kc())};
   }
 };
 
@@ -235,13 +263,12 @@ Src pack(B& be, const mem::MatrixView<const double>& m, std::size_t r0, std::siz
   return src;
 }
 
-// Room for the largest packed block: Ã is at most n rows x bs columns, B̃ bs rows x n columns,
-// and a panel layout pads Ã's rows to a multiple of mr and B̃'s columns to one of nr
-// (packed_size; round_up: core/strong_types.hpp).
+// Room for the largest packed block: Ã is at most n rows x kc columns (GEPP2's shared Ã), B̃
+// kc rows x n columns (GEBP's), and a panel layout pads Ã's rows to a multiple of mr and B̃'s
+// columns to one of nr (packed_size; round_up: core/strong_types.hpp).
 [[nodiscard]] inline std::size_t pack_capacity(const Operands& op) {
-  const std::size_t bs = std::min(op.bs, op.n);
-  if (!op.cfg.pack_panels) return op.n * bs;
-  return std::max(round_up(op.n, op.cfg.mr), round_up(op.n, op.cfg.nr)) * bs;
+  if (!op.cfg.pack_panels) return op.n * op.kc();
+  return std::max(round_up(op.n, op.cfg.mr), round_up(op.n, op.cfg.nr)) * op.kc();
 }
 
 // One packing buffer, a slot of the run's arena for the buffer's lifetime (an empty span
@@ -430,7 +457,7 @@ void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn,
     }
     return;
   }
-  const std::size_t groups = op.inner() == Inner::kGepdot ? op.tiles() : op.panels();
+  const std::size_t groups = op.inner() == Inner::kGepdot ? op.gepdot_groups() : op.panels();
   const std::size_t per_group = op.panels() / groups;
   be.parallel_for(0, groups, [&](std::size_t g) {
     const Packer packer{op};
@@ -569,7 +596,7 @@ void rebuild_panel_from_copies(B& be, const Operands& op, std::size_t p, std::ui
   for (std::size_t i = r.i0; i < r.i1; ++i)
     copier.restore(be, i * ldc + r.j0, i * ldc + r.j1, limit,
                    [&](std::size_t lo, std::size_t hi, std::uint64_t done) {
-                     const std::size_t k0 = std::min<std::size_t>(done * op.bs, op.n);
+                     const std::size_t k0 = std::min<std::size_t>(done * op.kc(), op.n);
                      for (std::size_t e = lo; e < hi; ++e) {
                        const std::size_t j = e - i * ldc;
                        double acc = be.load(c + e);
