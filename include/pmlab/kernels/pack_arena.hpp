@@ -1,6 +1,7 @@
 // GEMM packing buffers at addresses the simulator sees alike in every run: one aligned workspace.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -8,7 +9,6 @@
 #include <mutex>
 #include <new>
 #include <span>
-#include <stdexcept>
 #include <vector>
 
 #include "pmlab/core/strong_types.hpp"
