@@ -631,13 +631,22 @@ json run_eval(const EvalOptions& opt) {
   std::string py = python_with_matplotlib();
   results["figures"] = json::array();
   if (!py.empty()) {
+    // A directory reused with --sections may hold figures of earlier runs that this run's
+    // plot does not redraw (a section no longer in it): only figures the plot script wrote now,
+    // new or rewritten, belong to this report.
+    std::map<fs::path, fs::file_time_type> before;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".png") before[e.path()] = e.last_write_time();
     std::string cmd = fmt::format("{} '{}' '{}' '{}' >/dev/null 2>&1", py,
                                   (tools_dir() / "plot_results.py").string(),
                                   (dir / "results.json").string(), dir.string());
     if (std::system(cmd.c_str()) == 0) {
-      for (const auto& e : fs::directory_iterator(dir))
-        if (e.path().extension() == ".png")
+      for (const auto& e : fs::directory_iterator(dir)) {
+        if (e.path().extension() != ".png") continue;
+        const auto old = before.find(e.path());
+        if (old == before.end() || e.last_write_time() != old->second)
           results["figures"].push_back(e.path().filename().string());
+      }
     } else {
       results["figures_error"] = fmt::format("the plot script failed; run `{} {} {} {}` to see why",
                                              py, (tools_dir() / "plot_results.py").string(),

@@ -76,6 +76,8 @@ TEST(EvalSections, UnknownNamesAreRefusedBeforeAnythingRuns) {
 TEST(EvalSections, RunsOnlyTheNamedOnesAndCarriesTheOthersOver) {
   TempDir dir;
   write_earlier(dir.path, 1);
+  // A figure an earlier run left behind, which this run's plot does not draw: not this report's.
+  std::ofstream(dir.path / "crash_recovery.png") << "stale";
   experiments::EvalOptions opt;
   opt.out_dir = dir.path.string();
   opt.seed = 1;
@@ -106,6 +108,8 @@ TEST(EvalSections, RunsOnlyTheNamedOnesAndCarriesTheOthersOver) {
   EXPECT_NE(report.find("No headline: its sections (native, sim, crash) were not run."),
             std::string::npos)
       << report;
+  for (const auto& f : r["figures"]) EXPECT_NE(f, "crash_recovery.png");
+  EXPECT_EQ(report.find("crash_recovery.png"), std::string::npos) << report;
 
   // Run again into the same directory: what was carried keeps its first origin, and the
   // barriers just written are carried too when another section runs.
