@@ -234,7 +234,7 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
       epochs_->after_store(core, line, llc_.find(line));
   }
   if (interval_) {
-    dispatch(core, params_.core.insts_per_access);
+    dispatch_access(core);
     if (lat > l1_latency_) long_latency(core, lat, !is_store, line);
   } else {
     cs.clock += lat;

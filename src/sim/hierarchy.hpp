@@ -109,7 +109,7 @@ class Hierarchy {
   static constexpr std::uint64_t kNoFill = ~std::uint64_t{0};
   void dispatch(int core, std::uint64_t insts);
   // dispatch(core, insts_per_access) without its loop: the precomputed whole cycles and the
-  // carry of the remaining slots (as Machine::dispatch), for the lean miss path.
+  // carry of the remaining slots (as Machine::dispatch), for every access's dispatch.
   [[gnu::always_inline]] inline void dispatch_access(int core);
   std::uint64_t access_cycles_ = 0, access_slots_ = 0;  // insts_per_access / and % issue_width
   // A miss (or an upgrade) of `lat` cycles dispatched now: takes an MSHR (stalling while all

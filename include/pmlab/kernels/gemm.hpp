@@ -162,7 +162,7 @@ struct Operands {
       case Inner::kGepdot: {
         // gepm2: ii outer, jj inner; gemp2: jj outer, ii inner.
         const bool rows_outer = cfg.variant == Variant::kGepm2;
-        const std::size_t inner_count = rows_outer ? col_tiles() : row_tiles();
+        const std::size_t inner_count = panels() / gepdot_groups();
         const std::size_t outer = p / inner_count, in = p % inner_count;
         const std::size_t it = rows_outer ? outer : in, jt = rows_outer ? in : outer;
         return {it * m, end_of(it, m), jt * w, end_of(jt, w)};
