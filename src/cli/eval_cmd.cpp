@@ -28,6 +28,7 @@ struct EvalArgs {
   std::uint64_t seed = 1;
   std::optional<std::string> config;  // --config: preset name or machine file
   std::vector<std::string> sections;  // --sections: empty = all
+  int jobs = experiments::default_eval_jobs();
 };
 
 int do_eval(const EvalArgs& a) {
@@ -37,6 +38,7 @@ int do_eval(const EvalArgs& a) {
   opt.seed = a.seed;
   opt.meta = build_meta();
   opt.sections = a.sections;
+  opt.jobs = a.jobs;
   if (a.config) {
     // Loaded before anything runs: a bad file is a usage error (exit 2) naming file and key.
     opt.machine = is_machine_file(*a.config) ? sim::load_machine_file(*a.config)
@@ -111,6 +113,14 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                               "sections at a time into one --out directory",
                               fmt::join(experiments::eval_sections(), ", ")))
       ->delimiter(',');
+  cmd->add_option("--jobs", a->jobs,
+                  "The timed steps (native runs, the checksum's time overhead) run first, one by "
+                  "one with nothing else of the evaluation running; then the untimed ones "
+                  "(simulations, crash campaigns, instruction counts) run in this many processes "
+                  "at once. Default: the cores pmlab may use. 1: every step in one process, in "
+                  "plan order. The figures do not depend on it")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->add_flag("--json", a->json, "Print the results document as JSON");
   cmd->add_flag("--quiet", a->quiet,
                 "No progress bar, and no step lines when stderr is not a terminal");

@@ -26,6 +26,7 @@
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/stats.hpp"
+#include "step_runner.hpp"
 
 namespace pmlab::experiments {
 namespace {
@@ -33,13 +34,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// One unit of work: an estimate of its cost (relative seconds) and the function producing its
-// result, appended to results[section].
-struct Step {
-  std::string section, label;
-  double weight = 1;
-  std::function<json()> run;
-};
+using Step = EvalStep;
 
 struct Sizes {
   std::uint64_t bench_n, sim_n, crash_n;
@@ -186,7 +181,8 @@ std::vector<Step> plan(const EvalOptions& opt) {
     // printed beside the kernels' ratios.
     const bool aa = k.name == "tmm";
     const double schemes = (full ? static_cast<double>(k.schemes.size()) : 1.0) + (aa ? 1 : 0);
-    steps.push_back({"native", "native " + k.name, (budget + 5) * schemes, [=, name = k.name] {
+    steps.push_back({"native", "native " + k.name, (budget + 5) * schemes,
+                     [=, name = k.name] {
                        experiments::BenchOptions b;
                        b.kernel = name;
                        b.n = sz.bench_n;
@@ -199,7 +195,8 @@ std::vector<Step> plan(const EvalOptions& opt) {
                        b.seed = opt.seed;
                        b.stop = opt.stop;  // Ctrl-C stops inside the benchmark too
                        return experiments::to_json(experiments::run_bench(b));
-                     }});
+                     },
+                     /*timed=*/true});
   }
   // 1b. Instructions per scheme vs base under callgrind (scripts/instruction-counts): the
   // deterministic companion of the native column. ~1 min at its moderate sizes on 2 cores.
@@ -293,11 +290,13 @@ std::vector<Step> plan(const EvalOptions& opt) {
   // Figs. 6, 12, 13 natively: jacobi (quick; ~25 s), every seed-002 kernel (full).
   for (const auto& k : seed002_kernels()) {
     if (!full && k != "jacobi") continue;
-    steps.push_back({"seed002", "seed 002 native " + k, full ? 240.0 : 25.0, [=] {
+    steps.push_back({"seed002", "seed 002 native " + k, full ? 240.0 : 25.0,
+                     [=] {
                        Seed002Options so{full, opt.seed};
                        so.stop = opt.stop;  // Ctrl-C stops inside the benchmark too
                        return seed002_native(k, so);
-                     }});
+                     },
+                     /*timed=*/true});
   }
   // 3d. BSP bulk mode (seed 004 Figs. 13-14): the base schemes with hardware epochs of N
   // stores. Quick: 8 cores x 4000 transactions (~2 s per benchmark).
@@ -350,7 +349,8 @@ std::vector<Step> plan(const EvalOptions& opt) {
                      return st.to_json();
                    }});
   // Paired CI per kind, like `pmlab bench` (one thread, budget per kind; quick: 5 x 4 s).
-  steps.push_back({"checksum", "checksum overhead", full ? 5 * 60.0 : 5 * 4.0, [=] {
+  steps.push_back({"checksum", "checksum overhead", full ? 5 * 60.0 : 5 * 4.0,
+                   [=] {
                      ChecksumStudyOptions c;
                      c.overhead_n = full ? 1024 : 384;
                      c.overhead_budget_seconds = full ? 60 : 4;
@@ -358,7 +358,8 @@ std::vector<Step> plan(const EvalOptions& opt) {
                      ChecksumStudy st;
                      st.overhead = run_overhead_study(c);
                      return st.to_json();
-                   }});
+                   },
+                   /*timed=*/true});
   // 5. Sensitivity (LP paper §VI-C) for tmm: LLC size, NVM latency, threads.
   // 384: C (1.1 MiB) overflows even the largest LLC studied, as at the papers' n = 1024.
   const std::uint64_t sens_n = full ? 1024 : 384;
@@ -585,41 +586,24 @@ json run_eval(const EvalOptions& opt) {
       }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  double done = 0;
-  bool interrupted = false;
-  for (const auto& step : steps) {
-    if (opt.stop && opt.stop->load()) {
-      interrupted = true;
-      break;
-    }
-    if (opt.progress) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double left = done > 0 ? elapsed / done * (total - done) : 0;
-      opt.progress(done / total, left, step.label);
-    }
-    json r;
-    const auto step_start = std::chrono::steady_clock::now();
-    try {
-      r = step.run();
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kInterrupted) {
-        interrupted = true;  // a partial measurement is not a result: drop it
-        break;
-      }
-      r = {{"label", step.label}, {"error", e.what()}};
-    } catch (const std::exception& e) {
-      r = {{"label", step.label}, {"error", e.what()}};
-    }
-    r["label"] = step.label;
+  StepRunOptions run_opt;
+  run_opt.jobs = std::max(1, opt.jobs);
+  run_opt.progress = opt.progress;
+  run_opt.stop = opt.stop;
+  const StepRun run = run_steps(steps, run_opt);
+  const bool interrupted = run.interrupted;
+  results["jobs"] = run_opt.jobs;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!run.outcomes[i]) continue;  // not run: interrupted
+    json r = run.outcomes[i]->result;
+    r["label"] = steps[i].label;
     // Where `make run`'s minutes go (the quick mode promises under 10 of them on 2 cores).
-    const double step_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    // With --jobs > 1 untimed steps overlap, so a section's sum may exceed its wall time.
+    const double step_seconds = run.outcomes[i]->seconds;
     r["step_seconds"] = step_seconds;
-    results["section_seconds"][step.section] =
-        results["section_seconds"].value(step.section, 0.0) + step_seconds;
-    results[step.section].push_back(std::move(r));
-    done += step.weight;
+    results["section_seconds"][steps[i].section] =
+        results["section_seconds"].value(steps[i].section, 0.0) + step_seconds;
+    results[steps[i].section].push_back(std::move(r));
   }
   results["complete"] = !interrupted;
   results["failed_checks"] = failed_checks(results);

@@ -679,7 +679,13 @@ std::string render_report(const json& results) {
     std::vector<std::string> parts;
     for (const auto& [section, seconds] : per.items())
       parts.push_back(fmt::format("{} {:.0f} s", section, seconds.get<double>()));
-    md += "Wall time per section: " + fmt::format("{}", fmt::join(parts, ", ")) + ".\n\n";
+    // With --jobs > 1 the untimed steps overlapped, so the sum is time spent, not time waited.
+    const int jobs = results.value("jobs", 1);
+    md += (jobs > 1 ? fmt::format("Time per section (summed over its steps; untimed steps ran {} "
+                                  "at a time, timed ones alone): ",
+                                  jobs)
+                    : std::string("Wall time per section: ")) +
+          fmt::format("{}", fmt::join(parts, ", ")) + ".\n\n";
   }
   md += "## Headline\n\n" + render_headline(results) + "\n" + native_state(results);
   md +=

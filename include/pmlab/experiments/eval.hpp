@@ -30,6 +30,10 @@ struct EvalOptions {
   // mode, seed and machine (each marked in results["carried_over"] with its run's date and
   // revision, and named so in the report).
   std::vector<std::string> sections;
+  // `pmlab eval --jobs`: the timed steps (native runs) run first, alone, then the untimed ones
+  // (simulations, crash campaigns, instruction counts) in this many forked processes at once. 1:
+  // every step in this process, in plan order. The figures do not depend on it.
+  int jobs = 1;
   // Put into results.json as "meta" (version, git revision, compiler, CPU, date: the CLI's).
   nlohmann::json meta;
   // Called with (fraction done, seconds left estimate, what is running now).
@@ -38,6 +42,9 @@ struct EvalOptions {
   // written from what was measured so far (Ctrl-C).
   const std::atomic<bool>* stop = nullptr;
 };
+
+// The default for `pmlab eval --jobs`: the cores this process may run on.
+[[nodiscard]] int default_eval_jobs();
 
 // The evaluation's sections, in the order they run.
 [[nodiscard]] const std::vector<std::string>& eval_sections();
