@@ -69,22 +69,30 @@ class Progress {
       : steps_(steps), opt_(opt), start_(Clock::now()) {
     for (const auto& s : steps) total_ += s.weight;
   }
-  void finished(std::size_t i) { done_ += steps_[i].weight; }
-  // Shows the steps running now, the first one named.
-  void show(const std::vector<std::size_t>& running) const {
-    if (!opt_.progress || running.empty()) return;
-    const double elapsed = seconds_since(start_);
-    const double left = done_ > 0 ? elapsed / done_ * (total_ - done_) : 0;
-    std::string what = steps_[running.front()].label;
-    if (running.size() > 1) what += fmt::format(" (+{} more)", running.size() - 1);
-    opt_.progress(total_ > 0 ? done_ / total_ : 1.0, left, what);
+  // Progress is shown under the step started last: a log then gets one line per step, as when
+  // the steps run one by one, and a finishing sibling only moves the bar.
+  void started(std::size_t i) {
+    current_ = steps_[i].label;
+    show();
+  }
+  void finished(std::size_t i) {
+    done_ += steps_[i].weight;
+    show();
   }
 
  private:
   const std::vector<EvalStep>& steps_;
   const StepRunOptions& opt_;
+  void show() const {
+    if (!opt_.progress) return;
+    const double elapsed = seconds_since(start_);
+    const double left = done_ > 0 ? elapsed / done_ * (total_ - done_) : 0;
+    opt_.progress(total_ > 0 ? done_ / total_ : 1.0, left, current_);
+  }
+
   Clock::time_point start_;
   double total_ = 0, done_ = 0;
+  std::string current_;
 };
 
 bool stopped(const StepRunOptions& opt) {
@@ -94,14 +102,11 @@ bool stopped(const StepRunOptions& opt) {
 // The untimed steps `todo`, `jobs` children at once. Returns false when stopped.
 bool run_forked(const std::vector<EvalStep>& steps, const std::vector<std::size_t>& todo,
                 const StepRunOptions& opt, Progress& progress, StepRun& out) {
-  std::vector<std::size_t> running;
   ForkPool pool(opt.jobs, [&](std::uint64_t i, std::string payload, int status) {
     bool interrupted = false;
     out.outcomes[i] = from_payload(payload, status, interrupted);
     if (interrupted) out.interrupted = true;
-    std::erase(running, static_cast<std::size_t>(i));
     progress.finished(i);
-    progress.show(running);
   });
   std::size_t next = 0;
   while (next < todo.size() || pool.running() > 0) {
@@ -109,8 +114,7 @@ bool run_forked(const std::vector<EvalStep>& steps, const std::vector<std::size_
     if (stopped(opt) || out.interrupted) return false;
     if (next < todo.size() && pool.running() < static_cast<std::size_t>(opt.jobs)) {
       const std::size_t i = todo[next++];
-      running.push_back(i);
-      progress.show(running);
+      progress.started(i);
       if (pool.fork_child(i)) pool.finish_child(to_payload(run_here(steps[i])), 0);
       continue;
     }
@@ -138,7 +142,7 @@ StepRun run_steps(const std::vector<EvalStep>& steps, const StepRunOptions& opt)
       out.interrupted = true;
       return out;
     }
-    progress.show({i});
+    progress.started(i);
     out.outcomes[i] = run_here(steps[i]);
     if (!out.outcomes[i]) {
       out.interrupted = true;
