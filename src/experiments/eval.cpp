@@ -2,6 +2,7 @@
 // support.
 #include "pmlab/experiments/eval.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -500,6 +502,13 @@ std::vector<std::string> failed_checks(const json& results) {
   return failed;
 }
 
+int default_eval_jobs() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 const std::vector<std::string>& eval_sections() {
   static const std::vector<std::string> names{"native",   "instructions", "sim",      "crash",
                                               "barriers", "seed002",      "preflush", "gemm",
@@ -554,8 +563,6 @@ json run_eval(const EvalOptions& opt) {
                              "', which eval_sections() does not list");
     if (is_chosen(s.section)) steps.push_back(std::move(s));
   }
-  double total = 0;
-  for (const auto& s : steps) total += s.weight;
   json results{{"pmlab_version", PMLAB_VERSION},
                {"mode", opt.full ? "full" : "quick"},
                {"seed", opt.seed},

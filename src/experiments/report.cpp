@@ -681,8 +681,8 @@ std::string render_report(const json& results) {
       parts.push_back(fmt::format("{} {:.0f} s", section, seconds.get<double>()));
     // With --jobs > 1 the untimed steps overlapped, so the sum is time spent, not time waited.
     const int jobs = results.value("jobs", 1);
-    md += (jobs > 1 ? fmt::format("Time per section (summed over its steps; untimed steps ran {} "
-                                  "at a time, timed ones alone): ",
+    md += (jobs > 1 ? fmt::format("Time per section (summed over its steps; this run's untimed "
+                                  "steps ran {} at a time, its timed ones alone): ",
                                   jobs)
                     : std::string("Wall time per section: ")) +
           fmt::format("{}", fmt::join(parts, ", ")) + ".\n\n";

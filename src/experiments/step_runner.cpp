@@ -1,7 +1,6 @@
 // run_steps: timed steps alone in this process, the others in a ForkPool; outcomes in plan order.
 #include "step_runner.hpp"
 
-#include <sched.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -12,7 +11,6 @@
 
 #include "fork_pool.hpp"
 #include "pmlab/core/error.hpp"
-#include "pmlab/experiments/eval.hpp"
 
 namespace pmlab::experiments {
 namespace {
@@ -155,13 +153,6 @@ StepRun run_steps(const std::vector<EvalStep>& steps, const StepRunOptions& opt)
   // simulate, or exec a tool.)
   if (!forked.empty() && !run_forked(steps, forked, opt, progress, out)) out.interrupted = true;
   return out;
-}
-
-int default_eval_jobs() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace pmlab::experiments
