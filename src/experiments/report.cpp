@@ -497,12 +497,18 @@ std::string sensitivity_section(const json& res, const std::string& machine) {
     md += fmt::format(
         "### Periodic flush and volatility duration (LP paper §III-E, §VI-A, Fig. 11)\n\n"
         "LP tmm (n = {}) with the simulator's periodic cleaning every T cycles, T a fraction "
-        "of LP's run; extra NVM writes vs base tmm without it. Without cleaning LP writes {}, "
+        "of LP's run; extra NVM writes vs base tmm without it{}. Without cleaning LP writes {}, "
         "EagerRecompute {} (paper: LP +0.3%, EagerRecompute +36%; with cleaning: +32% at "
         "T = 0.08% of the run, < 2% at 33%).\n\n"
         "| T (fraction of the run) | T (cycles) | extra writes vs base | periodic write-backs "
         "| longest a line stayed dirty (cycles) |\n|---|---|---|---|---|\n",
-        s["n"].get<std::uint64_t>(), pct(s["lp_writes_vs_base"]), pct(s["ep_writes_vs_base"]));
+        s["n"].get<std::uint64_t>(),
+        // Results from before session 21 ran this study on the per-core write-queue shares.
+        s.value("write_queue", "") == "shared"
+            ? "; every run with one write queue for the machine (`--write-queue shared`: with "
+              "per-core shares the sweeping core's share would stall it)"
+            : "",
+        pct(s["lp_writes_vs_base"]), pct(s["ep_writes_vs_base"]));
     for (const auto& p : s["points"])
       md += fmt::format(
           "| {:.2f}% | {} | {} | {} | {} |\n", 100 * p["fraction_of_run"].get<double>(),

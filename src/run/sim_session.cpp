@@ -66,6 +66,7 @@ sim::SimParams machine_from(sim::SimParams p, const MachineOverrides& o) {
   if (o.write_queue_entries) p.nvm.write_queue_entries = *o.write_queue_entries;
   if (o.write_units) p.nvm.write_units = *o.write_units;
   if (o.periodic_flush_cycles) p.periodic_flush_cycles = Cycles{*o.periodic_flush_cycles};
+  if (o.write_queue) p.nvm.write_queue = *o.write_queue;
   if (o.wc_buffers) {
     p.nt_stores = *o.wc_buffers > 0;
     if (p.nt_stores) p.wc_buffers = *o.wc_buffers;

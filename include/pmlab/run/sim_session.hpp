@@ -51,6 +51,7 @@ struct MachineOverrides {
   std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
   std::optional<std::uint32_t> write_queue_entries, write_units;
   std::optional<std::uint64_t> periodic_flush_cycles;  // 0 = off
+  std::optional<sim::WriteQueueModel> write_queue;
   std::optional<std::uint32_t> wc_buffers;  // set: non-temporal stores modelled (0 = off)
 };
 
