@@ -39,18 +39,20 @@ bool ForkPool::fork_child(std::uint64_t tag) {
   while (running_.size() >= static_cast<std::size_t>(max_children_)) poll(true);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw Error(ErrorCode::kIo, fmt::format("pipe() for a crash trial: {}", std::strerror(errno)));
+    throw Error(ErrorCode::kIo,
+                fmt::format("pipe() for a child process: {}", std::strerror(errno)));
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
     ::close(fds[0]);
     ::close(fds[1]);
-    throw Error(ErrorCode::kIo, fmt::format("fork() for a crash trial: {}", std::strerror(e)));
+    throw Error(ErrorCode::kIo, fmt::format("fork() for a child process: {}", std::strerror(e)));
   }
   if (pid == 0) {
-    // A trial never outlives its campaign: when the parent ends (Ctrl-C, SIGTERM, kill -9) the
-    // kernel kills the child; a parent gone before this line is caught by getppid.
+    // A child never outlives its parent (a campaign, an evaluation): when the parent ends
+    // (Ctrl-C, SIGTERM, kill -9) the kernel kills the child; a parent gone before this line is
+    // caught by getppid.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(kExitParentGone);
     ::close(fds[0]);

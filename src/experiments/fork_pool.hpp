@@ -1,5 +1,5 @@
 // Child processes that each report one result through a pipe, at most N at once (crash
-// campaigns fork one per trial at its crash point).
+// campaigns fork one per trial at its crash point, `pmlab eval` one per untimed step).
 #pragma once
 
 #include <sys/types.h>

@@ -42,7 +42,9 @@ std::optional<StepOutcome> run_here(const EvalStep& step) {
 // What a child sends back: {"result": ..., "seconds": ...} or {"interrupted": true}.
 std::string to_payload(const std::optional<StepOutcome>& o) {
   if (!o) return json{{"interrupted", true}}.dump();
-  return json{{"result", o->result}, {"seconds", o->seconds}}.dump();
+  // Replace, not throw, on invalid UTF-8 (an error message quoting a file's bytes).
+  return json{{"result", o->result}, {"seconds", o->seconds}}.dump(-1, ' ', false,
+                                                                   json::error_handler_t::replace);
 }
 
 std::optional<StepOutcome> from_payload(const std::string& payload, int wait_status,
@@ -113,7 +115,15 @@ bool run_forked(const std::vector<EvalStep>& steps, const std::vector<std::size_
     if (next < todo.size() && pool.running() < static_cast<std::size_t>(opt.jobs)) {
       const std::size_t i = todo[next++];
       progress.started(i);
-      if (pool.fork_child(i)) pool.finish_child(to_payload(run_here(steps[i])), 0);
+      if (pool.fork_child(i)) {
+        // Nothing may escape a child into the parent's loop: no payload reads as a failure.
+        std::string payload;
+        try {
+          payload = to_payload(run_here(steps[i]));
+        } catch (...) {
+        }
+        pool.finish_child(payload, 0);
+      }
       continue;
     }
     pool.poll(false);
