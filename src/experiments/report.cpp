@@ -351,7 +351,7 @@ std::string controls_cell(const json& c) {
          unreached;
 }
 
-std::string crash_section(const json& res) {
+std::string crash_section(const json& res, int jobs) {
   std::string md =
       "## Crash campaigns (simulator power failures)\n\n"
       "Each trial cuts the power at a random op (plus first/last op and just before, "
@@ -362,7 +362,14 @@ std::string crash_section(const json& res) {
       "wrote back) and `any-dirty` (each unfenced flush may be lost and each dirty line may have "
       "reached NVM, independently). Negative controls: the same campaign rerun on each mutant "
       "the scheme's row declares (`pmlab crash --mutate`); a mutant is detected when at least "
-      "one of its trials fails, as counted in this run.\n\n"
+      "one of its trials fails, as counted in this run." +
+      // With --jobs > 1 a campaign shares the cores with other steps: its rate is not a
+      // campaign's own speed (`pmlab crash` alone measures that).
+      (jobs > 1 ? fmt::format(" Trials/s: measured while up to {} steps of the evaluation ran "
+                              "at once, so lower than `pmlab crash` alone.",
+                              jobs)
+                : std::string()) +
+      "\n\n"
       "| kernel | scheme | n | trials | passed | passed per image model | negative controls | "
       "recovery ops median / p90 / max | crashes in recovery | unnecessary recomputations (R3) | "
       "trials/s |\n"
@@ -709,7 +716,8 @@ std::string render_report(const json& results) {
     if (ic.is_array() && !ic.empty()) md += instructions_section(ic[0]);
   }
   if (has("sim")) md += sim_section(results.value("sim", json::array()));
-  if (has("crash")) md += crash_section(results.value("crash", json::array()));
+  if (has("crash"))
+    md += crash_section(results.value("crash", json::array()), results.value("jobs", 1));
   if (has("barriers")) md += barrier_section(results.value("barriers", json::array()));
   if (has("seed002")) md += seed002_section(results.value("seed002", json::array()));
   if (has("preflush")) md += preflush_section(results.value("preflush", json::array()));
