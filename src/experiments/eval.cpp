@@ -36,8 +36,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-using Step = EvalStep;
-
 struct Sizes {
   std::uint64_t bench_n, sim_n, crash_n;
 };
@@ -164,8 +162,8 @@ json instruction_counts() {
   return j;
 }
 
-std::vector<Step> plan(const EvalOptions& opt) {
-  std::vector<Step> steps;
+std::vector<EvalStep> plan(const EvalOptions& opt) {
+  std::vector<EvalStep> steps;
   const bool full = opt.full;
   // 1. Native execution time vs base: paired, order-alternating repetitions until the ratio's
   // 95% interval is within ±1% or the budget is spent (then the cell is unresolved). One
@@ -393,7 +391,8 @@ std::vector<Step> plan(const EvalOptions& opt) {
   // Every run of this study has one write queue for the machine, as gem5's controller: with
   // per-core shares the sweeping core's 1/8 share takes all the cleaning write-backs, its
   // evictions stall, and the run's cycles and dirty stretches grow 2.5x for no reason the
-  // paper has (docs/simulator.md, "Periodic flush"; the write counts differ by 0.01%).
+  // paper has (docs/simulator.md, "Periodic flush"; the write counts differ by 0.01%). Also on
+  // a --config machine: the study is about the cleaning, not about the queue.
   run::MachineOverrides one_queue;
   one_queue.write_queue = sim::WriteQueueModel::kShared;
   steps.push_back(
@@ -560,7 +559,7 @@ json run_eval(const EvalOptions& opt) {
   const auto is_chosen = [&](const std::string& s) {
     return std::find(chosen.begin(), chosen.end(), s) != chosen.end();
   };
-  std::vector<Step> steps;
+  std::vector<EvalStep> steps;
   for (auto& s : plan(opt)) {
     // The section names are spelled in plan() and in eval_sections(): a step under a name the
     // list lacks would be filtered out of every run, so it is a programming error, not a skip.
