@@ -126,10 +126,11 @@ bool run_forked(const std::vector<EvalStep>& steps, const std::vector<std::size_
       }
       continue;
     }
+    // Here every slot is busy or nothing is left to start. A child that ended frees its slot
+    // at once; else look again in 50 ms (a blocking poll would not see Ctrl-C's flag).
+    const std::size_t before = pool.running();
     pool.poll(false);
-    // No result yet: look again in 50 ms (a blocking poll would not see Ctrl-C's flag).
-    if (pool.running() >= static_cast<std::size_t>(opt.jobs) || next == todo.size())
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (pool.running() == before) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return true;
 }
