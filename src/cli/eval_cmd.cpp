@@ -26,8 +26,9 @@ struct EvalArgs {
   bool quick = false, full = false, json = false, quiet = false;
   std::string out = "results";
   std::uint64_t seed = 1;
-  std::optional<std::string> config;  // --config: preset name or machine file
-  std::vector<std::string> sections;  // --sections: empty = all
+  std::optional<std::string> config;        // --config: preset name or machine file
+  std::vector<std::string> sections;        // --sections: empty = all
+  std::vector<std::string> native_schemes;  // --native-schemes: empty = by mode
   int jobs = experiments::default_eval_jobs();
 };
 
@@ -38,6 +39,7 @@ int do_eval(const EvalArgs& a) {
   opt.seed = a.seed;
   opt.meta = build_meta();
   opt.sections = a.sections;
+  opt.native_schemes = a.native_schemes;
   opt.jobs = a.jobs;
   if (a.config) {
     // Loaded before anything runs: a bad file is a usage error (exit 2) naming file and key.
@@ -112,6 +114,12 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                               "names each one's origin, so `--full` (hours) can be run a few "
                               "sections at a time into one --out directory",
                               fmt::join(experiments::eval_sections(), ", ")))
+      ->delimiter(',');
+  cmd->add_option("--native-schemes", a->native_schemes,
+                  "Schemes the native section times against base, comma-separated (default: lp "
+                  "under --quick, every scheme under --full; a kernel without any of them gets no "
+                  "native cell). `--full --sections native --native-schemes lp` measures the LP "
+                  "paper's Table VII column at its sizes in about 20 minutes instead of hours")
       ->delimiter(',');
   cmd->add_option("--jobs", a->jobs,
                   "The timed steps (native runs, the checksum's time overhead) run first, one by "

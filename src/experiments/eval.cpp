@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -162,6 +163,29 @@ json instruction_counts() {
   return j;
 }
 
+}  // namespace
+
+std::vector<NativeCell> native_cells(const EvalOptions& opt) {
+  std::vector<NativeCell> cells;
+  for (const auto& k : run::kernel_drivers()) {
+    const auto has = [](const std::vector<std::string>& list, const std::string& s) {
+      return std::find(list.begin(), list.end(), s) != list.end();
+    };
+    NativeCell cell{k.name, {}};
+    if (!opt.native_schemes.empty()) {
+      for (const auto& s : k.schemes)
+        if (has(opt.native_schemes, s)) cell.schemes.push_back(s);
+      if (cell.schemes.empty()) continue;  // none of them is this kernel's: no cell to measure
+    } else if (!opt.full && has(k.schemes, "lp")) {
+      cell.schemes = {"lp"};  // the headline's column
+    }
+    cells.push_back(std::move(cell));
+  }
+  return cells;
+}
+
+namespace {
+
 std::vector<EvalStep> plan(const EvalOptions& opt) {
   std::vector<EvalStep> steps;
   const bool full = opt.full;
@@ -170,23 +194,25 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
   // thread: no OpenMP team, so no thread spin-waits for a core another process holds
   // (docs/measurement.md). Quick mode measures LP only (the headline's column, LP paper Table
   // VII) on a small budget so that `make run` stays within minutes; --full measures every
-  // scheme at the papers' sizes.
-  for (const auto& k : run::kernel_drivers()) {
-    const Sizes sz = sizes_for(k.name, full);
-    const bool has_lp = std::find(k.schemes.begin(), k.schemes.end(), "lp") != k.schemes.end();
+  // scheme at the papers' sizes; --native-schemes names the schemes in either mode.
+  for (const NativeCell& cell : native_cells(opt)) {
+    const Sizes sz = sizes_for(cell.kernel, full);
+    const std::vector<std::string> timed = cell.schemes;
+    const run::KernelDriver& k = run::find_kernel(cell.kernel);
     // Quick: 17 s per cell keeps `make run` under 10 minutes on 2 cores (at 20 s it took
     // 10 min 15 s in session 20, native 215 s of it).
     const double budget = full ? 120.0 : 17.0;
     // tmm also times base against itself (the A/A row): the method's own bias at this load,
     // printed beside the kernels' ratios.
     const bool aa = k.name == "tmm";
-    const double schemes = (full ? static_cast<double>(k.schemes.size()) : 1.0) + (aa ? 1 : 0);
+    const double schemes =
+        static_cast<double>(timed.empty() ? k.schemes.size() : timed.size()) + (aa ? 1 : 0);
     steps.push_back({"native", "native " + k.name, (budget + 5) * schemes,
                      [=, name = k.name] {
                        experiments::BenchOptions b;
                        b.kernel = name;
                        b.n = sz.bench_n;
-                       if (!full && has_lp) b.schemes = {"lp"};
+                       b.schemes = timed;
                        b.aa_check = aa;
                        b.threads = 1;
                        b.budget_seconds = budget;
@@ -535,6 +561,17 @@ std::vector<std::string> chosen_sections(const EvalOptions& opt) {
   return opt.sections;
 }
 
+// --native-schemes, checked before anything runs: each name must be a scheme of some kernel.
+void check_native_schemes(const EvalOptions& opt) {
+  std::set<std::string> known;
+  for (const auto& k : run::kernel_drivers()) known.insert(k.schemes.begin(), k.schemes.end());
+  for (const auto& s : opt.native_schemes)
+    if (!known.contains(s))
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("unknown scheme '{}' in --native-schemes (known: {})", s,
+                              fmt::join(known, ", ")));
+}
+
 // The earlier results in `dir` whose sections a partial run may carry over: same mode, seed and
 // machine, or null (none, unreadable, or of another evaluation: then nothing is carried, since a
 // report mixing two modes or machines would compare figures that are not comparable).
@@ -556,6 +593,7 @@ json earlier_results(const fs::path& dir, const json& now) {
 
 json run_eval(const EvalOptions& opt) {
   const std::vector<std::string> chosen = chosen_sections(opt);
+  check_native_schemes(opt);
   const auto is_chosen = [&](const std::string& s) {
     return std::find(chosen.begin(), chosen.end(), s) != chosen.end();
   };

@@ -1,6 +1,6 @@
 // `pmlab eval --sections`: only the named sections run, unknown names are refused before
 // anything runs, and a partial run carries the other sections over from an earlier run of the
-// same evaluation in its directory (and only then).
+// same evaluation in its directory (and only then). `--native-schemes` picks the native cells.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -8,8 +8,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -70,6 +72,56 @@ TEST(EvalSections, UnknownNamesAreRefusedBeforeAnythingRuns) {
       (dir.path / "log").string(), std::chrono::seconds(60));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("unknown eval section 'bogus'"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path / "cli"));
+}
+
+TEST(EvalNativeSchemes, PickTheCellsOfTheNativeSection) {
+  experiments::EvalOptions opt;
+  const auto cells = [&] {
+    std::map<std::string, std::vector<std::string>> m;
+    for (auto& c : experiments::native_cells(opt)) m[c.kernel] = c.schemes;
+    return m;
+  };
+  // Quick: LP where the kernel has it (the headline's column), every scheme elsewhere.
+  auto quick = cells();
+  ASSERT_TRUE(quick.contains("tmm") && quick.contains("gauss") && quick.contains("queue"));
+  EXPECT_EQ(quick["tmm"], std::vector<std::string>{"lp"});
+  EXPECT_EQ(quick["cg"], std::vector<std::string>{"lp"});
+  EXPECT_TRUE(quick["queue"].empty());  // tx, base: all of them
+  // Full: every scheme of every kernel.
+  opt.full = true;
+  for (const auto& [kernel, schemes] : cells()) EXPECT_TRUE(schemes.empty()) << kernel;
+  // Named: only the kernels having one of them, in the kernel's scheme order.
+  opt.native_schemes = {"lp"};
+  auto lp = cells();
+  EXPECT_FALSE(lp.contains("queue"));
+  EXPECT_EQ(lp["fft"], std::vector<std::string>{"lp"});
+  opt.native_schemes = {"ep-ii", "lp", "wal"};
+  auto mixed = cells();
+  EXPECT_EQ(mixed["tmm"], (std::vector<std::string>{"lp", "ep-ii"}));
+  EXPECT_EQ(mixed["lu"], (std::vector<std::string>{"lp", "wal"}));
+}
+
+TEST(EvalNativeSchemes, UnknownNamesAreRefusedBeforeAnythingRuns) {
+  TempDir dir;
+  experiments::EvalOptions opt;
+  opt.out_dir = (dir.path / "out").string();
+  opt.native_schemes = {"lp", "lazy"};
+  try {
+    (void)experiments::run_eval(opt);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("unknown scheme 'lazy' in --native-schemes (known: "),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "out"));
+  const auto r = run_process({PMLAB_BINARY, "eval", "--sections", "native", "--native-schemes",
+                              "lp,nope", "--out", (dir.path / "cli").string()},
+                             (dir.path / "log").string(), std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown scheme 'nope' in --native-schemes"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir.path / "cli"));
 }
 

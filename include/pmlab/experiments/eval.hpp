@@ -30,6 +30,11 @@ struct EvalOptions {
   // mode, seed and machine (each marked in results["carried_over"] with its run's date and
   // revision, and named so in the report).
   std::vector<std::string> sections;
+  // `pmlab eval --native-schemes`: the schemes the native section times (base is always the
+  // reference); empty: LP under quick, every scheme under full. A full native section times
+  // ~100 kernel x scheme cells of two minutes each, so the LP paper's Table VII column at its
+  // sizes (`--full --sections native --native-schemes lp`) needs a way to run alone.
+  std::vector<std::string> native_schemes;
   // `pmlab eval --jobs`: the timed steps (native runs) run first, alone, then the untimed ones
   // (simulations, crash campaigns, instruction counts) in this many forked processes at once. 1:
   // every step in this process, in plan order. The figures do not depend on it.
@@ -42,6 +47,14 @@ struct EvalOptions {
   // written from what was measured so far (Ctrl-C).
   const std::atomic<bool>* stop = nullptr;
 };
+
+// One kernel of the native section and the schemes it times against base (empty: every scheme
+// of the kernel): LP under quick, everything under full, or what --native-schemes names.
+struct NativeCell {
+  std::string kernel;
+  std::vector<std::string> schemes;
+};
+[[nodiscard]] std::vector<NativeCell> native_cells(const EvalOptions& opt);
 
 // The default for `pmlab eval --jobs`: the cores this process may run on.
 [[nodiscard]] int default_eval_jobs();
