@@ -10,10 +10,47 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+# LP paper (ISCA 2018) Table VII: LP's native overhead ranged +0.8% to +2.1% over its kernels.
+PAPER_LP_NATIVE_RANGE = (0.8, 2.1)
+
+
+def lp_column(res, out, kernels):
+    """LP only (make run's quick mode, --native-schemes lp): one panel, kernels side by side,
+    LP's overhead in percent with its 95% interval, the paper's range shaded."""
+    rows = [(k, next(s for s in k["schemes"] if s["scheme"] == "lp")) for k in kernels]
+    rows = [(k, s) for k, s in rows if s.get("ci95")]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(rows) + 1.5), 3.6))
+    pct = [100 * (s["ratio"] - 1) for _, s in rows]
+    lo = [100 * (s["ratio"] - s["ci95"][0]) for _, s in rows]
+    hi = [100 * (s["ci95"][1] - s["ratio"]) for _, s in rows]
+    names = [f"{k['kernel']}\nn={k['n']}" for k, _ in rows]
+    ax.axhspan(*PAPER_LP_NATIVE_RANGE, color="tab:orange", alpha=0.25,
+               label="paper Table VII (+0.8 to +2.1%)")
+    bars = ax.bar(names, pct, yerr=[lo, hi], color="tab:green", capsize=3, label="LP vs base")
+    for bar, (_, s) in zip(bars, rows):
+        if not s.get("resolved", False):
+            bar.set_hatch("//")
+            bar.set_alpha(0.45)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_ylabel("LP time overhead vs base, % (95% CI)")
+    ax.tick_params(axis="x", labelsize=7)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title("LP native time vs base, 1 thread; hatched = unresolved", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "native_overhead.png", dpi=110)
+    plt.close(fig)
+
+
 def native_overhead(res, out):
     """Ratio to base with its 95% interval; unresolved cells hatched and labelled."""
     kernels = [k for k in res.get("native", []) if "schemes" in k]
     if not kernels:
+        return
+    timed = [{s["scheme"] for s in k["schemes"]} - {"base", "base-aa"} for k in kernels]
+    if all(t == {"lp"} for t in timed):
+        lp_column(res, out, kernels)
         return
     fig, axes = plt.subplots(1, len(kernels), figsize=(3.2 * len(kernels), 3.6), squeeze=False)
     for ax, k in zip(axes[0], kernels):

@@ -618,6 +618,7 @@ json run_eval(const EvalOptions& opt) {
   for (const auto& section : eval_sections()) results[section] = json::array();
   results["section_seconds"] = json::object();
   results["sections_run"] = chosen;
+  if (!opt.native_schemes.empty()) results["native_schemes"] = opt.native_schemes;
   if (chosen.size() < eval_sections().size()) {
     // A partial run: the other sections come from this directory's last results, if any.
     const json earlier = earlier_results(opt.out_dir, results);

@@ -681,6 +681,10 @@ std::string render_report(const json& results) {
   if (results.contains("sections_run") && results["sections_run"].size() < eval_sections().size())
     sections = fmt::format(" --sections {}",
                            fmt::join(results["sections_run"].get<std::vector<std::string>>(), ","));
+  if (results.contains("native_schemes"))
+    sections += fmt::format(
+        " --native-schemes {}",
+        fmt::join(results["native_schemes"].get<std::vector<std::string>>(), ","));
   md += fmt::format(
       "Reproduce: `pmlab eval --{} --seed {}{}{}` ({:.0f} s here). Raw data: results.json.\n\n",
       results.value("mode", "quick"), results.value("seed", 1),

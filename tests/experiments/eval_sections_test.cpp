@@ -102,6 +102,20 @@ TEST(EvalNativeSchemes, PickTheCellsOfTheNativeSection) {
   EXPECT_EQ(mixed["lu"], (std::vector<std::string>{"lp", "wal"}));
 }
 
+TEST(EvalNativeSchemes, TheReportsReproduceLineNamesThem) {
+  const json r{{"mode", "full"},
+               {"seed", 1},
+               {"complete", true},
+               {"sections_run", json::array({"native"})},
+               {"native_schemes", json::array({"lp", "ep"})},
+               {"wall_seconds", 3.0}};
+  const std::string report = experiments::render_report(r);
+  EXPECT_NE(report.find("Reproduce: `pmlab eval --full --seed 1 --sections native "
+                        "--native-schemes lp,ep`"),
+            std::string::npos)
+      << report;
+}
+
 TEST(EvalNativeSchemes, UnknownNamesAreRefusedBeforeAnythingRuns) {
   TempDir dir;
   experiments::EvalOptions opt;
