@@ -682,9 +682,9 @@ std::string render_report(const json& results) {
     sections = fmt::format(" --sections {}",
                            fmt::join(results["sections_run"].get<std::vector<std::string>>(), ","));
   if (results.contains("native_schemes"))
-    sections += fmt::format(
-        " --native-schemes {}",
-        fmt::join(results["native_schemes"].get<std::vector<std::string>>(), ","));
+    sections +=
+        fmt::format(" --native-schemes {}",
+                    fmt::join(results["native_schemes"].get<std::vector<std::string>>(), ","));
   md += fmt::format(
       "Reproduce: `pmlab eval --{} --seed {}{}{}` ({:.0f} s here). Raw data: results.json.\n\n",
       results.value("mode", "quick"), results.value("seed", 1),
