@@ -89,13 +89,21 @@ struct Machine {
   const sim::SimParams* given = nullptr;  // --config; null: the preset `name`
 };
 
+// Block size of the native and simulated runs. A kernel's bs also sets LP's region: 16 x 16
+// tiles (256 values, 2 KiB per checksum) for the matrix kernels, but bs values of one vector for
+// cg, where bs = 16 put one 32-byte checksum slot beside every 128 bytes of state and cost LP
+// +52% native (n = 4096) and 1.31x simulated writes, against +13 to +21% and 1.12x from
+// bs = 256 on, with base unchanged (docs/lp-native-cost.md, "Session 22"). cg gets 256: the
+// same data per checksum as the matrix kernels' tiles.
+std::uint64_t block_size_for(const std::string& kernel) { return kernel == "cg" ? 256 : 16; }
+
 run::SimRunSpec sim_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n,
                          const Machine& m, const run::MachineOverrides& o) {
   run::SimRunSpec spec;
   spec.run.kernel = kernel;
   spec.run.scheme = scheme;
   spec.run.n = n;
-  spec.run.bs = 16;
+  spec.run.bs = block_size_for(kernel);
   spec.machine = m.given ? run::machine_from(*m.given, o) : run::machine_from(m.name, o);
   spec.run.threads = static_cast<std::uint32_t>(spec.machine.threads);
   // Like the papers, NVM writes are LLC write-backs plus flushes: lines still dirty at the end
@@ -212,6 +220,7 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
                        experiments::BenchOptions b;
                        b.kernel = name;
                        b.n = sz.bench_n;
+                       b.bs = block_size_for(name);
                        b.schemes = timed;
                        b.aa_check = aa;
                        b.threads = 1;
