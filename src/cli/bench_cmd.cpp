@@ -21,7 +21,8 @@ namespace {
 struct BenchArgs {
   std::string kernel;
   std::vector<std::string> schemes;
-  std::uint64_t n = 768, bs = 16;
+  std::uint64_t n = 768;
+  std::optional<std::uint64_t> bs;  // --bs; absent: the kernel's default (16, cg 256)
   std::uint32_t threads = 1;
   std::size_t max_pairs = 200, min_pairs = 8;
   double target_percent = 1, budget = 60, rep_seconds = 0.2;
@@ -42,7 +43,7 @@ int do_bench(const BenchArgs& a) {
   o.kernel = a.kernel;
   o.schemes = a.schemes;
   o.n = a.n;
-  o.bs = a.bs;
+  o.bs = a.bs ? *a.bs : run::find_kernel(a.kernel).default_bs;
   o.threads = a.threads;
   o.max_pairs = a.max_pairs;
   o.min_pairs = a.min_pairs;
@@ -112,7 +113,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                       schemes_of_kernels)
       ->delimiter(',');
   cmd->add_option("--n", args->n, "Matrix dimension")->capture_default_str();
-  cmd->add_option("--bs", args->bs, "Tile size")->capture_default_str();
+  cmd->add_option("--bs", args->bs,
+                  "Tile size (default 16; cg 256: its bs is LP's region of one vector, and 256 "
+                  "values per checksum match a 16 x 16 tile)");
   cmd->add_option("--threads", args->threads,
                   "OpenMP threads (1: no thread team, nothing spin-waits; above 1 set "
                   "OMP_WAIT_POLICY=passive on a shared machine)")

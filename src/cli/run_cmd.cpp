@@ -127,6 +127,7 @@ int do_run(const RunArgs& a, const Given& g) {
     pool::RunParams defaults;
     auto params = merge(a, Given{true, true, true, true, true, true, true, true}, defaults);
     const auto& k = run::find_kernel(params.kernel);
+    if (!g.bs) params.bs = k.default_bs;  // cg's bs is a 1-D region: 256 (KernelDriver)
     k.validate(params);
     params.layout_tag = k.layout_tag(params);
     // Sizes the file system cannot hold are impossible parameters (exit 2), refused before
@@ -279,8 +280,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto* o_n = cmd->add_option("--n", args->n, "Problem size n (matrix dimension; any n >= 1)")
                   ->capture_default_str();
   auto* o_bs = cmd->add_option("--bs", args->bs,
-                               "Block/tile size bs (any bs >= 1; n need not be a multiple)")
-                   ->capture_default_str();
+                               "Block/tile size bs (any bs >= 1; n need not be a multiple; "
+                               "default 16, cg 256: its bs is LP's region of one vector)");
   auto* o_thr =
       cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
   auto* o_ck =

@@ -19,6 +19,7 @@
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
 #include "pmlab/lp/checksum_param.hpp"
+#include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/presets.hpp"
 
@@ -29,7 +30,7 @@ struct SimArgs {
   std::string kernel;
   std::string scheme = "lp";
   std::uint64_t n = 256;
-  std::uint64_t bs = 16;
+  std::optional<std::uint64_t> bs;  // --bs; absent: the kernel's default (16, cg 256)
   std::optional<std::uint32_t> threads;
   std::string checksum = "modular";
   std::uint64_t seed = 1;
@@ -127,7 +128,7 @@ int do_sim(const SimArgs& a) {
   spec.run.kernel = a.kernel;
   spec.run.scheme = a.scheme;
   spec.run.n = a.n;
-  spec.run.bs = a.bs;
+  spec.run.bs = a.bs ? *a.bs : run::find_kernel(a.kernel).default_bs;
   spec.run.threads = a.threads.value_or(static_cast<std::uint32_t>(spec.machine.threads));
   lp::set_checksum(spec.run, lp::checksum_kind_from_string(a.checksum));
   spec.run.seed = a.seed;
@@ -161,7 +162,7 @@ int do_sim(const SimArgs& a) {
                      {"scheme", a.scheme},
                      {"config", a.machine.config},
                      {"n", a.n},
-                     {"bs", a.bs},
+                     {"bs", spec.run.bs},
                      {"threads", spec.run.threads},
                      {"checksum", spec.run.checksum},
                      {"seed", a.seed},
@@ -192,7 +193,7 @@ int do_sim(const SimArgs& a) {
     fmt::print("{}\n", with_meta(j).dump(2));
   } else {
     fmt::print("pmlab sim {} --scheme {} --config {} --n {} --bs {} --threads {} --flush {}{}\n",
-               a.kernel, a.scheme, a.machine.config, a.n, a.bs, spec.run.threads, a.flush,
+               a.kernel, a.scheme, a.machine.config, a.n, spec.run.bs, spec.run.threads, a.flush,
                a.drain ? " --drain" : "");
     fmt::print("  machine: {} cores {:g} GHz; {}", machine.cores, machine.freq_ghz,
                level_line(machine.l1, false));
@@ -258,7 +259,8 @@ void add_sim_command(CLI::App& app, int& exit_code) {
                   "Persistency scheme (base, lp, ep-ii, ep-jj, wal-ii, wal-jj, cp, hr-*-x32/x64)")
       ->capture_default_str();
   cmd->add_option("--n", a->n, "Problem size n")->capture_default_str();
-  cmd->add_option("--bs", a->bs, "Block/tile size")->capture_default_str();
+  cmd->add_option("--bs", a->bs,
+                  "Block/tile size (default 16; cg 256: its bs is LP's region of one vector)");
   cmd->add_option("--threads", a->threads,
                   "Logical threads (default: the preset's; thread t runs on core t % cores)");
   cmd->add_option("--checksum", a->checksum,

@@ -89,13 +89,11 @@ struct Machine {
   const sim::SimParams* given = nullptr;  // --config; null: the preset `name`
 };
 
-// Block size of the native and simulated runs. A kernel's bs also sets LP's region: 16 x 16
-// tiles (256 values, 2 KiB per checksum) for the matrix kernels, but bs values of one vector for
-// cg, where bs = 16 put one 32-byte checksum slot beside every 128 bytes of state and cost LP
-// +52% native (n = 4096) and 1.31x simulated writes, against +13 to +21% and 1.12x from
-// bs = 256 on, with base unchanged (docs/lp-native-cost.md, "Session 22"). cg gets 256: the
-// same data per checksum as the matrix kernels' tiles.
-std::uint64_t block_size_for(const std::string& kernel) { return kernel == "cg" ? 256 : 16; }
+// Block size of the native and simulated runs: the kernel's default (cg 256, else 16;
+// KernelDriver::default_bs says why).
+std::uint64_t block_size_for(const std::string& kernel) {
+  return run::find_kernel(kernel).default_bs;
+}
 
 run::SimRunSpec sim_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n,
                          const Machine& m, const run::MachineOverrides& o) {

@@ -45,6 +45,9 @@ struct Cg {
   // Outer iterations of a run (pmlab run's progress bar; the unit of resume points).
   static std::uint64_t outer_steps(const pool::RunParams& p) { return iterations_of(p); }
   static constexpr std::uint64_t kCrashTestMaxN = 1000;
+  // bs values of one vector per LP region: 256 holds as much data per checksum as a 16 x 16
+  // tile; at 16 the regions' folds and commits were half of LP's cost (KernelDriver::default_bs).
+  static constexpr std::uint64_t kDefaultBs = 256;
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;
 

@@ -1,5 +1,6 @@
 // CLI comforts (issue 19 item 5): option aliases across verbs, `eval --config` (machine files
-// and their errors), null ratios in eval's results rendered as n/a, build metadata in --json.
+// and their errors), null ratios in eval's results rendered as n/a, build metadata in --json,
+// a kernel's own default --bs.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -47,6 +48,35 @@ TEST(CliAliases, BenchAcceptsSchemeAsSchemes) {
   ASSERT_EQ(j["schemes"].size(), 2u) << r.out;  // base is always included
   EXPECT_EQ(j["schemes"][1]["scheme"], "lp");
   expect_meta(j, "bench");
+  fs::remove_all(dir);
+}
+
+// A kernel's default block size when --bs is absent (KernelDriver::default_bs): 256 for cg, whose
+// bs is a 1-D LP region, 16 for the tile kernels; an explicit --bs wins, and a pool keeps its own.
+TEST(CliDefaults, BlockSizeIsTheKernelsOwnWhenNotGiven) {
+  const fs::path dir = scratch_dir("bs");
+  // The bs a command's --json reports (0 when it failed).
+  const auto bs_of = [&](const std::vector<std::string>& cmd) {
+    const auto r = run_process(cmd, (dir / "log").string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const json j = json::parse(r.out, nullptr, false);
+    return j.is_object() && j.contains("bs") ? j["bs"].get<std::uint64_t>() : std::uint64_t{0};
+  };
+  const std::string b = PMLAB_BINARY;
+  EXPECT_EQ(bs_of({b, "sim", "cg", "--n", "300", "--json", "--quiet"}), 256u);
+  EXPECT_EQ(bs_of({b, "sim", "tmm", "--n", "32", "--json", "--quiet"}), 16u);
+  EXPECT_EQ(bs_of({b, "sim", "cg", "--n", "300", "--bs", "16", "--json", "--quiet"}), 16u);
+  EXPECT_EQ(bs_of({b, "bench", "cg", "--schemes", "lp", "--n", "300", "--single-pass", "--json",
+                   "--quiet", "--dir", dir.string()}),
+            256u);
+  const std::string pool = (dir / "cg.pool").string();
+  EXPECT_EQ(bs_of({b, "run", "cg", "--n", "300", "--pool", pool, "--json", "--quiet"}), 256u);
+  // Resuming names no --bs: the stored bs is kept, and a pool made with 16 stays at 16.
+  const std::string old_pool = (dir / "cg16.pool").string();
+  EXPECT_EQ(
+      bs_of({b, "run", "cg", "--n", "300", "--bs", "16", "--pool", old_pool, "--json", "--quiet"}),
+      16u);
+  EXPECT_EQ(bs_of({b, "run", "--pool", old_pool, "--json", "--quiet"}), 16u);
   fs::remove_all(dir);
 }
 

@@ -60,6 +60,11 @@ struct KernelDriver {
   // Largest n the SIGKILL tests draw (random n in [1, this]); they must run in well under a
   // second at this size so that kills land anywhere in a run.
   std::uint64_t crash_test_max_n = 256;
+  // The block size `pmlab run|bench|sim` and `pmlab eval` use when none is given. For most kernels
+  // it is a tile edge (16: LP's region is a 16 x 16 tile); a kernel whose bs counts the values of
+  // a 1-D region says otherwise (K::kDefaultBs, optional): cg's 16-value regions put a checksum
+  // slot beside every 128 bytes (docs/lp-native-cost.md, "Session 22").
+  std::uint64_t default_bs = 16;
   // Throws pmlab::Error(kInvalidArgument) for impossible parameters or unknown schemes.
   std::function<void(const pool::RunParams&)> validate;
   std::function<std::vector<pool::ArraySpec>(const pool::RunParams&)> arrays;
