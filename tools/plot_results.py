@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 PAPER_LP_NATIVE_RANGE = (0.8, 2.1)
 
 
-def lp_column(res, out, kernels):
+def lp_column(out, kernels):
     """LP only (make run's quick mode, --native-schemes lp): one panel, kernels side by side,
     LP's overhead in percent with its 95% interval, the paper's range shaded."""
     # Each kernel's LP row, then the A/A rows (base against itself: the method's own error at
@@ -57,7 +57,7 @@ def native_overhead(res, out):
         return
     timed = [{s["scheme"] for s in k["schemes"]} - {"base", "base-aa"} for k in kernels]
     if all(t == {"lp"} for t in timed):
-        lp_column(res, out, kernels)
+        lp_column(out, kernels)
         return
     fig, axes = plt.subplots(1, len(kernels), figsize=(3.2 * len(kernels), 3.6), squeeze=False)
     for ax, k in zip(axes[0], kernels):

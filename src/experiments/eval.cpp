@@ -205,6 +205,7 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
     const Sizes sz = sizes_for(cell.kernel, full);
     const std::vector<std::string> timed = cell.schemes;
     const run::KernelDriver& k = run::find_kernel(cell.kernel);
+    const std::uint64_t bs = k.default_bs;
     // Quick: 17 s per cell keeps `make run` under 10 minutes on 2 cores (at 20 s it took
     // 10 min 15 s in session 20, native 215 s of it).
     const double budget = full ? 120.0 : 17.0;
@@ -218,7 +219,7 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
                        experiments::BenchOptions b;
                        b.kernel = name;
                        b.n = sz.bench_n;
-                       b.bs = block_size_for(name);
+                       b.bs = bs;
                        b.schemes = timed;
                        b.aa_check = aa;
                        b.threads = 1;

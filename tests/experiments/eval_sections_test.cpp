@@ -51,28 +51,36 @@ void write_earlier(const fs::path& dir, std::uint64_t seed) {
   std::ofstream(dir / "results.json") << earlier.dump();
 }
 
+// Bad options are refused before anything runs: run_eval throws kInvalidArgument naming the
+// bad value (`library_message`), and the same mistake on the CLI (`cli_args` after `pmlab eval`)
+// exits 2 with `cli_message` on stderr; neither creates its output directory.
+void expect_refused_before_anything_runs(const TempDir& dir, experiments::EvalOptions opt,
+                                         const std::string& library_message,
+                                         std::vector<std::string> cli_args,
+                                         const std::string& cli_message) {
+  opt.out_dir = (dir.path / "out").string();
+  try {
+    (void)experiments::run_eval(opt);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find(library_message), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "out"));
+  cli_args.insert(cli_args.begin(), {PMLAB_BINARY, "eval"});
+  cli_args.insert(cli_args.end(), {"--out", (dir.path / "cli").string()});
+  const auto r = run_process(cli_args, (dir.path / "log").string(), std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(cli_message), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path / "cli"));
+}
+
 TEST(EvalSections, UnknownNamesAreRefusedBeforeAnythingRuns) {
   TempDir dir;
   experiments::EvalOptions opt;
-  opt.out_dir = (dir.path / "out").string();
   opt.sections = {"barriers", "nope"};
-  try {
-    (void)experiments::run_eval(opt);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("unknown eval section 'nope' (known: native,"),
-              std::string::npos)
-        << e.what();
-  }
-  EXPECT_FALSE(fs::exists(dir.path / "out"));
-  // The CLI: usage error, exit 2, the message on stderr.
-  const auto r = run_process(
-      {PMLAB_BINARY, "eval", "--sections", "sim,bogus", "--out", (dir.path / "cli").string()},
-      (dir.path / "log").string(), std::chrono::seconds(60));
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("unknown eval section 'bogus'"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(dir.path / "cli"));
+  expect_refused_before_anything_runs(dir, opt, "unknown eval section 'nope' (known: native,",
+                                      {"--sections", "sim,bogus"}, "unknown eval section 'bogus'");
 }
 
 TEST(EvalNativeSchemes, PickTheCellsOfTheNativeSection) {
@@ -119,24 +127,11 @@ TEST(EvalNativeSchemes, TheReportsReproduceLineNamesThem) {
 TEST(EvalNativeSchemes, UnknownNamesAreRefusedBeforeAnythingRuns) {
   TempDir dir;
   experiments::EvalOptions opt;
-  opt.out_dir = (dir.path / "out").string();
   opt.native_schemes = {"lp", "lazy"};
-  try {
-    (void)experiments::run_eval(opt);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("unknown scheme 'lazy' in --native-schemes (known: "),
-              std::string::npos)
-        << e.what();
-  }
-  EXPECT_FALSE(fs::exists(dir.path / "out"));
-  const auto r = run_process({PMLAB_BINARY, "eval", "--sections", "native", "--native-schemes",
-                              "lp,nope", "--out", (dir.path / "cli").string()},
-                             (dir.path / "log").string(), std::chrono::seconds(60));
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("unknown scheme 'nope' in --native-schemes"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(dir.path / "cli"));
+  expect_refused_before_anything_runs(dir, opt,
+                                      "unknown scheme 'lazy' in --native-schemes (known: ",
+                                      {"--sections", "native", "--native-schemes", "lp,nope"},
+                                      "unknown scheme 'nope' in --native-schemes");
 }
 
 TEST(EvalSections, RunsOnlyTheNamedOnesAndCarriesTheOthersOver) {
