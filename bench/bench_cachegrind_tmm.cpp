@@ -5,8 +5,8 @@
 // [--reps R]
 //                               [--inclusive 0|1]
 //   native  kernels::tmm::run_base on PlainBackend, 1 thread. Under `valgrind --tool=cachegrind`
-//           the kernel is the [[gnu::noinline]] panel_step<PlainBackend, ...>, so its cg_annotate
-//           line holds exactly the kernel's references and misses.
+//           the kernel is the [[gnu::noinline]] tile_step<NativeBackend<NoPersist>> (PlainBackend),
+//           so its cg_annotate line holds exactly the kernel's references and misses.
 //   sim     the same template through SimBackend built from cachegrind_like(D1, LL), 1 thread
 //           (LL not inclusive, as cachegrind; --inclusive 1 gives the presets' inclusive LLC).
 //   setup   allocation and inputs only: the fixed cost to subtract from a timed native run.

@@ -39,8 +39,8 @@ Hierarchy::Hierarchy(const SimParams& p)
       interval_(p.core.model == CoreModel::kInterval),
       flush_after_fill_(interval_ && p.core.flush_after_fill),
       l1_latency_(p.l1.hit_latency.value()),
-      issue_width_(p.core.issue_width),
       rob_entries_(p.core.rob_entries),
+      issue_(p.core.issue_width),
       rb_(p.nvm.row_buffer) {
   if (interval_) {
     icore_.resize(cores_.size());
@@ -78,7 +78,7 @@ Hierarchy::Hierarchy(const SimParams& p)
   // engine's conflict check, so the inline L1 hit path stays off (it has no such check).
   if (p.persistency.hardware())
     epochs_ = std::make_unique<EpochEngine>(*this, p.persistency, p.cores, llc_.slots());
-  for (int c = 0; c < p.cores && !epochs_; ++c) {
+  for (int c = 0; c < p.cores && !epochs_ && p.inline_l1_hits; ++c) {
     Cache& l1 = priv(c, 0);
     LruPolicy* lru = l1.lru();
     if (lru == nullptr || !l1.pow2_sets()) continue;
@@ -95,39 +95,34 @@ Hierarchy::Hierarchy(const SimParams& p)
                  llc_.lru() != nullptr && llc_.pow2_sets() && llc_.hash_data() != nullptr;
   for (const detail::CoreState& cs : cores_)
     lean_misses_ = lean_misses_ && cs.l1_tags != nullptr && cs.l1_hash != nullptr;
-  access_cycles_ = p.core.insts_per_access / issue_width_;
-  access_slots_ = p.core.insts_per_access % issue_width_;
 }
 
 // Interval model (below, "Interval core model"): the access path's inlined parts.
 inline void Hierarchy::dispatch_access(int core) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  // This access's instructions and any the inline path left pending, in one step.
   cs.insts += params_.core.insts_per_access;
-  cs.slot += access_slots_;
-  const std::uint64_t carry = cs.slot >= issue_width_ ? 1 : 0;
-  cs.slot -= carry * issue_width_;
-  cs.clock += access_cycles_ + carry;
+  detail::dispatch_pending(cs, issue_);
   if (cs.insts >= cs.rob_limit) rob_stall(core);
 }
 
 inline std::size_t Hierarchy::acquire_mshr(int core) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   std::vector<std::uint64_t>& m = icore_[static_cast<std::size_t>(core)].mshr;
-  // When every MSHR is busy the scan runs to the end: the running minimum is kept with
-  // conditional moves (its compare is data-dependent and would mispredict as a branch), the
-  // free test stays a branch. (On tmm at n = 256 with an 8 KiB L1 it stopped after 4.5 entries
-  // on average: most misses find a free MSHR early; docs/simulator.md, "Session 20".)
+  // The first free MSHR, found by a scan that does nothing else: on tmm at n = 512 it stops
+  // after 3.2 entries on average and all 16 are busy once in 270,000 misses (callgrind). Keeping
+  // the running minimum in the same loop cost 34 instructions per miss, half of them for that
+  // rare case, which now scans a second time (docs/simulator.md, "Session 23").
   const std::uint64_t now = cs.clock;
-  std::size_t first = 0;
-  std::uint64_t earliest = m[0];
-  for (std::size_t i = 0; i < m.size(); ++i) {
-    const std::uint64_t t = m[i];
-    if (t <= now) return i;
-    const bool sooner = t < earliest;  // strict: the first of equal times, as before
-    first = sooner ? i : first;
-    earliest = sooner ? t : earliest;
-  }
-  mshr_stall_ += earliest - now;  // all busy: wait for the first to complete
+  const std::uint64_t* const t = m.data();
+  const std::size_t n = m.size();
+  for (std::size_t i = 0; i < n; ++i)
+    if (t[i] <= now) return i;
+  std::size_t first = 0;  // all busy: the first of the earliest to complete
+  for (std::size_t i = 1; i < n; ++i)
+    if (t[i] < t[first]) first = i;
+  const std::uint64_t earliest = t[first];
+  mshr_stall_ += earliest - now;  // wait for it
   cs.clock = earliest;
   return first;
 }
@@ -186,6 +181,9 @@ void Hierarchy::access_unsearched(int core, std::uint64_t line, bool is_store, s
 void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot,
                        std::uint32_t pc) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  // The inline path's pending instructions (CoreState::dispatched_insts): evictions below read
+  // the clock before this access's own dispatch.
+  if (interval_) detail::dispatch_pending(cs, issue_);
   ++(is_store ? stores_ : loads_);
   Cache& l1 = priv(core, 0);
   std::uint64_t lat = 0;
@@ -284,6 +282,7 @@ bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
     ++l1.counters().evictions;
     const std::size_t vs = l1.link(s1);
     if (llc_.tag(vs) != v) {  // a non-inclusive LLC dropped it: a dirty victim goes to NVM
+      if (dirty && interval_) detail::dispatch_pending(cs, issue_);  // it reads the clock
       if (dirty) write_back_victim(v, core, take_since(kNoSlot, v));
     } else {
       if (dirty) llc_.add_state(vs, kDirty);
@@ -868,7 +867,7 @@ void Hierarchy::reset_stats() {
     c.filtered = c.filtered_stores = 0;
     c.l1_hits = c.l1_hit_stores = 0;
     c.flush_done = 0;
-    c.insts = 0;
+    c.insts = c.dispatched_insts = 0;
   }
   reset_interval();
   for (auto& q : wq_) q.reset();
@@ -906,7 +905,10 @@ void Hierarchy::restart_sweep() {
 }
 
 void Hierarchy::set_deadlines() {
-  for (auto& c : cores_) c.deadline = next_due_;
+  for (auto& c : cores_) {
+    c.deadline = next_due_;
+    detail::refresh_deadline_stop(c, issue_);  // the inline path's store stop
+  }
 }
 
 // The cleaning hardware follows whichever core's clock is furthest ahead: the triggering core
@@ -989,12 +991,7 @@ void Hierarchy::stop_modelling() {
 void Hierarchy::dispatch(int core, std::uint64_t insts) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   cs.insts += insts;
-  cs.slot += insts;
-  // A loop, not a division: insts is at most a few issue widths (division costs ~30 cycles).
-  while (cs.slot >= issue_width_) {
-    cs.slot -= issue_width_;
-    ++cs.clock;
-  }
+  detail::dispatch_pending(cs, issue_);
   if (cs.insts >= cs.rob_limit) rob_stall(core);
 }
 

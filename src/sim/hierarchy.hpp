@@ -107,11 +107,11 @@ class Hierarchy {
     std::vector<std::uint64_t> fill_line;
   };
   static constexpr std::uint64_t kNoFill = ~std::uint64_t{0};
+  // Dispatches `insts` more instructions of `core`, with any the inline path left pending
+  // (CoreState::dispatched_insts), and stalls if the reorder buffer is then full.
   void dispatch(int core, std::uint64_t insts);
-  // dispatch(core, insts_per_access) without its loop: the precomputed whole cycles and the
-  // carry of the remaining slots (as Machine::dispatch), for every access's dispatch.
+  // dispatch(core, insts_per_access), inlined into the miss paths.
   [[gnu::always_inline]] inline void dispatch_access(int core);
-  std::uint64_t access_cycles_ = 0, access_slots_ = 0;  // insts_per_access / and % issue_width
   // A miss (or an upgrade) of `lat` cycles dispatched now: takes an MSHR (stalling while all
   // are busy) and, for a load, a place in the retirement order.
   // Always inlined: on a stream of misses its call and reloads were a third of its cost.
@@ -220,7 +220,8 @@ class Hierarchy {
   std::uint64_t fence_latency_;
   bool interval_;
   bool flush_after_fill_;  // CoreParams::flush_after_fill (interval model only)
-  std::uint64_t l1_latency_, issue_width_, rob_entries_;
+  std::uint64_t l1_latency_, rob_entries_;
+  detail::IssueWidth issue_;  // the issue width, with its shift (detail::dispatch_pending)
   std::vector<IntervalCore> icore_;
   std::uint64_t rob_stall_ = 0, mshr_stall_ = 0;
 

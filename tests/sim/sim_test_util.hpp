@@ -55,6 +55,10 @@ class ParamsBuilder {
     p_.lean_miss_path = on;
     return *this;
   }
+  ParamsBuilder& inline_hits(bool on) {
+    p_.inline_l1_hits = on;
+    return *this;
+  }
   ParamsBuilder& periodic(std::uint64_t cycles) {
     p_.periodic_flush_cycles = Cycles{cycles};
     return *this;

@@ -1,6 +1,7 @@
 // The simulated machine: cores, private caches, inclusive shared LLC, ADR write queue, NVM.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -57,6 +58,16 @@ struct alignas(64) CoreState {
   std::uint64_t insts = 0;
   std::uint64_t slot = 0;
   std::uint64_t rob_limit = kNever;
+  // Lazy dispatch (interval model): an access served inline (Machine::load/store) adds its
+  // instructions to insts only. clock and slot include the dispatch of the instructions up to
+  // dispatched_insts; the rest is added (dispatch_pending) when the core's clock is next needed:
+  // its next miss, which adds its own dispatch in the same step, or any other operation. Exact,
+  // because every access adds the same amount to insts and to clock * issue_width + slot. The
+  // inline path stops for the reorder buffer (insts >= rob_limit) and, on a store, for the
+  // periodic-cleaning deadline: deadline_stop is the insts at which clock would reach it
+  // (kNever when cleaning is off). docs/simulator.md, "Session 23".
+  std::uint64_t dispatched_insts = 0;
+  std::uint64_t deadline_stop = kNever;
   // L1 hit fast path (Machine::load/store), set up when the L1 is LRU with a power-of-two set
   // count (every preset): the L1's flat arrays, its LRU clock, and hits counted here.
   const std::uint64_t* l1_tags = nullptr;  // nullptr: no fast path
@@ -69,6 +80,44 @@ struct alignas(64) CoreState {
   std::uint64_t l1_hits = 0;  // accesses the fast path served (all L1 hits)
   std::uint64_t l1_hit_stores = 0;
 };
+// The issue width, with its shift when it is a power of two (every preset): dispatching then
+// takes a shift where a division costs ~30 cycles.
+struct IssueWidth {
+  explicit IssueWidth(std::uint64_t w)
+      : width(w), shift(static_cast<unsigned>(std::countr_zero(w))), pow2((w & (w - 1)) == 0) {}
+  std::uint64_t width;
+  unsigned shift;
+  bool pow2;
+};
+// Adds a core's pending instructions (CoreState::dispatched_insts) to its slot and clock.
+inline void dispatch_pending(CoreState& c, const IssueWidth& w) {
+  const std::uint64_t slots = c.slot + (c.insts - c.dispatched_insts);
+  c.dispatched_insts = c.insts;
+  if (w.pow2) [[likely]] {
+    c.clock += slots >> w.shift;
+    c.slot = slots & (w.width - 1);
+  } else {
+    c.clock += slots / w.width;
+    c.slot = slots % w.width;
+  }
+}
+// CoreState::deadline_stop from the core's dispatched state: the first insts at which
+// clock + (slot + insts - dispatched_insts) / issue_width >= deadline. Needed again whenever the
+// clock moves other than by dispatch (a miss, a stall) while cleaning is on.
+inline void refresh_deadline_stop(CoreState& c, const IssueWidth& w) {
+  if (c.deadline == kNever) [[likely]] {
+    c.deadline_stop = kNever;
+    return;
+  }
+  if (c.clock >= c.deadline) {
+    c.deadline_stop = c.dispatched_insts;  // due: the next store stops
+    return;
+  }
+  const std::uint64_t cycles = c.deadline - c.clock;
+  c.deadline_stop = cycles < (kNever - c.dispatched_insts) / w.width
+                        ? c.dispatched_insts + cycles * w.width - c.slot
+                        : kNever;
+}
 // Line state bits shared with the Cache (src/sim/cache.hpp checks they agree).
 inline constexpr std::uint8_t kStateDirty = 1;
 inline constexpr std::uint8_t kStateExclusive = 2;
@@ -99,17 +148,14 @@ class Machine {
     detail::CoreState& c = cores_[core];
     if ((c.filter[line.value() & c.filter_mask] >> 1) == line.value()) {
       ++c.filtered;
-      // An L1 load hit: no periodic-cleaning check (see deadline).
-      if (interval_)
-        dispatch(core, c);
-      else
-        c.clock += l1_latency_;
+      served_load(core, c);  // an L1 load hit: no periodic-cleaning check (see deadline)
       return;
     }
     if (c.l1_tags != nullptr) {
       const std::uint64_t s = l1_lookup(c, line.value());
       if (s != kNoWay) {
-        l1_hit(core, c, s, line.value());
+        l1_hit(c, s, line.value());
+        served_load(core, c);
         return;
       }
       access_slow(core, line, false, s);  // an L1 miss: the slow path need not search again
@@ -133,12 +179,7 @@ class Machine {
     if (c.filter[line.value() & c.filter_mask] == ((line.value() << 1) | 1)) {
       ++c.filtered;
       ++c.filtered_stores;
-      if (interval_)
-        dispatch(core, c);
-      else
-        c.clock += l1_latency_;
-      if (c.clock >= c.deadline) [[unlikely]]
-        periodic_tick(core);
+      served_store(core, c);
       return;
     }
     if (c.l1_tags != nullptr) {
@@ -148,9 +189,8 @@ class Machine {
       constexpr std::uint8_t kDirtyExclusive = detail::kStateDirty | detail::kStateExclusive;
       if (s != kNoWay && c.l1_state[s] == kDirtyExclusive) {
         ++c.l1_hit_stores;
-        l1_hit(core, c, s, line.value());
-        if (c.clock >= c.deadline) [[unlikely]]
-          periodic_tick(core);
+        l1_hit(c, s, line.value());
+        served_store(core, c);
         return;
       }
       access_slow(core, line, true, s);
@@ -182,7 +222,7 @@ class Machine {
   // LLC's slot count. The helper core's own clock is swapped in around each of its ops.
   void wbinvd(int core, std::size_t lo, std::size_t hi, bool last);
   [[nodiscard]] std::size_t llc_slots() const;
-  void set_clock(int core, Cycles t) { cores_[core].clock = t.value(); }
+  void set_clock(int core, Cycles t);
   // Writes every dirty line back (clean copies stay), counting each write under `cause`.
   void write_back_all(WriteCause cause);
   // From now on flushes and fences are ignored and periodic cleaning stops; the caller sends no
@@ -204,7 +244,7 @@ class Machine {
   [[nodiscard]] const SimParams& params() const;
   [[nodiscard]] int cores() const;
   [[nodiscard]] LineState probe(int core, LineAddr line) const;
-  [[nodiscard]] Cycles clock(int core) const { return Cycles(cores_[core].clock); }
+  [[nodiscard]] Cycles clock(int core) const;
   [[nodiscard]] SimStats stats() const;
 
  private:
@@ -220,49 +260,65 @@ class Machine {
     return kNoWay;
   }
   // An L1 hit outside the filter, exactly as Hierarchy::access does it: LRU touch, hit count,
-  // latency (or dispatch), and the line becomes its set's filter entry.
-  void l1_hit(int core, detail::CoreState& c, std::uint64_t s, std::uint64_t line) {
+  // and the line becomes its set's filter entry. The caller then counts its time (served_*).
+  void l1_hit(detail::CoreState& c, std::uint64_t s, std::uint64_t line) {
     c.l1_stamp[s] = ++*c.l1_now;
     ++c.l1_hits;
-    if (interval_)
-      dispatch(core, c);
-    else
-      c.clock += l1_latency_;
     if (filter_on_)
       c.filter[line & c.filter_mask] = (line << 1) | (c.l1_state[s] & detail::kStateDirty);
   }
-  // Interval model: one access's instructions take their dispatch slots; an L1 hit's latency is
-  // hidden, but dispatch stops when the reorder buffer is full behind an incomplete load.
-  // Without a loop: the access's whole cycles, then the carry of its remaining slots (slot stays
-  // below issue_width). A data-dependent loop here mispredicted and cost the interval model
-  // ~60% of the memory model's speed on L1 hits, the common case.
-  void dispatch(int core, detail::CoreState& c) {
-    c.insts += insts_per_access_;
-    c.slot += slots_per_access_;
-    const std::uint64_t carry = c.slot >= issue_width_ ? 1 : 0;
-    c.slot -= carry * issue_width_;
-    c.clock += cycles_per_access_ + carry;
-    if (c.insts >= c.rob_limit) [[unlikely]]
-      rob_stall(core);
+  // The time of an access served inline. Memory model: the L1 latency. Interval model: an L1
+  // hit's latency is hidden; its instructions take their dispatch slots, and dispatch stops when
+  // the reorder buffer is full behind an incomplete load. Only insts is updated here (see
+  // CoreState::dispatched_insts): the eager update of slot and clock cost ~15 instructions on
+  // every access.
+  void served_load(int core, detail::CoreState& c) {
+    if (interval_) {
+      c.insts += insts_per_access_;
+      if (c.insts >= c.rob_limit) [[unlikely]]
+        settle(core, false);
+    } else {
+      c.clock += l1_latency_;
+    }
   }
-  void rob_stall(int core);
+  void served_store(int core, detail::CoreState& c) {
+    if (interval_) {
+      c.insts += insts_per_access_;
+      if (c.insts >= std::min(c.rob_limit, c.deadline_stop)) [[unlikely]]
+        settle(core, true);
+    } else {
+      c.clock += l1_latency_;
+      if (c.clock >= c.deadline) [[unlikely]]
+        periodic_tick(core);
+    }
+  }
+  // Out of line, interval model: dispatches the core's pending instructions, then what its last
+  // access would have met eagerly: a full reorder buffer (stall), for a store a due periodic
+  // cleaning.
+  void settle(int core, bool is_store);
+  void periodic_tick(int core);
+  // Around every other operation: its core's pending instructions first (every core's when the
+  // operation reads other cores' clocks), its deadline stop after.
+  [[gnu::always_inline]] inline void before_op(int core) const;  // defined in machine.cpp
+  [[gnu::always_inline]] inline void after_op(int core) const;
+  void before_global() const;  // every core's pending instructions
+  void after_global() const;   // every core's deadline stop
   // `l1_slot`: where the L1 holds the line (kNoWay: not held), if the caller has looked.
   void access_slow(int core, LineAddr line, bool is_store, std::uint64_t l1_slot = kUnsearched);
   static constexpr std::uint64_t kUnsearched = kNoWay - 1;
   void store_preflush(int core, LineAddr line, std::uint32_t pc);
-  void periodic_tick(int core);  // out of line: runs once per LLC set per period
 
   std::unique_ptr<Hierarchy> impl_;
   detail::CoreState* cores_ = nullptr;  // owned by impl_ (heap, stable across moves)
   std::uint64_t l1_latency_ = 0;
   std::uint64_t insts_per_access_ = 1;
-  std::uint64_t issue_width_ = 1;
-  std::uint64_t cycles_per_access_ = 0;  // insts_per_access / issue_width (whole cycles)
-  std::uint64_t slots_per_access_ = 1;   // insts_per_access % issue_width
-  bool interval_ = false;                // CoreModel::kInterval
-  bool filter_on_ = false;               // SimParams::same_line_filter
-  bool functional_ = false;              // stop_modelling() was called
-  bool preflush_ = false;                // SimParams::preflush.enabled
+  detail::IssueWidth issue_{1};
+  bool interval_ = false;    // CoreModel::kInterval
+  bool cross_core_ = false;  // hardware persist barriers: ops read others' clocks
+  bool cleaning_ = false;    // periodic cleaning configured (deadlines may be set)
+  bool filter_on_ = false;   // SimParams::same_line_filter
+  bool functional_ = false;  // stop_modelling() was called
+  bool preflush_ = false;    // SimParams::preflush.enabled
 };
 
 }  // namespace pmlab::sim

@@ -229,6 +229,10 @@ struct SimParams {
   // Hierarchy's lean path for the commonest miss (hierarchy.hpp); exact, so only tests turn it
   // off (not in machine files).
   bool lean_miss_path = true;
+  // Machine's inline L1 hit path (and with it the lean path, which relies on its arrays); exact,
+  // so only tests turn it off: with the filter also off, every access is modelled eagerly in
+  // Hierarchy::access, the reference for lazy dispatch (not in machine files).
+  bool inline_l1_hits = true;
   // Periodic cache cleaning (LP §III-E hardware): every dirty line is written back, and kept
   // clean, once per this many cycles, one LLC set at a time (set s at (s+1)·T/sets in each
   // period, like DRAM refresh) so the write-backs are spread out. 0 = off.
