@@ -52,9 +52,10 @@ struct alignas(64) CoreState {
   std::uint64_t filtered = 0;  // accesses the filter served
   std::uint64_t filtered_stores = 0;
   std::uint64_t flush_done = 0;  // completion time of the latest outstanding flush
-  // Interval core model (CoreModel::kInterval) only: instructions dispatched, dispatch slots
-  // used in the current cycle, and the instruction count at which the oldest incomplete load
-  // fills the reorder buffer (kNever when none is outstanding).
+  // Interval core model (CoreModel::kInterval) only: instructions issued (some may still be
+  // pending: see dispatched_insts), dispatch slots used in the current cycle, and the
+  // instruction count at which the oldest incomplete load fills the reorder buffer (kNever when
+  // none is outstanding).
   std::uint64_t insts = 0;
   std::uint64_t slot = 0;
   std::uint64_t rob_limit = kNever;
