@@ -98,10 +98,10 @@ Hierarchy::Hierarchy(const SimParams& p)
 }
 
 // Interval model (below, "Interval core model"): the access path's inlined parts.
-inline void Hierarchy::dispatch_access(int core) {
+inline void Hierarchy::dispatch(int core, std::uint64_t insts) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  // This access's instructions and any the inline path left pending, in one step.
-  cs.insts += params_.core.insts_per_access;
+  // These instructions and any the inline path left pending, in one step.
+  cs.insts += insts;
   detail::dispatch_pending(cs, issue_);
   if (cs.insts >= cs.rob_limit) rob_stall(core);
 }
@@ -232,7 +232,7 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
       epochs_->after_store(core, line, llc_.find(line));
   }
   if (interval_) {
-    dispatch_access(core);
+    dispatch(core, params_.core.insts_per_access);
     if (lat > l1_latency_) long_latency(core, lat, !is_store, line);
   } else {
     cs.clock += lat;
@@ -295,7 +295,7 @@ bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
   l1.set_link(s1, ls);
   const std::uint64_t lat = llc_.latency().value();
   if (interval_) {
-    dispatch_access(core);
+    dispatch(core, params_.core.insts_per_access);
     if (lat > l1_latency_) long_latency(core, lat, true, line);
   } else {
     cs.clock += lat;
@@ -987,13 +987,6 @@ void Hierarchy::stop_modelling() {
 // the reorder buffer (a load that has not completed stops retirement, and dispatch once
 // rob_entries instructions are behind it), the MSHRs (misses and flushes in flight), and the
 // write queue (write_back_victim, nvm_write).
-
-void Hierarchy::dispatch(int core, std::uint64_t insts) {
-  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  cs.insts += insts;
-  detail::dispatch_pending(cs, issue_);
-  if (cs.insts >= cs.rob_limit) rob_stall(core);
-}
 
 void Hierarchy::rob_stall(int core) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];

@@ -108,10 +108,9 @@ class Hierarchy {
   };
   static constexpr std::uint64_t kNoFill = ~std::uint64_t{0};
   // Dispatches `insts` more instructions of `core`, with any the inline path left pending
-  // (CoreState::dispatched_insts), and stalls if the reorder buffer is then full.
-  void dispatch(int core, std::uint64_t insts);
-  // dispatch(core, insts_per_access), inlined into the miss paths.
-  [[gnu::always_inline]] inline void dispatch_access(int core);
+  // (CoreState::dispatched_insts), and stalls if the reorder buffer is then full. Inlined: the
+  // miss paths dispatch every access through it.
+  [[gnu::always_inline]] inline void dispatch(int core, std::uint64_t insts);
   // A miss (or an upgrade) of `lat` cycles dispatched now: takes an MSHR (stalling while all
   // are busy) and, for a load, a place in the retirement order.
   // Always inlined: on a stream of misses its call and reloads were a third of its cost.

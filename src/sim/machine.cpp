@@ -57,7 +57,7 @@ Machine& Machine::operator=(Machine&&) noexcept = default;
 
 // Lazy dispatch (CoreState::dispatched_insts): the Hierarchy only ever reads clocks with their
 // pending instructions dispatched. Its miss paths dispatch their own core's (Hierarchy::access,
-// dispatch_access); every other operation is wrapped here. The CoreStates are the Hierarchy's
+// dispatch); every other operation is wrapped here. The CoreStates are the Hierarchy's
 // (heap), so the const queries below may dispatch: it changes no observable value.
 
 inline void Machine::before_op(int core) const {
