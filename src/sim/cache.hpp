@@ -111,6 +111,35 @@ class Cache {
   // nullptr unless the ways come in whole groups of 8 (see detail::find_hashed).
   [[nodiscard]] const std::uint8_t* hash_data() const { return hashed_ ? hash_.data() : nullptr; }
   [[nodiscard]] LruPolicy* lru() { return std::get_if<LruPolicy>(&policy_); }
+  // Every array of an LRU cache with hashed lookups, for Hierarchy's lean miss path, which
+  // copies them into locals once per miss: through the members, each store of a state or hash
+  // byte (a character type, which may alias anything) made the compiler reload every vector's
+  // data pointer after it. Empty arrays (no directory, no link) are nullptr.
+  struct Raw {
+    std::uint64_t* tags;
+    std::uint8_t* hash;
+    std::uint8_t* state;
+    std::uint64_t* stamp;
+    std::uint64_t* now;
+    std::uint64_t* sharers;
+    std::int8_t* owner;
+    std::size_t* link;
+    std::uint64_t set_mask;
+    std::uint32_t ways;
+  };
+  [[nodiscard]] Raw raw() {
+    LruPolicy* l = lru();
+    return {tags_.data(),
+            hash_.data(),
+            state_.data(),
+            l->stamp_data(),
+            l->now_ptr(),
+            sharers_.empty() ? nullptr : sharers_.data(),
+            owner_.empty() ? nullptr : owner_.data(),
+            link_.empty() ? nullptr : link_.data(),
+            set_mask_,
+            ways_};
+  }
   [[nodiscard]] bool pow2_sets() const { return pow2_; }
 
   [[nodiscard]] const std::string& name() const { return name_; }

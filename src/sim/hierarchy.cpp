@@ -1,6 +1,8 @@
 // Cache hierarchy rules: lookups, fills, inclusive evictions, coherence, flushes, NVM writes.
 #include "hierarchy.hpp"
 
+#include "hierarchy_hot.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <utility>
@@ -10,9 +12,7 @@
 namespace pmlab::sim {
 
 namespace {
-constexpr std::uint64_t bit_of(int core) {
-  return std::uint64_t{1} << core;
-}
+using detail::bit_of;
 
 template <class Fn>
 void for_each_core(std::uint64_t mask, Fn&& fn) {
@@ -46,6 +46,7 @@ Hierarchy::Hierarchy(const SimParams& p)
     icore_.resize(cores_.size());
     for (auto& ic : icore_) {
       ic.ring.resize(std::bit_ceil(std::size_t{p.core.rob_entries}));
+      ic.ring_mask = ic.ring.size() - 1;
       ic.mshr.assign(p.core.mshrs, 0);
       ic.fill_line.assign(p.core.mshrs, kNoFill);
     }
@@ -95,52 +96,11 @@ Hierarchy::Hierarchy(const SimParams& p)
                  llc_.lru() != nullptr && llc_.pow2_sets() && llc_.hash_data() != nullptr;
   for (const detail::CoreState& cs : cores_)
     lean_misses_ = lean_misses_ && cs.l1_tags != nullptr && cs.l1_hash != nullptr;
-}
-
-// Interval model (below, "Interval core model"): the access path's inlined parts.
-inline void Hierarchy::dispatch(int core, std::uint64_t insts) {
-  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  // These instructions and any the inline path left pending, in one step.
-  cs.insts += insts;
-  detail::dispatch_pending(cs, issue_);
-  if (cs.insts >= cs.rob_limit) rob_stall(core);
-}
-
-inline std::size_t Hierarchy::acquire_mshr(int core) {
-  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  std::vector<std::uint64_t>& m = icore_[static_cast<std::size_t>(core)].mshr;
-  // The first free MSHR, found by a scan that does nothing else: on tmm at n = 512 it stops
-  // after 3.2 entries on average and all 16 are busy once in 270,000 misses (callgrind). Keeping
-  // the running minimum in the same loop cost 34 instructions per miss, half of them for that
-  // rare case, which now scans a second time (docs/simulator.md, "Session 23").
-  const std::uint64_t now = cs.clock;
-  const std::uint64_t* const t = m.data();
-  const std::size_t n = m.size();
-  for (std::size_t i = 0; i < n; ++i)
-    if (t[i] <= now) return i;
-  std::size_t first = 0;  // all busy: the first of the earliest to complete
-  for (std::size_t i = 1; i < n; ++i)
-    if (t[i] < t[first]) first = i;
-  const std::uint64_t earliest = t[first];
-  mshr_stall_ += earliest - now;  // wait for it
-  cs.clock = earliest;
-  return first;
-}
-
-inline void Hierarchy::long_latency(int core, std::uint64_t lat, bool load, std::uint64_t line) {
-  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
-  const std::size_t m = acquire_mshr(core);
-  const std::uint64_t done = cs.clock + lat;
-  ic.mshr[m] = done;
-  if (flush_after_fill_) ic.fill_line[m] = load ? kNoFill : line;  // nothing reads it otherwise
-  // A store retires into the store buffer at once; its miss only holds the MSHR.
-  if (!load) return;
-  ic.last_retire = std::max(ic.last_retire, done);
-  const std::size_t mask = ic.ring.size() - 1;
-  if (ic.count == ic.ring.size()) rob_stall(core);  // cannot happen: entries span < rob insts
-  ic.ring[(ic.head + ic.count) & mask] = {cs.insts, ic.last_retire};
-  if (ic.count++ == 0) cs.rob_limit = cs.insts + rob_entries_;
+  if (lean_misses_) {
+    lean_llc_ = llc_.raw();
+    for (int c = 0; c < p.cores; ++c)
+      lean_core_.push_back({priv(c, 0).raw(), &priv(c, 0).counters()});
+  }
 }
 
 Hierarchy::~Hierarchy() = default;
@@ -252,60 +212,6 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
   // update: cleaning this line must clear its entry.
   if (cs.clock >= cs.deadline && (is_store || !l1_hit)) [[unlikely]]
     periodic_tick(core);
-}
-
-bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
-  // fetch_from_llc's hit case without coherence actions. On an L1 miss this core cannot be the
-  // owner (evict_private clears it), so any owner is a remote E/M copy: the general path.
-  const std::size_t ls = llc_.find(line);
-  if (ls == kNoSlot || llc_.owner(ls) >= 0) return false;
-  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  Cache& l1 = private_[static_cast<std::size_t>(core)];  // npriv_ == 1
-  ++loads_;
-  ++l1.counters().misses;
-  ++llc_.counters().hits;
-  llc_.touch(ls);
-  const std::uint64_t me = bit_of(core);
-  const std::uint64_t sharers = llc_.sharers(ls);
-  std::uint8_t st = 0;
-  if (sharers == 0) {
-    llc_.set_owner(ls, core);
-    st = kExclusive;
-  }
-  llc_.set_sharers(ls, sharers | me);
-  // fill_private and evict_private for the last (only) private level, written out: calling
-  // fill_private here (its level and mode branches) measured 6% slower on tmm n = 512 interval
-  // (3.95-4.07 against 3.71-3.80 CPU s) and crash campaigns 3% slower.
-  const std::size_t s1 = l1.lru_victim_for(line);
-  if (const std::uint64_t v = l1.tag(s1); v != kInvalidTag) {
-    const bool dirty = (l1.state(s1) & kDirty) != 0;
-    ++l1.counters().evictions;
-    const std::size_t vs = l1.link(s1);
-    if (llc_.tag(vs) != v) {  // a non-inclusive LLC dropped it: a dirty victim goes to NVM
-      if (dirty && interval_) detail::dispatch_pending(cs, issue_);  // it reads the clock
-      if (dirty) write_back_victim(v, core, take_since(kNoSlot, v));
-    } else {
-      if (dirty) llc_.add_state(vs, kDirty);
-      llc_.set_sharers(vs, llc_.sharers(vs) & ~me);
-      if (llc_.owner(vs) == core) llc_.set_owner(vs, -1);
-    }
-    if (dirty) ++l1.counters().dirty_evictions;
-  }
-  l1.fill(s1, line, st);
-  l1.set_link(s1, ls);
-  const std::uint64_t lat = llc_.latency().value();
-  if (interval_) {
-    dispatch(core, params_.core.insts_per_access);
-    if (lat > l1_latency_) long_latency(core, lat, true, line);
-  } else {
-    cs.clock += lat;
-  }
-  // The filter entry of the line's L1 set (shared with the victim's): clean, so stores are not
-  // skipped. LRU L1s record misses too (filter_on_hit_only_ is SRRIP's).
-  filter_entry(core, line) = params_.same_line_filter ? line << 1 : detail::kNoEntry;
-  if (cs.clock >= cs.deadline) [[unlikely]]
-    periodic_tick(core);
-  return true;
 }
 
 // A store dirtied `line`'s L1 copy. If no copy was dirty, the line is now newer than NVM.
@@ -991,7 +897,7 @@ void Hierarchy::stop_modelling() {
 void Hierarchy::rob_stall(int core) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
-  const std::size_t mask = ic.ring.size() - 1;
+  const std::size_t mask = ic.ring_mask;
   const std::uint64_t before = cs.clock;
   // Loads rob_entries or more instructions back must have retired before dispatch goes on.
   while (ic.count != 0 && ic.ring[ic.head].inst + rob_entries_ <= cs.insts) {

@@ -50,9 +50,8 @@ class Hierarchy {
   void access_unsearched(int core, std::uint64_t line, bool is_store, std::uint32_t pc = 0);
   // A load Machine's inline L1 path found missing: access(core, line, false, kNoSlot), through
   // lean_load_miss when it applies.
-  void load_miss(int core, std::uint64_t line) {
-    if (!lean_misses_ || !lean_load_miss(core, line)) access(core, line, false, kNoSlot);
-  }
+  // Defined in hierarchy_hot.hpp, which inlines the lean miss into the caller.
+  [[gnu::always_inline]] inline void load_miss(int core, std::uint64_t line);
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
   // Seed 004: a persist barrier under a hardware barrier mode (the epoch engine).
@@ -97,8 +96,9 @@ class Hierarchy {
     std::uint64_t inst;
     std::uint64_t retire;
   };
-  struct IntervalCore {
-    std::vector<RobEntry> ring;  // power-of-two capacity >= rob_entries
+  struct alignas(64) IntervalCore {  // aligned: a power-of-two size, so indexing is a shift
+    std::vector<RobEntry> ring;      // power-of-two capacity >= rob_entries
+    std::size_t ring_mask = 0;       // its capacity - 1
     std::size_t head = 0, count = 0;
     std::uint64_t last_retire = 0;
     std::vector<std::uint64_t> mshr;
@@ -131,8 +131,15 @@ class Hierarchy {
   // optional mechanism, and the line in the LLC without another core's exclusive copy. Does
   // exactly what access() does in that case, statistic for statistic; returns false, having
   // changed nothing, when the case does not apply.
-  bool lean_load_miss(int core, std::uint64_t line);
+  [[gnu::always_inline]] inline bool lean_load_miss(int core, std::uint64_t line);
   bool lean_misses_ = false;  // the machine qualifies (constructor)
+  // Its view of the caches (stable: no vector reallocates after the constructor).
+  struct LeanCore {
+    Cache::Raw l1;
+    LevelStats* stats;
+  };
+  Cache::Raw lean_llc_{};
+  std::vector<LeanCore> lean_core_;
 
   [[nodiscard]] Cache& priv(int core, int level) {
     return private_[static_cast<std::size_t>(core * npriv_ + level)];

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "hierarchy.hpp"
+#include "hierarchy_hot.hpp"
 #include "pmlab/core/error.hpp"
 
 namespace pmlab::sim {
@@ -106,12 +107,17 @@ void Machine::access_slow(int core, LineAddr line, bool is_store, std::uint64_t 
   // only unsearched accesses can need the epoch engine (Hierarchy::access_unsearched).
   if (l1_slot == kUnsearched)
     impl_->access_unsearched(core, line.value(), is_store);
-  else if (!is_store)  // the inline path searched L1 and missed
-    impl_->load_miss(core, line.value());
-  else
+  else  // a store the inline path searched L1 for (its loads that miss take load_miss)
     impl_->access(core, line.value(), is_store, static_cast<std::size_t>(l1_slot));
   // Without periodic cleaning every deadline_stop stays kNever: nothing to refresh per miss.
   if (cleaning_ || cross_core_) [[unlikely]]
+    after_op(core);
+}
+void Machine::load_miss(int core, LineAddr line) {
+  // The inline path exists only without a hardware persist barrier (Hierarchy's constructor),
+  // so none of access_slow's cross-core steps apply; the lean miss is inlined here.
+  impl_->load_miss(core, line.value());
+  if (cleaning_) [[unlikely]]
     after_op(core);
 }
 void Machine::store_preflush(int core, LineAddr line, std::uint32_t pc) {

@@ -22,6 +22,42 @@ concept ReplacementPolicy = requires(P& p, std::size_t slot, std::size_t set_bas
   p.reset();
 };
 
+// The LRU victim of the set at `base`: its first way with the oldest stamp (LruPolicy's stamps;
+// 0 marks an invalid way, so an invalid way wins when there is one).
+template <std::size_t Ways>
+[[gnu::always_inline]] [[nodiscard]] inline std::size_t lru_oldest_of(const std::uint64_t* stamps,
+                                                                      std::size_t base) {
+  // A tournament: pairs, then pairs of winners, so the chain of dependent compares is
+  // log2(Ways) long instead of Ways - 1. The left (lower) way wins ties, so the result is the
+  // first oldest way, as the generic loop's.
+  const std::uint64_t* s = stamps + base;
+  std::array<std::size_t, Ways> way{};
+  for (std::size_t w = 0; w < Ways; ++w) way[w] = w;
+  for (std::size_t n = Ways; n > 1; n /= 2)
+    for (std::size_t i = 0; i < n / 2; ++i) {
+      const std::size_t l = way[2 * i], r = way[2 * i + 1];
+      way[i] = s[r] < s[l] ? r : l;
+    }
+  return base + way[0];
+}
+[[gnu::always_inline]] [[nodiscard]] inline std::size_t lru_oldest(const std::uint64_t* stamps,
+                                                                   std::size_t base,
+                                                                   std::uint32_t ways) {
+  // The presets' associativities get a fully unrolled, branch-free scan (cmov, no mispredicts).
+  switch (ways) {
+    case 8:
+      return lru_oldest_of<8>(stamps, base);
+    case 16:
+      return lru_oldest_of<16>(stamps, base);
+    default:
+      break;
+  }
+  std::size_t best = base;
+  for (std::size_t s = base + 1; s < base + ways; ++s)
+    if (stamps[s] < stamps[best]) best = s;
+  return best;
+}
+
 // True LRU with per-slot timestamps: the victim is the oldest stamp of the set.
 class LruPolicy {
  public:
@@ -30,19 +66,7 @@ class LruPolicy {
   void on_fill(std::size_t slot) { stamp_[slot] = ++now_; }
   void on_invalidate(std::size_t slot) { stamp_[slot] = 0; }
   [[nodiscard]] std::size_t victim(std::size_t base) const {
-    // The presets' associativities get a fully unrolled, branch-free scan (cmov, no mispredicts).
-    switch (ways_) {
-      case 8:
-        return oldest<8>(base);
-      case 16:
-        return oldest<16>(base);
-      default:
-        break;
-    }
-    std::size_t best = base;
-    for (std::size_t s = base + 1; s < base + ways_; ++s)
-      if (stamp_[s] < stamp_[best]) best = s;
-    return best;
+    return lru_oldest(stamp_.data(), base, ways_);
   }
   void reset() {
     std::fill(stamp_.begin(), stamp_.end(), 0);
@@ -53,22 +77,6 @@ class LruPolicy {
   [[nodiscard]] std::uint64_t* now_ptr() { return &now_; }
 
  private:
-  template <std::size_t Ways>
-  [[nodiscard]] std::size_t oldest(std::size_t base) const {
-    // A tournament: pairs, then pairs of winners, so the chain of dependent compares is
-    // log2(Ways) long instead of Ways - 1. The left (lower) way wins ties, so the result is the
-    // first oldest way, as the generic loop's.
-    const std::uint64_t* s = stamp_.data() + base;
-    std::array<std::size_t, Ways> way{};
-    for (std::size_t w = 0; w < Ways; ++w) way[w] = w;
-    for (std::size_t n = Ways; n > 1; n /= 2)
-      for (std::size_t i = 0; i < n / 2; ++i) {
-        const std::size_t l = way[2 * i], r = way[2 * i + 1];
-        way[i] = s[r] < s[l] ? r : l;
-      }
-    return base + way[0];
-  }
-
   std::vector<std::uint64_t> stamp_;
   std::uint64_t now_ = 0;
   std::uint32_t ways_;

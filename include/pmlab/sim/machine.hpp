@@ -159,7 +159,7 @@ class Machine {
         served_load(core, c);
         return;
       }
-      access_slow(core, line, false, s);  // an L1 miss: the slow path need not search again
+      load_miss(core, line);  // an L1 miss: the slow path need not search again
       return;
     }
     access_slow(core, line, false);
@@ -306,6 +306,9 @@ class Machine {
   void after_global() const;   // every core's deadline stop
   // `l1_slot`: where the L1 holds the line (kNoWay: not held), if the caller has looked.
   void access_slow(int core, LineAddr line, bool is_store, std::uint64_t l1_slot = kUnsearched);
+  // A load the inline L1 path found missing: access_slow(core, line, false, kNoWay), with
+  // Hierarchy's lean miss inlined (one call per miss).
+  void load_miss(int core, LineAddr line);
   static constexpr std::uint64_t kUnsearched = kNoWay - 1;
   void store_preflush(int core, LineAddr line, std::uint32_t pc);
 

@@ -30,7 +30,7 @@ inline constexpr std::uint8_t kNoHash = 0xFF;
   constexpr std::uint64_t kOnes = 0x0101010101010101ull;
   constexpr std::uint64_t kHighs = 0x8080808080808080ull;
   const std::uint64_t wanted = kOnes * tag_hash(line);
-  for (std::size_t group = base; group < base + ways; group += 8) {
+  const auto find_in_group = [&](std::size_t group) {
     std::uint64_t word;
     std::memcpy(&word, hashes + group, sizeof word);
     const std::uint64_t x = word ^ wanted;
@@ -40,7 +40,13 @@ inline constexpr std::uint8_t kNoHash = 0xFF;
       const std::size_t s = group + static_cast<std::size_t>(std::countr_zero(m) / 8);
       if (tags[s] == line) return s;
     }
-  }
+    return ~std::size_t{0};
+  };
+  // Eight ways (most presets' levels) without the loop over groups.
+  if (ways == 8) [[likely]]
+    return find_in_group(base);
+  for (std::size_t group = base; group < base + ways; group += 8)
+    if (const std::size_t s = find_in_group(group); s != ~std::size_t{0}) return s;
   return ~std::size_t{0};
 }
 
