@@ -50,11 +50,6 @@ class Cache {
       if (tags_[s] == kInvalidTag) return s;
     return std::visit([base](auto& p) { return p.victim(base); }, policy_);
   }
-  // victim_for for a cache known to be LRU (Hierarchy's lean miss path), always inlined: the
-  // out-of-line call cost ~15 of the ~55 instructions its victim took per miss (callgrind).
-  [[gnu::always_inline]] [[nodiscard]] std::size_t lru_victim_for(std::uint64_t line) {
-    return std::get_if<LruPolicy>(&policy_)->victim(set_base(line));
-  }
   void touch(std::size_t slot) {
     with_policy([slot](auto& p) { p.on_hit(slot); });
   }
@@ -111,10 +106,11 @@ class Cache {
   // nullptr unless the ways come in whole groups of 8 (see detail::find_hashed).
   [[nodiscard]] const std::uint8_t* hash_data() const { return hashed_ ? hash_.data() : nullptr; }
   [[nodiscard]] LruPolicy* lru() { return std::get_if<LruPolicy>(&policy_); }
-  // Every array of an LRU cache with hashed lookups, for Hierarchy's lean miss path, which
-  // copies them into locals once per miss: through the members, each store of a state or hash
-  // byte (a character type, which may alias anything) made the compiler reload every vector's
-  // data pointer after it. Empty arrays (no directory, no link) are nullptr.
+  // Every array of an LRU cache with hashed lookups, for Hierarchy's lean miss path
+  // (src/sim/hierarchy_hot.hpp): through Cache's accessors each store of a state or hash byte (a
+  // character type, which may alias anything) made the compiler load every vector's data pointer
+  // again; the lean miss reads these pointers once and writes the bytes last. Empty arrays (no
+  // directory, no link) are nullptr.
   struct Raw {
     std::uint64_t* tags;
     std::uint8_t* hash;

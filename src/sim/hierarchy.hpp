@@ -96,9 +96,10 @@ class Hierarchy {
     std::uint64_t inst;
     std::uint64_t retire;
   };
-  struct alignas(64) IntervalCore {  // aligned: a power-of-two size, so indexing is a shift
-    std::vector<RobEntry> ring;      // power-of-two capacity >= rob_entries
-    std::size_t ring_mask = 0;       // its capacity - 1
+  // Cache-line aligned: its size (128 bytes) is then a power of two and indexing a shift.
+  struct alignas(64) IntervalCore {
+    std::vector<RobEntry> ring;  // power-of-two capacity >= rob_entries
+    std::size_t ring_mask = 0;   // its capacity - 1
     std::size_t head = 0, count = 0;
     std::uint64_t last_retire = 0;
     std::vector<std::uint64_t> mshr;
