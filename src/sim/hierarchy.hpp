@@ -49,8 +49,8 @@ class Hierarchy {
   // Any other access: the epoch engine (if any) sees it first, then access().
   void access_unsearched(int core, std::uint64_t line, bool is_store, std::uint32_t pc = 0);
   // A load Machine's inline L1 path found missing: access(core, line, false, kNoSlot), through
-  // lean_load_miss when it applies.
-  // Defined in hierarchy_hot.hpp, which inlines the lean miss into the caller.
+  // lean_load_miss when it applies. Defined in hierarchy_hot.hpp, so that the caller
+  // (Machine::load_miss) inlines the lean miss.
   [[gnu::always_inline]] inline void load_miss(int core, std::uint64_t line);
   void flush(int core, std::uint64_t line, FlushMode mode);
   void fence(int core);
