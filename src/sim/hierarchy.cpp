@@ -47,7 +47,8 @@ Hierarchy::Hierarchy(const SimParams& p)
     for (auto& ic : icore_) {
       ic.ring.resize(std::bit_ceil(std::size_t{p.core.rob_entries}));
       ic.ring_mask = ic.ring.size() - 1;
-      ic.mshr.assign(p.core.mshrs, 0);
+      ic.mshr.assign(p.core.mshrs + 1, 0);  // + the scan's sentinel
+      ic.mshrs = p.core.mshrs;
       ic.fill_line.assign(p.core.mshrs, kNoFill);
     }
   }
@@ -91,6 +92,7 @@ Hierarchy::Hierarchy(const SimParams& p)
     cs.l1_now = lru->now_ptr();
     cs.l1_set_mask = l1.sets() - 1;
     cs.l1_ways = l1.ways();
+    cs.l1_lean8 = cs.l1_hash != nullptr && cs.l1_ways == 8 && p.same_line_filter;
   }
   lean_misses_ = p.lean_miss_path && npriv_ == 1 && !epochs_ && pf_.empty() &&
                  llc_.lru() != nullptr && llc_.pow2_sets() && llc_.hash_data() != nullptr;
@@ -916,7 +918,7 @@ void Hierarchy::rob_stall(int core) {
 
 std::uint64_t Hierarchy::after_fill(int core, std::uint64_t line, std::uint64_t t) const {
   const IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
-  for (std::size_t i = 0; i < ic.mshr.size(); ++i)
+  for (std::size_t i = 0; i < ic.mshrs; ++i)
     if (ic.fill_line[i] == line) t = std::max(t, ic.mshr[i]);
   return t;
 }
@@ -925,7 +927,7 @@ std::uint64_t Hierarchy::drained(int core) const {
   const detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   const IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
   std::uint64_t t = std::max({cs.clock, cs.flush_done, ic.count != 0 ? ic.last_retire : 0});
-  for (std::uint64_t d : ic.mshr) t = std::max(t, d);
+  for (std::size_t i = 0; i < ic.mshrs; ++i) t = std::max(t, ic.mshr[i]);
   return t;
 }
 

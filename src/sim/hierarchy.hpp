@@ -102,7 +102,10 @@ class Hierarchy {
     std::size_t ring_mask = 0;   // its capacity - 1
     std::size_t head = 0, count = 0;
     std::uint64_t last_retire = 0;
+    // One entry per MSHR and a last one always 0 (free at any clock), which ends
+    // acquire_mshr's scan without a bound check: `mshrs` entries are the MSHRs.
     std::vector<std::uint64_t> mshr;
+    std::size_t mshrs = 0;
     // The line each MSHR's store miss is filling (kNoFill: a load, a flush or free); kept and
     // read only under CoreParams::flush_after_fill, so the default access path does not pay.
     std::vector<std::uint64_t> fill_line;

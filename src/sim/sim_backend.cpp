@@ -38,6 +38,7 @@ SimBackend::SimBackend(SimParams params, FlushMode flush, int threads)
       threads_(checked_threads(threads, machine_.params())),
       cores_(machine_.cores()),
       quantum_(machine_.params().interleave_quantum) {
+  core_ref_ = machine_.core_ref(core_);
   hardware_barrier_ = machine_.params().persistency.hardware();
   bsp_epoch_ = machine_.params().persistency.bsp_epoch_stores;
   write_through_ = machine_.params().persistency.bsp_write_through;

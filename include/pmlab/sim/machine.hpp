@@ -80,6 +80,9 @@ struct alignas(64) CoreState {
   std::uint64_t l1_ways = 0;
   std::uint64_t l1_hits = 0;  // accesses the fast path served (all L1 hits)
   std::uint64_t l1_hit_stores = 0;
+  // The presets' case, tested once per access instead of four settings: an L1 fast path
+  // (l1_tags set) with tag hashes and eight ways, and the same-line filter on.
+  bool l1_lean8 = false;
 };
 // The issue width, with its shift when it is a power of two (every preset): dispatching then
 // takes a shift where a division costs ~30 cycles.
@@ -135,6 +138,24 @@ class Machine {
   Machine(const Machine&) = delete;
   Machine& operator=(const Machine&) = delete;
 
+  // A core as the inline access path wants it: its index and its per-core state, so that a
+  // caller issuing every access of one thread from one core (SimBackend) does not index the
+  // state on each access (5 instructions per access: sign extension, multiply by the state's
+  // 192 bytes, add). Valid while the Machine lives (the state is owned by its heap-allocated
+  // model, stable across moves).
+  class CoreRef {
+   public:
+    CoreRef() = default;
+    [[nodiscard]] int index() const { return index_; }
+
+   private:
+    friend class Machine;
+    CoreRef(int index, detail::CoreState* state) : index_(index), state_(state) {}
+    int index_ = 0;
+    detail::CoreState* state_ = nullptr;
+  };
+  [[nodiscard]] CoreRef core_ref(int core) const { return {core, cores_ + core}; }
+
   // The filter generalises "same line as last access" to one entry per L1 set: the line this
   // core accessed last in that set (with non-power-of-two set counts, a single entry, i.e.
   // exactly "same line as last access"). It is exact. Under LRU that line is its set's MRU
@@ -145,21 +166,33 @@ class Machine {
   // RRPV 0 on a hit, so only hits (not fills) create entries. A load needs no coherence
   // action on an L1 hit; a store needs none only when the line is already dirty, which the
   // entry's low bit records.
-  void load(int core, LineAddr line) {
-    detail::CoreState& c = cores_[core];
+  void load(int core, LineAddr line) { load(core_ref(core), line); }
+  void load(CoreRef ref, LineAddr line) {
+    detail::CoreState& c = *ref.state_;
+    const int core = ref.index_;
     if ((c.filter[line.value() & c.filter_mask] >> 1) == line.value()) {
       ++c.filtered;
       served_load(core, c);  // an L1 load hit: no periodic-cleaning check (see deadline)
       return;
     }
-    if (c.l1_tags != nullptr) {
-      const std::uint64_t s = l1_lookup(c, line.value());
+    if (c.l1_lean8) [[likely]] {  // the presets' L1: no configuration tests
+      const std::uint64_t s = l1_lookup8(c, line.value());
       if (s != kNoWay) {
-        l1_hit(c, s, line.value());
+        l1_hit<kFilterOn>(c, s, line.value());
         served_load(core, c);
         return;
       }
       load_miss(core, line);  // an L1 miss: the slow path need not search again
+      return;
+    }
+    if (c.l1_tags != nullptr) {
+      const std::uint64_t s = l1_lookup(c, line.value());
+      if (s != kNoWay) {
+        l1_hit<kFilterAsSet>(c, s, line.value());
+        served_load(core, c);
+        return;
+      }
+      load_miss(core, line);
       return;
     }
     access_slow(core, line, false);
@@ -175,22 +208,35 @@ class Machine {
   }
   // store() for a caller that knows PreFlush is off (SimBackend's plain access path, which
   // sends every store through store() when PreFlush is on): no PreFlush test per store.
-  void store_plain(int core, LineAddr line) {
-    detail::CoreState& c = cores_[core];
+  void store_plain(int core, LineAddr line) { store_plain(core_ref(core), line); }
+  void store_plain(CoreRef ref, LineAddr line) {
+    detail::CoreState& c = *ref.state_;
+    const int core = ref.index_;
     if (c.filter[line.value() & c.filter_mask] == ((line.value() << 1) | 1)) {
       ++c.filtered;
       ++c.filtered_stores;
       served_store(core, c);
       return;
     }
-    if (c.l1_tags != nullptr) {
-      // Only a store to a line already held dirty and exclusive needs no coherence action and
-      // opens no dirty stretch.
-      const std::uint64_t s = l1_lookup(c, line.value());
-      constexpr std::uint8_t kDirtyExclusive = detail::kStateDirty | detail::kStateExclusive;
+    // Only a store to a line already held dirty and exclusive needs no coherence action and
+    // opens no dirty stretch.
+    constexpr std::uint8_t kDirtyExclusive = detail::kStateDirty | detail::kStateExclusive;
+    if (c.l1_lean8) [[likely]] {
+      const std::uint64_t s = l1_lookup8(c, line.value());
       if (s != kNoWay && c.l1_state[s] == kDirtyExclusive) {
         ++c.l1_hit_stores;
-        l1_hit(c, s, line.value());
+        l1_hit<kFilterOn>(c, s, line.value());
+        served_store(core, c);
+        return;
+      }
+      access_slow(core, line, true, s);
+      return;
+    }
+    if (c.l1_tags != nullptr) {
+      const std::uint64_t s = l1_lookup(c, line.value());
+      if (s != kNoWay && c.l1_state[s] == kDirtyExclusive) {
+        ++c.l1_hit_stores;
+        l1_hit<kFilterAsSet>(c, s, line.value());
         served_store(core, c);
         return;
       }
@@ -260,13 +306,27 @@ class Machine {
       if (t[w] == line) return base + w;
     return kNoWay;
   }
+  // l1_lookup for CoreState::l1_lean8's L1: eight ways with tag hashes.
+  static std::uint64_t l1_lookup8(const detail::CoreState& c, std::uint64_t line) {
+    return detail::find_hashed8(c.l1_tags, c.l1_hash, (line & c.l1_set_mask) * 8, line);
+  }
   // An L1 hit outside the filter, exactly as Hierarchy::access does it: LRU touch, hit count,
   // and the line becomes its set's filter entry. The caller then counts its time (served_*).
+  // kFilterOn: the caller knows the filter is on (CoreState::l1_lean8), so it is not tested.
+  static constexpr bool kFilterOn = true, kFilterAsSet = false;
+  template <bool KnownOn>
   void l1_hit(detail::CoreState& c, std::uint64_t s, std::uint64_t line) {
-    c.l1_stamp[s] = ++*c.l1_now;
+    // Every field read before the first store: the stamps are std::uint64_t, which may alias
+    // any of the state's fields, so a read after a stamp store is a reload.
+    std::uint64_t* const filter_entry = c.filter + (line & c.filter_mask);
+    const std::uint64_t entry = (line << 1) | (c.l1_state[s] & detail::kStateDirty);
+    std::uint64_t* const now = c.l1_now;
+    std::uint64_t* const stamps = c.l1_stamp;
+    const std::uint64_t stamp = *now + 1;
+    *now = stamp;
+    stamps[s] = stamp;
     ++c.l1_hits;
-    if (filter_on_)
-      c.filter[line & c.filter_mask] = (line << 1) | (c.l1_state[s] & detail::kStateDirty);
+    if (KnownOn || filter_on_) *filter_entry = entry;
   }
   // The time of an access served inline. Memory model: the L1 latency. Interval model: an L1
   // hit's latency is hidden; its instructions take their dispatch slots, and dispatch stops when

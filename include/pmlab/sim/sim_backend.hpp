@@ -364,15 +364,17 @@ class SimBackend {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     const LineAddr first(a / kCacheLineBytes);
     touch_plain<IsStore>(first);
-    if ((a % kCacheLineBytes) + size > kCacheLineBytes) [[unlikely]]  // straddles two lines
+    // Straddles two lines. Written against kCacheLineBytes - size (size <= kCacheLineBytes:
+    // SimScalar), which GCC compiles to one compare with a constant, not an add and a compare.
+    if (a % kCacheLineBytes > kCacheLineBytes - size) [[unlikely]]
       touch_plain<IsStore>(LineAddr(first.value() + 1));
   }
   template <bool IsStore>
   void touch_plain(LineAddr line) {
     if constexpr (IsStore)
-      machine_.store_plain(core_, line);
+      machine_.store_plain(core_ref_, line);
     else
-      machine_.load(core_, line);
+      machine_.load(core_ref_, line);
   }
   // Out of line: the optional mechanisms and armed ops never widen the plain path above.
   template <bool IsStore, class Write>
@@ -424,6 +426,7 @@ class SimBackend {
   void set_thread(int t) {
     thread_ = t;
     core_ = t % cores_;
+    core_ref_ = machine_.core_ref(core_);
   }
 
   Machine machine_;
@@ -432,6 +435,7 @@ class SimBackend {
   int cores_;
   int thread_ = 0;
   int core_ = 0;
+  Machine::CoreRef core_ref_;  // core_ for the inline access path (set_thread keeps it)
   bool in_parallel_ = false;
   bool crashed_ = false;
   bool record_fences_ = false;

@@ -23,30 +23,35 @@ inline constexpr std::uint8_t kNoHash = 0xFF;
   return static_cast<std::uint8_t>((line * 0x9e3779b97f4a7c15ull) >> 57);
 }
 
+// The slot of `line` among the eight ways from `base`, or ~0.
+[[gnu::always_inline]] [[nodiscard]] inline std::size_t find_hashed8(const std::uint64_t* tags,
+                                                                     const std::uint8_t* hashes,
+                                                                     std::size_t base,
+                                                                     std::uint64_t line) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ull;
+  std::uint64_t word;
+  std::memcpy(&word, hashes + base, sizeof word);
+  const std::uint64_t x = word ^ (kOnes * tag_hash(line));
+  // A zero byte always sets its high bit here; a borrow can also set the bit of a byte above
+  // a zero one, so every candidate is confirmed by its full tag.
+  for (std::uint64_t m = (x - kOnes) & ~x & kHighs; m != 0; m &= m - 1) {
+    const std::size_t s = base + static_cast<std::size_t>(std::countr_zero(m) / 8);
+    if (tags[s] == line) return s;
+  }
+  return ~std::size_t{0};
+}
+
 // The slot of `line` in the set starting at `base` (ways a multiple of 8), or ~0.
 [[nodiscard]] inline std::size_t find_hashed(const std::uint64_t* tags, const std::uint8_t* hashes,
                                              std::size_t base, std::size_t ways,
                                              std::uint64_t line) {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
-  constexpr std::uint64_t kHighs = 0x8080808080808080ull;
-  const std::uint64_t wanted = kOnes * tag_hash(line);
-  const auto find_in_group = [&](std::size_t group) {
-    std::uint64_t word;
-    std::memcpy(&word, hashes + group, sizeof word);
-    const std::uint64_t x = word ^ wanted;
-    // A zero byte always sets its high bit here; a borrow can also set the bit of a byte above
-    // a zero one, so every candidate is confirmed by its full tag.
-    for (std::uint64_t m = (x - kOnes) & ~x & kHighs; m != 0; m &= m - 1) {
-      const std::size_t s = group + static_cast<std::size_t>(std::countr_zero(m) / 8);
-      if (tags[s] == line) return s;
-    }
-    return ~std::size_t{0};
-  };
   // Eight ways (most presets' levels) without the loop over groups.
   if (ways == 8) [[likely]]
-    return find_in_group(base);
+    return find_hashed8(tags, hashes, base, line);
   for (std::size_t group = base; group < base + ways; group += 8)
-    if (const std::size_t s = find_in_group(group); s != ~std::size_t{0}) return s;
+    if (const std::size_t s = find_hashed8(tags, hashes, group, line); s != ~std::size_t{0})
+      return s;
   return ~std::size_t{0};
 }
 
