@@ -73,6 +73,9 @@ TEST(SimFilter, IsExactForEveryPolicyAndHierarchyShape) {
       {"periodic-2lvl", ParamsBuilder().cores(3).l1(2, 2).llc(4, 4).periodic(700)},
       {"periodic-3lvl", ParamsBuilder().cores(2).l1(1, 2).l2(2, 2).llc(4, 4).periodic(90)},
       {"periodic-noninclusive", ParamsBuilder().l1(2, 2).llc(2, 1).inclusive(false).periodic(500)},
+      // The presets' L1 shape (8 ways, tag hashes): Machine's one-flag path (l1_lean8).
+      {"lru-8way", ParamsBuilder().cores(3).l1(2, 8).llc(4, 8)},
+      {"lru-8way-interval", ParamsBuilder().cores(3).l1(2, 8).llc(4, 8).interval(4, 32, 4, 3)},
   };
   for (const Config& cfg : configs) {
     for (std::uint64_t seed : {1, 2, 3}) {
