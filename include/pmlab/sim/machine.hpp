@@ -175,27 +175,12 @@ class Machine {
       served_load(core, c);  // an L1 load hit: no periodic-cleaning check (see deadline)
       return;
     }
-    if (c.l1_lean8) [[likely]] {  // the presets' L1: no configuration tests
-      const std::uint64_t s = l1_lookup8(c, line.value());
-      if (s != kNoWay) {
-        l1_hit<kFilterOn>(c, s, line.value());
-        served_load(core, c);
-        return;
-      }
-      load_miss(core, line);  // an L1 miss: the slow path need not search again
-      return;
-    }
-    if (c.l1_tags != nullptr) {
-      const std::uint64_t s = l1_lookup(c, line.value());
-      if (s != kNoWay) {
-        l1_hit<kFilterAsSet>(c, s, line.value());
-        served_load(core, c);
-        return;
-      }
-      load_miss(core, line);
-      return;
-    }
-    access_slow(core, line, false);
+    if (c.l1_lean8) [[likely]]  // the presets' L1: no configuration tests
+      load_via_l1<kLean8>(core, c, line);
+    else if (c.l1_tags != nullptr)
+      load_via_l1<kAnyL1>(core, c, line);
+    else
+      access_slow(core, line, false);
   }
   // `pc`: the storing instruction's id (SimBackend's StorePc); only PreFlush reads it, and with
   // PreFlush on every store takes the slow path (each must consult the predictor).
@@ -218,32 +203,12 @@ class Machine {
       served_store(core, c);
       return;
     }
-    // Only a store to a line already held dirty and exclusive needs no coherence action and
-    // opens no dirty stretch.
-    constexpr std::uint8_t kDirtyExclusive = detail::kStateDirty | detail::kStateExclusive;
-    if (c.l1_lean8) [[likely]] {
-      const std::uint64_t s = l1_lookup8(c, line.value());
-      if (s != kNoWay && c.l1_state[s] == kDirtyExclusive) {
-        ++c.l1_hit_stores;
-        l1_hit<kFilterOn>(c, s, line.value());
-        served_store(core, c);
-        return;
-      }
-      access_slow(core, line, true, s);
-      return;
-    }
-    if (c.l1_tags != nullptr) {
-      const std::uint64_t s = l1_lookup(c, line.value());
-      if (s != kNoWay && c.l1_state[s] == kDirtyExclusive) {
-        ++c.l1_hit_stores;
-        l1_hit<kFilterAsSet>(c, s, line.value());
-        served_store(core, c);
-        return;
-      }
-      access_slow(core, line, true, s);
-      return;
-    }
-    access_slow(core, line, true);
+    if (c.l1_lean8) [[likely]]
+      store_via_l1<kLean8>(core, c, line);
+    else if (c.l1_tags != nullptr)
+      store_via_l1<kAnyL1>(core, c, line);
+    else
+      access_slow(core, line, true);
   }
   // Flush instruction `mode` (not kNone) on `line`: clflush/clflushopt invalidate everywhere,
   // clwb keeps a clean copy; a line dirty anywhere costs exactly one NVM write.
@@ -310,11 +275,38 @@ class Machine {
   static std::uint64_t l1_lookup8(const detail::CoreState& c, std::uint64_t line) {
     return detail::find_hashed8(c.l1_tags, c.l1_hash, (line & c.l1_set_mask) * 8, line);
   }
+  // The inline path of an access the filter did not serve, on an L1 with the fast path
+  // (CoreState::l1_tags). kLean8: the presets' L1 (CoreState::l1_lean8), whose settings need no
+  // test: eight hashed ways, and the filter on.
+  static constexpr bool kLean8 = true, kAnyL1 = false;
+  template <bool Lean8>
+  void load_via_l1(int core, detail::CoreState& c, LineAddr line) {
+    const std::uint64_t s = Lean8 ? l1_lookup8(c, line.value()) : l1_lookup(c, line.value());
+    if (s == kNoWay) {
+      load_miss(core, line);  // an L1 miss: the slow path need not search again
+      return;
+    }
+    l1_hit<Lean8>(c, s, line.value());
+    served_load(core, c);
+  }
+  template <bool Lean8>
+  void store_via_l1(int core, detail::CoreState& c, LineAddr line) {
+    const std::uint64_t s = Lean8 ? l1_lookup8(c, line.value()) : l1_lookup(c, line.value());
+    // Only a store to a line already held dirty and exclusive needs no coherence action and
+    // opens no dirty stretch.
+    constexpr std::uint8_t kDirtyExclusive = detail::kStateDirty | detail::kStateExclusive;
+    if (s == kNoWay || c.l1_state[s] != kDirtyExclusive) {
+      access_slow(core, line, true, s);
+      return;
+    }
+    ++c.l1_hit_stores;
+    l1_hit<Lean8>(c, s, line.value());
+    served_store(core, c);
+  }
   // An L1 hit outside the filter, exactly as Hierarchy::access does it: LRU touch, hit count,
   // and the line becomes its set's filter entry. The caller then counts its time (served_*).
-  // kFilterOn: the caller knows the filter is on (CoreState::l1_lean8), so it is not tested.
-  static constexpr bool kFilterOn = true, kFilterAsSet = false;
-  template <bool KnownOn>
+  // FilterKnownOn (kLean8): the filter is on, so it is not tested.
+  template <bool FilterKnownOn>
   void l1_hit(detail::CoreState& c, std::uint64_t s, std::uint64_t line) {
     // Every field read before the first store: the stamps are std::uint64_t, which may alias
     // any of the state's fields, so a read after a stamp store is a reload.
@@ -326,7 +318,7 @@ class Machine {
     *now = stamp;
     stamps[s] = stamp;
     ++c.l1_hits;
-    if (KnownOn || filter_on_) *filter_entry = entry;
+    if (FilterKnownOn || filter_on_) *filter_entry = entry;
   }
   // The time of an access served inline. Memory model: the L1 latency. Interval model: an L1
   // hit's latency is hidden; its instructions take their dispatch slots, and dispatch stops when
