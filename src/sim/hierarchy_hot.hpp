@@ -40,7 +40,7 @@ inline std::size_t Hierarchy::acquire_mshr(int core) {
   // chosen changes later stalls (measured: jacobi ipv, 13,301,457 against 13,305,662 cycles).
   // Nor is it exact to take any free MSHR only until a clock first moves back: the entries freed
   // before then hold other stale times, which the earlier clock sees as busy (session 25).
-  // The sentinel after the last MSHR (always 0) stops the scan: 3 instructions per entry
+  // The sentinel after the last MSHR (always 0) stops the scan: 5 instructions per entry
   // instead of 7 with the bound check (session 25).
   const std::uint64_t now = cs.clock;
   const std::uint64_t* const t = ic.mshr.data();
