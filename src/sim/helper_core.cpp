@@ -67,7 +67,7 @@ void SimBackend::helper_flush_async(const void* p, std::size_t len) {
   r.wbinvd = !hardware_barrier_ && (mp.whole_cache_flush == WholeCacheFlush::kAlways ||
                                     (mp.whole_cache_flush == WholeCacheFlush::kAuto &&
                                      len >= kWbinvdLlcFactor * mp.llc.size_bytes));
-  r.issued = machine_.clock(core_).value();
+  r.issued = machine_.clock(core()).value();
   h.queue_.push_back(r);
   ++h.stats_.requests;
   if (r.wbinvd) ++h.stats_.wbinvd_requests;
@@ -91,7 +91,7 @@ void SimBackend::helper_copy_async(double* dst, const double* src, std::size_t c
   r.src = reinterpret_cast<std::uintptr_t>(src);
   r.first = r.dst / kCacheLineBytes;
   r.end = (r.dst_end - 1) / kCacheLineBytes + 1;
-  r.issued = machine_.clock(core_).value();
+  r.issued = machine_.clock(core()).value();
   h.queue_.push_back(r);
   ++h.stats_.requests;
   ++h.stats_.copy_requests;
@@ -134,7 +134,7 @@ void SimBackend::helper_catch_up(bool drain) {
     helper_abandon(!crashed_);
     return;
   }
-  const std::uint64_t now = machine_.clock(core_).value();
+  const std::uint64_t now = machine_.clock(core()).value();
   const int hc = h.core();
   while (h.busy()) {
     const detail::HelperRequest& r = h.queue_.front();
@@ -212,10 +212,10 @@ void SimBackend::helper_barrier() {
   detail::HelperCore& h = *helper_;
   ++h.stats_.barriers;
   if (h.busy()) helper_catch_up(true);
-  const std::uint64_t now = machine_.clock(core_).value();
+  const std::uint64_t now = machine_.clock(core()).value();
   if (modelling_ && h.clock_ > now) {
     h.stats_.exposed_cycles += h.clock_ - now;
-    machine_.set_clock(core_, Cycles(h.clock_));
+    machine_.set_clock(core(), Cycles(h.clock_));
   }
   rearm_switch();
 }

@@ -38,7 +38,7 @@ SimBackend::SimBackend(SimParams params, FlushMode flush, int threads)
       threads_(checked_threads(threads, machine_.params())),
       cores_(machine_.cores()),
       quantum_(machine_.params().interleave_quantum) {
-  core_ref_ = machine_.core_ref(core_);
+  core_ref_ = machine_.core_ref(0);
   hardware_barrier_ = machine_.params().persistency.hardware();
   bsp_epoch_ = machine_.params().persistency.bsp_epoch_stores;
   write_through_ = machine_.params().persistency.bsp_write_through;
@@ -68,17 +68,17 @@ void SimBackend::update_always_special() {
 // The hardware boundary is no op of the program (no crash point of its own); the oracle sees it
 // as a program epoch boundary (D7: in bulk mode the hardware epochs are the program epochs).
 void SimBackend::bsp_store() {
-  std::uint64_t& n = bsp_stores_[static_cast<std::size_t>(core_)];
+  std::uint64_t& n = bsp_stores_[static_cast<std::size_t>(core())];
   if (++n < bsp_epoch_) return;
   n = 0;
   if (oracle_) note_barrier();
-  machine_.epoch_barrier(core_, true);
+  machine_.epoch_barrier(core(), true);
 }
 
 void SimBackend::write_through(const void* p, std::size_t size) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   for (std::uint64_t l = a / kCacheLineBytes; l <= (a + size - 1) / kCacheLineBytes; ++l)
-    machine_.write_through(core_, LineAddr(l));
+    machine_.write_through(core(), LineAddr(l));
 }
 
 void SimBackend::note_access(const void* p, std::size_t size, bool is_store) {
@@ -110,8 +110,8 @@ void SimBackend::persist(const void* p, std::size_t len) {
     for (std::uint64_t l = first; l <= last; ++l) {
       if (!count_op()) continue;
       if (track_unfenced_) [[unlikely]]
-        machine_.image().note_flush(LineAddr(l), core_);
-      machine_.flush(core_, LineAddr(l), flush_);
+        machine_.image().note_flush(LineAddr(l), core());
+      machine_.flush(core(), LineAddr(l), flush_);
     }
   }
   fence();
@@ -281,7 +281,7 @@ void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, B
     }
   } restore{*this};
   in_parallel_ = true;
-  machine_.fork_clocks(core_, std::min(threads_, cores_));
+  machine_.fork_clocks(core(), std::min(threads_, cores_));
   // Round-robin turns of quantum_ ops; after a failure, one last turn each to unwind.
   for (bool any = true; any;) {
     any = false;

@@ -105,7 +105,7 @@ class SimBackend {
     if (!model) [[unlikely]]
       return;
     const auto a = reinterpret_cast<std::uintptr_t>(p);
-    machine_.store_nt(core_, LineAddr(a / kCacheLineBytes),
+    machine_.store_nt(core(), LineAddr(a / kCacheLineBytes),
                       static_cast<unsigned>(a % kCacheLineBytes), sizeof(T));
   }
   [[nodiscard]] bool nt_stores() const {
@@ -114,16 +114,16 @@ class SimBackend {
   void flush(const void* p) {
     if (flush_ == FlushMode::kNone || mutation_ == mem::Mutation::kNoFlush || !count_op()) return;
     if (track_unfenced_) [[unlikely]]
-      machine_.image().note_flush(line_of(p), core_);
-    machine_.flush(core_, line_of(p), flush_);
+      machine_.image().note_flush(line_of(p), core());
+    machine_.flush(core(), line_of(p), flush_);
   }
   void fence() {
     if (flush_ == FlushMode::kNone || mutation_ == mem::Mutation::kNoFence || !count_op()) return;
     if (record_fences_) [[unlikely]]
       fence_ops_.push_back(ops_);
     if (track_unfenced_) [[unlikely]]
-      machine_.image().note_fence(core_);
-    machine_.fence(core_);
+      machine_.image().note_fence(core());
+    machine_.fence(core());
   }
   void persist(const void* p, std::size_t len);
   // Seed 004: ends the running thread's epoch. Under a hardware barrier (SimParams::persistency,
@@ -135,7 +135,7 @@ class SimBackend {
       if (!count_op()) return;
       if (oracle_) [[unlikely]]
         note_barrier();
-      machine_.epoch_barrier(core_);
+      machine_.epoch_barrier(core());
     } else if (oracle_ && modelling_) [[unlikely]] {
       note_barrier();
     }
@@ -184,9 +184,9 @@ class SimBackend {
   void helper_barrier();
   void region_begin(mem::RegionId) { ++region_begins_; }
   // The running thread's core clock, and a wait on it until `t` (a lock handed over at t).
-  [[nodiscard]] Cycles clock_now() const { return machine_.clock(core_); }
+  [[nodiscard]] Cycles clock_now() const { return machine_.clock(core()); }
   void wait_until(Cycles t) {
-    if (t > machine_.clock(core_)) machine_.set_clock(core_, t);
+    if (t > machine_.clock(core())) machine_.set_clock(core(), t);
   }
   // The run's outer position: set to `first` when a run starts, one more per finished outer
   // iteration (mem::outer_step_done). A plain counter, not a simulated access: no figure moves.
@@ -199,7 +199,7 @@ class SimBackend {
   void outer_step_done() { ++outer_position_; }
   [[nodiscard]] std::uint64_t outer_position() const { return outer_position_; }
   void region_end(mem::RegionId r) {
-    commits_.push_back({r, thread_, ops_, machine_.clock(core_)});
+    commits_.push_back({r, thread_, ops_, machine_.clock(core())});
   }
 
   template <class Fn>
@@ -414,9 +414,9 @@ class SimBackend {
   template <bool IsStore>
   void touch(LineAddr line, std::uint32_t pc) {
     if constexpr (IsStore)
-      machine_.store(core_, line, pc);
+      machine_.store(core(), line, pc);
     else
-      machine_.load(core_, line);
+      machine_.load(core(), line);
   }
   void note_access(const void* p, std::size_t size, bool is_store);  // cold: oracle on
   void bsp_store();  // BSP bulk mode: counts a store, ends the core's epoch every N
@@ -425,17 +425,17 @@ class SimBackend {
   void update_always_special();  // after the oracle is switched (construction, check_order)
   void set_thread(int t) {
     thread_ = t;
-    core_ = t % cores_;
-    core_ref_ = machine_.core_ref(core_);
+    core_ref_ = machine_.core_ref(t % cores_);
   }
+  // The simulated core that runs the current thread.
+  [[nodiscard]] int core() const { return core_ref_.index(); }
 
   Machine machine_;
   FlushMode flush_;
   int threads_;
   int cores_;
   int thread_ = 0;
-  int core_ = 0;
-  Machine::CoreRef core_ref_;  // core_ for the inline access path (set_thread keeps it)
+  Machine::CoreRef core_ref_;  // the current thread's core (set_thread keeps it)
   bool in_parallel_ = false;
   bool crashed_ = false;
   bool record_fences_ = false;
@@ -495,7 +495,7 @@ void SimBackend::parallel_for(std::size_t begin, std::size_t end, Fn&& fn) {
     }
   } restore{*this};
   in_parallel_ = true;
-  machine_.fork_clocks(core_, std::min(threads_, cores_));
+  machine_.fork_clocks(core(), std::min(threads_, cores_));
   for (std::size_t round = 0; round < rounds; ++round) {
     for (std::size_t t = 0; t < t_count; ++t) {
       const std::size_t len = q + (t < r ? 1 : 0);
