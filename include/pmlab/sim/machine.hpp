@@ -167,20 +167,21 @@ class Machine {
   // action on an L1 hit; a store needs none only when the line is already dirty, which the
   // entry's low bit records.
   void load(int core, LineAddr line) { load(core_ref(core), line); }
+  // The inline path reads only the core's state; the slow paths it calls recover the index from
+  // it (index_of), so that the index is not loaded on every access (1 instruction).
   void load(CoreRef ref, LineAddr line) {
     detail::CoreState& c = *ref.state_;
-    const int core = ref.index_;
     if ((c.filter[line.value() & c.filter_mask] >> 1) == line.value()) {
       ++c.filtered;
-      served_load(core, c);  // an L1 load hit: no periodic-cleaning check (see deadline)
+      served_load(c);  // an L1 load hit: no periodic-cleaning check (see deadline)
       return;
     }
     if (c.l1_lean8) [[likely]]  // the presets' L1: no configuration tests
-      load_via_l1<kLean8>(core, c, line);
+      load_via_l1<kLean8>(c, line);
     else if (c.l1_tags != nullptr)
-      load_via_l1<kAnyL1>(core, c, line);
+      load_via_l1<kAnyL1>(c, line);
     else
-      access_slow(core, line, false);
+      access_slow(index_of(c), line, false);
   }
   // `pc`: the storing instruction's id (SimBackend's StorePc); only PreFlush reads it, and with
   // PreFlush on every store takes the slow path (each must consult the predictor).
@@ -196,19 +197,18 @@ class Machine {
   void store_plain(int core, LineAddr line) { store_plain(core_ref(core), line); }
   void store_plain(CoreRef ref, LineAddr line) {
     detail::CoreState& c = *ref.state_;
-    const int core = ref.index_;
     if (c.filter[line.value() & c.filter_mask] == ((line.value() << 1) | 1)) {
       ++c.filtered;
       ++c.filtered_stores;
-      served_store(core, c);
+      served_store(c);
       return;
     }
     if (c.l1_lean8) [[likely]]
-      store_via_l1<kLean8>(core, c, line);
+      store_via_l1<kLean8>(c, line);
     else if (c.l1_tags != nullptr)
-      store_via_l1<kAnyL1>(core, c, line);
+      store_via_l1<kAnyL1>(c, line);
     else
-      access_slow(core, line, true);
+      access_slow(index_of(c), line, true);
   }
   // Flush instruction `mode` (not kNone) on `line`: clflush/clflushopt invalidate everywhere,
   // clwb keeps a clean copy; a line dirty anywhere costs exactly one NVM write.
@@ -261,6 +261,10 @@ class Machine {
 
  private:
   static constexpr std::uint64_t kNoWay = ~std::uint64_t{0};
+  // The index of the core whose state `c` is: for the inline path's slow branches only.
+  [[nodiscard]] int index_of(const detail::CoreState& c) const {
+    return static_cast<int>(&c - cores_);
+  }
   // The L1 slot holding `line`, or kNoWay: Cache::find over the core's L1 arrays.
   static std::uint64_t l1_lookup(const detail::CoreState& c, std::uint64_t line) {
     const std::uint64_t base = (line & c.l1_set_mask) * c.l1_ways;
@@ -280,28 +284,28 @@ class Machine {
   // test: eight hashed ways, and the filter on.
   static constexpr bool kLean8 = true, kAnyL1 = false;
   template <bool Lean8>
-  void load_via_l1(int core, detail::CoreState& c, LineAddr line) {
+  void load_via_l1(detail::CoreState& c, LineAddr line) {
     const std::uint64_t s = Lean8 ? l1_lookup8(c, line.value()) : l1_lookup(c, line.value());
     if (s == kNoWay) {
-      load_miss(core, line);  // an L1 miss: the slow path need not search again
+      load_miss(index_of(c), line);  // an L1 miss: the slow path need not search again
       return;
     }
     l1_hit<Lean8>(c, s, line.value());
-    served_load(core, c);
+    served_load(c);
   }
   template <bool Lean8>
-  void store_via_l1(int core, detail::CoreState& c, LineAddr line) {
+  void store_via_l1(detail::CoreState& c, LineAddr line) {
     const std::uint64_t s = Lean8 ? l1_lookup8(c, line.value()) : l1_lookup(c, line.value());
     // Only a store to a line already held dirty and exclusive needs no coherence action and
     // opens no dirty stretch.
     constexpr std::uint8_t kDirtyExclusive = detail::kStateDirty | detail::kStateExclusive;
     if (s == kNoWay || c.l1_state[s] != kDirtyExclusive) {
-      access_slow(core, line, true, s);
+      access_slow(index_of(c), line, true, s);
       return;
     }
     ++c.l1_hit_stores;
     l1_hit<Lean8>(c, s, line.value());
-    served_store(core, c);
+    served_store(c);
   }
   // An L1 hit outside the filter, exactly as Hierarchy::access does it: LRU touch, hit count,
   // and the line becomes its set's filter entry. The caller then counts its time (served_*).
@@ -325,24 +329,24 @@ class Machine {
   // the reorder buffer is full behind an incomplete load. Only insts is updated here (see
   // CoreState::dispatched_insts): the eager update of slot and clock cost ~15 instructions on
   // every access.
-  void served_load(int core, detail::CoreState& c) {
+  void served_load(detail::CoreState& c) {
     if (interval_) {
       c.insts += insts_per_access_;
       if (c.insts >= c.rob_limit) [[unlikely]]
-        settle(core, false);
+        settle(index_of(c), false);
     } else {
       c.clock += l1_latency_;
     }
   }
-  void served_store(int core, detail::CoreState& c) {
+  void served_store(detail::CoreState& c) {
     if (interval_) {
       c.insts += insts_per_access_;
       if (c.insts >= std::min(c.rob_limit, c.deadline_stop)) [[unlikely]]
-        settle(core, true);
+        settle(index_of(c), true);
     } else {
       c.clock += l1_latency_;
       if (c.clock >= c.deadline) [[unlikely]]
-        periodic_tick(core);
+        periodic_tick(index_of(c));
     }
   }
   // Out of line, interval model: dispatches the core's pending instructions, then what its last
