@@ -40,7 +40,7 @@ Hierarchy::Hierarchy(const SimParams& p)
       flush_after_fill_(interval_ && p.core.flush_after_fill),
       l1_latency_(p.l1.hit_latency.value()),
       rob_entries_(p.core.rob_entries),
-      issue_(p.core.issue_width),
+      issue_(interval_ ? p.core.issue_width : 1),
       rb_(p.nvm.row_buffer) {
   if (interval_) {
     icore_.resize(cores_.size());
@@ -143,9 +143,9 @@ void Hierarchy::access_unsearched(int core, std::uint64_t line, bool is_store, s
 void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t l1_slot,
                        std::uint32_t pc) {
   detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
-  // The inline path's pending instructions (CoreState::dispatched_insts): evictions below read
-  // the clock before this access's own dispatch.
-  if (interval_) detail::dispatch_pending(cs, issue_);
+  // The inline path's pending instructions (CoreState::dispatched_insts; memory model: cycles):
+  // evictions below read the clock before this access's own dispatch.
+  detail::dispatch_pending(cs, issue_);
   ++(is_store ? stores_ : loads_);
   Cache& l1 = priv(core, 0);
   std::uint64_t lat = 0;
@@ -1009,7 +1009,7 @@ SimStats Hierarchy::stats() const {
     const std::uint64_t clock = interval_ ? drained(i) : c.clock;
     s.core_cycles.emplace_back(clock);
     max_clock = std::max(max_clock, clock);
-    s.instructions += c.insts;
+    if (interval_) s.instructions += c.insts;  // the memory model's are L1-hit cycles
     s.filtered_accesses += c.filtered;
     s.stores += c.filtered_stores + c.l1_hit_stores;
     s.loads += (c.filtered - c.filtered_stores) + (c.l1_hits - c.l1_hit_stores);

@@ -79,6 +79,10 @@ class Hierarchy {
   [[nodiscard]] SimStats stats() const;
   [[nodiscard]] CrashImage& image() { return image_; }
   [[nodiscard]] const SimParams& params() const { return params_; }
+  [[nodiscard]] bool interval() const { return interval_; }
+  // How pending CoreState::insts become cycles: the issue width (interval model), or 1 (memory
+  // model, whose inline path counts L1-hit cycles there: Machine::served_load).
+  [[nodiscard]] const detail::IssueWidth& dispatch_width() const { return issue_; }
   [[nodiscard]] detail::CoreState* core_states() { return cores_.data(); }
 
  private:
@@ -231,7 +235,7 @@ class Hierarchy {
   bool interval_;
   bool flush_after_fill_;  // CoreParams::flush_after_fill (interval model only)
   std::uint64_t l1_latency_, rob_entries_;
-  detail::IssueWidth issue_;  // the issue width, with its shift (detail::dispatch_pending)
+  detail::IssueWidth issue_;  // dispatch_width(), with its shift (detail::dispatch_pending)
   std::vector<IntervalCore> icore_;
   std::uint64_t rob_stall_ = 0, mshr_stall_ = 0;
 

@@ -117,7 +117,7 @@ inline bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
       if (dirty) llc.state[vs] |= kDirty;
       if (llc.owner[vs] == core) llc.owner[vs] = -1;
     } else if (dirty) {  // a non-inclusive LLC dropped it: the dirty victim goes to NVM
-      if (interval_) detail::dispatch_pending(cs, issue_);  // it reads the clock
+      detail::dispatch_pending(cs, issue_);  // it reads the clock
       write_back_victim(v, core, take_since(kNoSlot, v));
     }
   }
@@ -126,6 +126,7 @@ inline bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
     dispatch(core, params_.core.insts_per_access);
     if (lat > l1_latency_) long_latency(core, lat, true, line);
   } else {
+    detail::dispatch_pending(cs, issue_);  // the inline path's L1-hit cycles first
     cs.clock += lat;
   }
   // The filter entry of the line's L1 set (shared with the victim's): clean, so stores are not

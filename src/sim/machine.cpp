@@ -43,10 +43,9 @@ SimParams validated(SimParams p) {
 Machine::Machine(SimParams params)
     : impl_(std::make_unique<Hierarchy>(validated(std::move(params)))),
       cores_(impl_->core_states()),
-      l1_latency_(impl_->params().l1.hit_latency.value()),
-      insts_per_access_(impl_->params().core.insts_per_access),
-      issue_(impl_->params().core.issue_width),
-      interval_(impl_->params().core.model == CoreModel::kInterval),
+      served_step_(impl_->interval() ? impl_->params().core.insts_per_access
+                                     : impl_->params().l1.hit_latency.value()),
+      issue_(impl_->dispatch_width()),
       cross_core_(impl_->params().persistency.hardware()),
       cleaning_(impl_->params().periodic_flush_cycles.value() != 0),
       filter_on_(impl_->params().same_line_filter),
@@ -62,7 +61,6 @@ Machine& Machine::operator=(Machine&&) noexcept = default;
 // (heap), so the const queries below may dispatch: it changes no observable value.
 
 inline void Machine::before_op(int core) const {
-  if (!interval_) return;
   if (cross_core_) [[unlikely]] {
     before_global();
     return;
@@ -70,7 +68,6 @@ inline void Machine::before_op(int core) const {
   detail::dispatch_pending(cores_[core], issue_);
 }
 inline void Machine::after_op(int core) const {
-  if (!interval_) return;
   if (cross_core_) [[unlikely]] {
     after_global();
     return;
@@ -78,11 +75,9 @@ inline void Machine::after_op(int core) const {
   detail::refresh_deadline_stop(cores_[core], issue_);
 }
 void Machine::before_global() const {
-  if (!interval_) return;
   for (int c = 0; c < cores(); ++c) detail::dispatch_pending(cores_[c], issue_);
 }
 void Machine::after_global() const {
-  if (!interval_) return;
   for (int c = 0; c < cores(); ++c) detail::refresh_deadline_stop(cores_[c], issue_);
 }
 
@@ -92,10 +87,6 @@ void Machine::settle(int core, bool is_store) {
   if (c.insts >= c.rob_limit) impl_->rob_stall(core);
   if (is_store && c.clock >= c.deadline) impl_->periodic_tick(core);
   detail::refresh_deadline_stop(c, issue_);  // a stall moves the clock
-}
-
-void Machine::periodic_tick(int core) {  // memory model: nothing is pending
-  impl_->periodic_tick(core);
 }
 
 void Machine::access_slow(int core, LineAddr line, bool is_store, std::uint64_t l1_slot) {

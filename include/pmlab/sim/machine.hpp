@@ -52,14 +52,15 @@ struct alignas(64) CoreState {
   std::uint64_t filtered = 0;  // accesses the filter served
   std::uint64_t filtered_stores = 0;
   std::uint64_t flush_done = 0;  // completion time of the latest outstanding flush
-  // Interval core model (CoreModel::kInterval) only: instructions issued (some may still be
+  // Interval core model (CoreModel::kInterval): instructions issued (some may still be
   // pending: see dispatched_insts), dispatch slots used in the current cycle, and the
   // instruction count at which the oldest incomplete load fills the reorder buffer (kNever when
-  // none is outstanding).
+  // none is outstanding). Memory model: insts counts the inline path's L1-hit cycles, dispatched
+  // one per cycle; slot stays 0 and rob_limit kNever (Machine::served_load).
   std::uint64_t insts = 0;
   std::uint64_t slot = 0;
   std::uint64_t rob_limit = kNever;
-  // Lazy dispatch (interval model): an access served inline (Machine::load/store) adds its
+  // Lazy dispatch (both core models): an access served inline (Machine::load/store) adds its
   // instructions to insts only. clock and slot include the dispatch of the instructions up to
   // dispatched_insts; the rest is added (dispatch_pending) when the core's clock is next needed:
   // its next miss, which adds its own dispatch in the same step, or any other operation. Exact,
@@ -324,36 +325,28 @@ class Machine {
     ++c.l1_hits;
     if (FilterKnownOn || filter_on_) *filter_entry = entry;
   }
-  // The time of an access served inline. Memory model: the L1 latency. Interval model: an L1
-  // hit's latency is hidden; its instructions take their dispatch slots, and dispatch stops when
-  // the reorder buffer is full behind an incomplete load. Only insts is updated here (see
-  // CoreState::dispatched_insts): the eager update of slot and clock cost ~15 instructions on
-  // every access.
+  // The time of an access served inline, added lazily: served_step_ goes to insts only (see
+  // CoreState::dispatched_insts), and the next operation that needs the clock dispatches it.
+  // Interval model: the access's instructions, issue_width per cycle (an L1 hit's latency is
+  // hidden), and dispatch stops when the reorder buffer is full behind an incomplete load.
+  // Memory model: the L1 latency in cycles, dispatched one per cycle (issue_ is 1 there), and
+  // rob_limit stays kNever. Both models take this one path with no test of the model: 2
+  // instructions per access fewer than a branch to `clock += latency` (session 26); the eager
+  // update of slot and clock cost ~15 (session 23).
   void served_load(detail::CoreState& c) {
-    if (interval_) {
-      c.insts += insts_per_access_;
-      if (c.insts >= c.rob_limit) [[unlikely]]
-        settle(index_of(c), false);
-    } else {
-      c.clock += l1_latency_;
-    }
+    c.insts += served_step_;
+    if (c.insts >= c.rob_limit) [[unlikely]]
+      settle(index_of(c), false);
   }
   void served_store(detail::CoreState& c) {
-    if (interval_) {
-      c.insts += insts_per_access_;
-      if (c.insts >= std::min(c.rob_limit, c.deadline_stop)) [[unlikely]]
-        settle(index_of(c), true);
-    } else {
-      c.clock += l1_latency_;
-      if (c.clock >= c.deadline) [[unlikely]]
-        periodic_tick(index_of(c));
-    }
+    c.insts += served_step_;
+    if (c.insts >= std::min(c.rob_limit, c.deadline_stop)) [[unlikely]]
+      settle(index_of(c), true);
   }
-  // Out of line, interval model: dispatches the core's pending instructions, then what its last
-  // access would have met eagerly: a full reorder buffer (stall), for a store a due periodic
-  // cleaning.
+  // Out of line: dispatches the core's pending instructions (memory model: cycles), then what
+  // its last access would have met eagerly: a full reorder buffer (stall), for a store a due
+  // periodic cleaning.
   void settle(int core, bool is_store);
-  void periodic_tick(int core);
   // Around every other operation: its core's pending instructions first (every core's when the
   // operation reads other cores' clocks), its deadline stop after.
   [[gnu::always_inline]] inline void before_op(int core) const;  // defined in machine.cpp
@@ -370,10 +363,10 @@ class Machine {
 
   std::unique_ptr<Hierarchy> impl_;
   detail::CoreState* cores_ = nullptr;  // owned by impl_ (heap, stable across moves)
-  std::uint64_t l1_latency_ = 0;
-  std::uint64_t insts_per_access_ = 1;
+  // What an inline-served access adds to CoreState::insts, and how insts become cycles:
+  // instructions and the issue width (interval model), or the L1 latency and 1 (memory model).
+  std::uint64_t served_step_ = 1;
   detail::IssueWidth issue_{1};
-  bool interval_ = false;    // CoreModel::kInterval
   bool cross_core_ = false;  // hardware persist barriers: ops read others' clocks
   bool cleaning_ = false;    // periodic cleaning configured (deadlines may be set)
   bool filter_on_ = false;   // SimParams::same_line_filter

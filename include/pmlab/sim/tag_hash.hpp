@@ -36,7 +36,9 @@ inline constexpr std::uint8_t kNoHash = 0xFF;
   // A zero byte always sets its high bit here; a borrow can also set the bit of a byte above
   // a zero one, so every candidate is confirmed by its full tag.
   for (std::uint64_t m = (x - kOnes) & ~x & kHighs; m != 0; m &= m - 1) {
-    const std::size_t s = base + static_cast<std::size_t>(std::countr_zero(m) / 8);
+    // Unsigned before the division: the way's index is then zero-extended for free, where the
+    // int division took a sign extension too (one instruction per candidate, session 26).
+    const std::size_t s = base + static_cast<std::uint32_t>(std::countr_zero(m)) / 8;
     if (tags[s] == line) return s;
   }
   return ~std::size_t{0};
