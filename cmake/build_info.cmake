@@ -25,4 +25,6 @@ if(GIT_FOUND)
   endif()
 endif()
 set_source_files_properties(${PROJECT_SOURCE_DIR}/src/cli/build_info.cpp PROPERTIES
-                            COMPILE_DEFINITIONS "PMLAB_GIT_REVISION=\"${PMLAB_GIT_REVISION}\"")
+                            COMPILE_DEFINITIONS "PMLAB_GIT_REVISION=\"${PMLAB_GIT_REVISION}\""
+                            # Its own object: a new commit must not recompile a unity batch.
+                            SKIP_UNITY_BUILD_INCLUSION ON)

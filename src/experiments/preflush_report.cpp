@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string pct(double ratio) {
+std::string ratio_pct(double ratio) {
   return fmt::format("{:+.2f}%", (ratio - 1) * 100);
 }
 
@@ -22,7 +22,7 @@ std::string share(const json& r, const char* k) {
 
 std::string row_cells(const json& r) {
   return fmt::format("{} | {} → {} | {} → {} (+{} PreFlush) | {} | {} | {}",
-                     pct(r.value("speedup", 0.0)), r.value("fence_stall_off", 0ull),
+                     ratio_pct(r.value("speedup", 0.0)), r.value("fence_stall_off", 0ull),
                      r.value("fence_stall_on", 0ull), r.value("nvm_writes_off", 0ull),
                      r.value("nvm_writes_on", 0ull), r.value("preflush_nvm_writes", 0ull),
                      share(r, "coverage"), share(r, "accuracy"),
@@ -74,7 +74,7 @@ std::string preflush_section(const json& steps) {
       md += fmt::format(
           "**Over logging (WAL rows, {}):** up to {} ({}), geometric mean {} over {} "
           "kernel × scheme cells.\n\n",
-          variant, pct(best), best_at, pct(std::exp(log_sum / count)), count);
+          variant, ratio_pct(best), best_at, ratio_pct(std::exp(log_sum / count)), count);
   }
   md +=
       "Thesis §5.1: up to +49.8%, average +22.2%, on gem5 with benchmarks its text does not "

@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string pct(const json& v) {
+std::string fraction_pct(const json& v) {
   return v.is_number() ? fmt::format("{:+.1f}%", 100.0 * v.get<double>()) : "n/a";
 }
 std::string pct_plain(const json& v) {
@@ -208,7 +208,7 @@ std::string seed002_section(const json& entries) {
       const std::string ov =
           r.contains("helper") ? pct_plain(r["helper"].value("overlap", json())) : "-";
       figs += fmt::format("| {} | {} | {} | {:.2f}% | {} | {} | {} |\n", r.value("config", "?"),
-                          r.value("cycles", 0ull), pct(r.value("overhead", json())),
+                          r.value("cycles", 0ull), fraction_pct(r.value("overhead", json())),
                           100.0 * r.value("llc_miss_rate", 0.0), r.value("nvm_writes", 0ull), ov,
                           r.value("verified", false) ? "yes" : "**no**");
     }
@@ -226,9 +226,9 @@ std::string seed002_section(const json& entries) {
         pct_plain(f7.value("copy_share_cp_clflush", json())),
         pct_plain(f7.value("copy_share_cp_par_clflush", json())));
     figs += fmt::format("| Fig. 12: ipv overhead vs base | {} | 4.4% avg, <= 9.5% |\n",
-                        pct(f12.value("ipv_overhead", json())));
+                        fraction_pct(f12.value("ipv_overhead", json())));
     figs += fmt::format("| Fig. 12: ipv-sync (IPV flush, no helper) overhead | {} | (bar) |\n",
-                        pct(f12.value("ipv_sync_overhead", json())));
+                        fraction_pct(f12.value("ipv_sync_overhead", json())));
     figs +=
         fmt::format("| Fig. 12: IPV without flushing, gain over cp-nt (design 2) | {} | 9% avg |\n",
                     pct_plain(f12.value("ipv_no_flush_gain_over_cp_nt", json())));

@@ -9,15 +9,13 @@
 
 #include "pmlab/bep/node_pool.hpp"
 #include "pmlab/bep/rbtree.hpp"
+#include "word_line.hpp"
 
 namespace pmlab::bep::rbtree {
 namespace {
 
-// Line-aligned words, as pool arrays are (Deferred::lines reads line boundaries off addresses).
-struct alignas(64) Line {
-  std::array<std::uint64_t, kLineWords> w{};
-  bool operator==(const Line&) const = default;
-};
+// The same type in every BEP test file (one unity-build batch may hold several).
+using Line = test::WordLine;
 
 // A tree in plain memory, with its root word on its own line.
 struct Store {

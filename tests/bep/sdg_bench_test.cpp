@@ -11,15 +11,15 @@
 #include "pmlab/bep/sdg.hpp"
 #include "pmlab/mem/native_backend.hpp"
 #include "pmlab/persist/persister.hpp"
+#include "word_line.hpp"
 
 namespace pmlab::bep::sdg {
 namespace {
 
 using EpNative = mem::NativeBackend<persist::CpuPersist<persist::FlushKind::kClflush>>;
 
-struct alignas(64) Line {
-  std::array<std::uint64_t, kLineWords> w{};
-};
+// The same type in every BEP test file (one unity-build batch may hold several).
+using Line = test::WordLine;
 
 // Runs the scheme on a heap in ordinary memory and checks it against the replay of every op.
 template <mem::Backend B>

@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-json results_with(bool bit_exact, std::uint64_t passed, std::uint64_t trials) {
+json eval_results_with(bool bit_exact, std::uint64_t passed, std::uint64_t trials) {
   return {
       {"native",
        json::array(
@@ -35,18 +35,18 @@ json results_with(bool bit_exact, std::uint64_t passed, std::uint64_t trials) {
 }
 
 TEST(EvalVerdict, PassingDocumentHasNoFailedChecks) {
-  EXPECT_TRUE(experiments::failed_checks(results_with(true, 40, 40)).empty());
+  EXPECT_TRUE(experiments::failed_checks(eval_results_with(true, 40, 40)).empty());
 }
 
 TEST(EvalVerdict, NotBitExactAndFailedTrialsAreEachNamed) {
-  const auto failed = experiments::failed_checks(results_with(false, 37, 40));
+  const auto failed = experiments::failed_checks(eval_results_with(false, 37, 40));
   ASSERT_EQ(failed.size(), 2u);
   EXPECT_NE(failed[0].find("native tmm lp"), std::string::npos) << failed[0];
   EXPECT_NE(failed[1].find("crash lu wal: 3 of 40 trials failed"), std::string::npos) << failed[1];
 }
 
 TEST(EvalVerdict, AnUndetectedNegativeControlIsAFailedCheck) {
-  json r = results_with(true, 40, 40);
+  json r = eval_results_with(true, 40, 40);
   r["crash"][0]["controls"] = {
       {"mutants", 2},
       {"detected", 1},

@@ -38,14 +38,14 @@ json measured_campaign(const std::string& kernel, const std::string& scheme) {
   return j;
 }
 
-json results_with(const json& crash) {
+json crash_results_with(const json& crash) {
   return {{"mode", "quick"}, {"complete", true}, {"crash", crash}};
 }
 
 TEST(ReportCrash, TableStatesTheImageModelsAndTheMeasuredControls) {
   const json wal = measured_campaign("tmm", "wal-ii");
   const json base = measured_campaign("tmm", "base");
-  const std::string md = render_report(results_with(json::array({wal, base})));
+  const std::string md = render_report(crash_results_with(json::array({wal, base})));
   // The cells are what this run measured: recomputed here from the campaign's own fields.
   std::string models;
   for (const auto& m : wal["image_models"])
@@ -69,7 +69,7 @@ TEST(ReportCrash, AMissedMutantIsNamedAndTheHeadlineCountsIt) {
   c["controls"]["detected"] = 0;
   c["controls"]["runs"][0]["detected"] = false;
   c["controls"]["runs"][0]["failed"] = 0;
-  const json results = results_with(json::array({c}));
+  const json results = crash_results_with(json::array({c}));
   EXPECT_NE(render_report(results).find("detects 0/1 (20 trials each); missed: no-validate"),
             std::string::npos);
   EXPECT_NE(render_headline(results).find(

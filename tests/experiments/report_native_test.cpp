@@ -42,27 +42,27 @@ json native_block(const std::string& kernel, double ratio, double low, double hi
              {"bit_exact_vs_base", true}}}}};
 }
 
-json results_with(const json& native) {
+json native_results_with(const json& native) {
   return {{"mode", "quick"}, {"complete", true}, {"native", native}};
 }
 
 TEST(ReportNative, ResolvedCellShowsEstimateAndInterval) {
-  const auto md =
-      render_headline(results_with(json::array({native_block("tmm", 1.004, 0.998, 1.010, true)})));
+  const auto md = render_headline(
+      native_results_with(json::array({native_block("tmm", 1.004, 0.998, 1.010, true)})));
   EXPECT_NE(md.find("+0.4% [-0.2%, +1.0%]"), std::string::npos) << md;
   EXPECT_EQ(md.find("unresolved"), std::string::npos) << md;
 }
 
 TEST(ReportNative, UnresolvedCellIsMarkedWithItsInterval) {
-  const auto md =
-      render_headline(results_with(json::array({native_block("gauss", 1.15, 0.71, 1.69, false)})));
+  const auto md = render_headline(
+      native_results_with(json::array({native_block("gauss", 1.15, 0.71, 1.69, false)})));
   EXPECT_NE(md.find("unresolved: +15% [-29%, +69%]"), std::string::npos) << md;
 }
 
 TEST(ReportNative, ReportCountsResolvedCellsAndStatesTheLoad) {
-  const auto md =
-      render_report(results_with(json::array({native_block("tmm", 1.004, 0.998, 1.010, true),
-                                              native_block("gauss", 1.15, 0.71, 1.69, false)})));
+  const auto md = render_report(
+      native_results_with(json::array({native_block("tmm", 1.004, 0.998, 1.010, true),
+                                       native_block("gauss", 1.15, 0.71, 1.69, false)})));
   EXPECT_NE(md.find("1 of 2 kernels resolved"), std::string::npos) << md;
   EXPECT_NE(md.find("load average 0.50–2.50"), std::string::npos) << md;
   // Table VII beside the paper's column, and a geometric mean that says it is unresolved.
@@ -75,7 +75,7 @@ TEST(ReportNative, ReportCountsResolvedCellsAndStatesTheLoad) {
 TEST(ReportNative, MissingIntervalPrintsNoNumber) {
   json block = native_block("lu", 1.2, 1.0, 1.4, false);
   block["schemes"][1]["ci95"] = nullptr;
-  const auto md = render_headline(results_with(json::array({block})));
+  const auto md = render_headline(native_results_with(json::array({block})));
   EXPECT_NE(md.find("unresolved: no interval"), std::string::npos) << md;
   EXPECT_EQ(md.find("+20"), std::string::npos) << md;
 }
@@ -84,7 +84,7 @@ TEST(ReportNative, MissingIntervalPrintsNoNumber) {
 // (where make run's minutes went) is stated when recorded.
 TEST(ReportNative, NamesTheStatisticAndTheTimePerSection) {
   json block = native_block("tmm", 1.004, 0.998, 1.010, true);
-  json r = results_with(json::array({block}));
+  json r = native_results_with(json::array({block}));
   EXPECT_NE(render_report(r).find("20%-trimmed mean"), std::string::npos);
   EXPECT_EQ(render_report(r).find("Wall time per section"), std::string::npos);
   r["native"][0]["schemes"][1]["statistic"] = "floor";
@@ -95,7 +95,7 @@ TEST(ReportNative, NamesTheStatisticAndTheTimePerSection) {
 }
 
 TEST(ReportNative, InstructionCountsSkippedWithANote) {
-  json r = results_with(json::array());
+  json r = native_results_with(json::array());
   r["instructions"] = json::array({{{"skipped", "valgrind not found"}}});
   const auto md = render_report(r);
   EXPECT_NE(md.find("Not measured: valgrind not found"), std::string::npos) << md;

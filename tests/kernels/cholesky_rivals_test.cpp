@@ -50,7 +50,7 @@ struct CholData {
   [[nodiscard]] std::size_t work_elems() const { return n * n; }
 };
 
-std::shared_ptr<CholData> data(std::size_t n, std::size_t bs, std::uint64_t seed = 3) {
+std::shared_ptr<CholData> cholesky_data(std::size_t n, std::size_t bs, std::uint64_t seed = 3) {
   return std::make_shared<CholData>(n, bs, seed);
 }
 
@@ -59,11 +59,11 @@ struct CholeskyRivals : MatrixRivalDefaults {
   using Data = CholData;
   static constexpr const char* kName = "cholesky";
   static std::shared_ptr<Data> data(std::size_t n, std::size_t bs) {
-    return pmlab::testing::data(n, bs);
+    return pmlab::testing::cholesky_data(n, bs);
   }
   static std::shared_ptr<Data> random_data(std::mt19937_64& rng) {
     const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 9;
-    return pmlab::testing::data(n, bs, rng());
+    return pmlab::testing::cholesky_data(n, bs, rng());
   }
   static constexpr std::pair<std::size_t, std::size_t> kEveryOpSizes[] = {{4, 3}, {7, 3}};
   // Late crashes where hybrid's copies must save work over EagerRecompute.
@@ -80,7 +80,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(KernelCholeskyRivals, HybridConformance, Cholesky
 // 4 fences (log, flag, data, flag), where base has none.
 TEST(KernelCholeskyRivals, WalWritesTheTileLogPlusFourWordsAndFourFencesPerRegion) {
   for (auto [n, bs] : {std::pair{1, 1}, {9, 2}, {30, 7}}) {
-    auto d = data(n, bs);
+    auto d = cholesky_data(n, bs);
     CountingBackend base, wal;
     ch::run_base(base, d->op);
     d->reset();
@@ -105,7 +105,7 @@ TEST(KernelCholeskyRivals, WalWritesTheTileLogPlusFourWordsAndFourFencesPerRegio
 // publishes completion (one word). Fences: two per checkpoint, two at the end.
 TEST(KernelCholeskyRivals, CheckpointCopiesOnlyTheTrailingTriangleSinceTheSlotsLastState) {
   for (auto [n, bs] : {std::pair{1, 1}, {9, 2}, {30, 7}, {31, 3}}) {
-    auto d = data(n, bs);
+    auto d = cholesky_data(n, bs);
     CountingBackend base, cp;
     ch::run_base(base, d->op);
     d->reset();
@@ -127,7 +127,7 @@ TEST(KernelCholeskyRivals, CheckpointCopiesOnlyTheTrailingTriangleSinceTheSlotsL
 // copied, framed by two state-word stores and three fences.
 TEST(KernelCholeskyRivals, HybridAddsOnePartialCopyPerStepToEagerRecompute) {
   for (auto [n, bs, parts] : {std::tuple{9, 2, 2}, {30, 7, 3}, {31, 3, 4}, {20, 5, 8}}) {
-    auto d = data(n, bs);
+    auto d = cholesky_data(n, bs);
     CountingBackend ep, hr;
     auto records = scheme_test::zeroed<scheme::IndexRecordLayout<1>>(ch::ep_records(d->op));
     ch::run_ep(ep, d->op, scheme::IndexRecordTable<1>(records.get(), ch::ep_records(d->op)));

@@ -53,8 +53,8 @@ struct ConvData {
   }
 };
 
-std::shared_ptr<ConvData> data(std::size_t n, std::size_t bs, std::size_t width = 0,
-                               std::uint64_t seed = 5) {
+std::shared_ptr<ConvData> conv2d_data(std::size_t n, std::size_t bs, std::size_t width = 0,
+                                      std::uint64_t seed = 5) {
   return std::make_shared<ConvData>(n, bs, width == 0 ? cv::width_for(0, n) : width, seed);
 }
 
@@ -63,12 +63,12 @@ struct Conv2dRivals : MatrixRivalDefaults {
   using Data = ConvData;
   static constexpr const char* kName = "conv2d";
   static std::shared_ptr<Data> data(std::size_t n, std::size_t bs) {
-    return pmlab::testing::data(n, bs);
+    return pmlab::testing::conv2d_data(n, bs);
   }
   static std::shared_ptr<Data> random_data(std::mt19937_64& rng) {
     const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 8;
     const std::size_t width = 1 + 2 * (rng() % ((std::min<std::size_t>(n, 7) + 1) / 2));
-    return pmlab::testing::data(n, bs, width, rng());
+    return pmlab::testing::conv2d_data(n, bs, width, rng());
   }
   static constexpr std::pair<std::size_t, std::size_t> kEveryOpSizes[] = {{4, 3}, {7, 2}};
 };
@@ -77,7 +77,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(KernelConv2dRivals, RivalConformance, Conv2dRival
 // Per block: its rows of out logged (rows·n doubles) plus 4 words; 4 fences.
 TEST(KernelConv2dRivals, WalLogsTheBlockPlusFourWordsAndFourFencesPerRegion) {
   for (auto [n, bs] : {std::pair{1, 1}, {9, 2}, {30, 7}}) {
-    auto d = data(n, bs);
+    auto d = conv2d_data(n, bs);
     CountingBackend base, wal;
     cv::run_base(base, d->op);
     d->reset();
@@ -96,7 +96,7 @@ TEST(KernelConv2dRivals, WalLogsTheBlockPlusFourWordsAndFourFencesPerRegion) {
 // two per checkpoint, two at the end.
 TEST(KernelConv2dRivals, CheckpointCopiesEachRowOnceExceptTheLastWave) {
   for (auto [n, bs, every] : {std::tuple{1, 1, 1}, {9, 2, 1}, {30, 7, 2}, {31, 3, 0}}) {
-    auto d = data(n, bs);
+    auto d = conv2d_data(n, bs);
     CountingBackend base, cp;
     cv::run_base(base, d->op);
     d->reset();

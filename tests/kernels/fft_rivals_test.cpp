@@ -53,7 +53,7 @@ struct FftData {
   }
 };
 
-std::shared_ptr<FftData> data(std::size_t n, std::size_t bs, std::uint64_t seed = 9) {
+std::shared_ptr<FftData> fft_data(std::size_t n, std::size_t bs, std::uint64_t seed = 9) {
   return std::make_shared<FftData>(n, bs, seed);
 }
 
@@ -62,11 +62,11 @@ struct FftRivals {
   using Data = FftData;
   static constexpr const char* kName = "fft";
   static std::shared_ptr<Data> data(std::size_t n, std::size_t bs) {
-    return pmlab::testing::data(n, bs);
+    return pmlab::testing::fft_data(n, bs);
   }
   static std::shared_ptr<Data> random_data(std::mt19937_64& rng) {
     const std::size_t n = std::size_t{1} << (rng() % 11), bs = 1 + rng() % 7;
-    return pmlab::testing::data(n, bs, rng());
+    return pmlab::testing::fft_data(n, bs, rng());
   }
   static constexpr std::pair<std::size_t, std::size_t> kFaultFreeSizes[] = {
       {1, 1}, {2, 1}, {8, 3}, {64, 4}, {512, 40}, {2048, 6}};
@@ -80,7 +80,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(KernelFftRivals, RivalConformance, FftRivals, Riv
 // 4 fences per region.
 TEST(KernelFftRivals, WalLogsEachRegionsOutputPlusFourWordsAndFourFencesPerRegion) {
   for (auto [n, bs] : {std::pair{1, 1}, {32, 3}, {256, 5}}) {
-    auto d = data(n, bs);
+    auto d = fft_data(n, bs);
     CountingBackend base, wal;
     ff::run_base(base, d->op);
     d->reset();
@@ -98,7 +98,7 @@ TEST(KernelFftRivals, WalLogsEachRegionsOutputPlusFourWordsAndFourFencesPerRegio
 // one word at the end; 2 + 2 fences.
 TEST(KernelFftRivals, CheckpointCopiesYOnceAndPersistsZInPlace) {
   for (auto [n, bs] : {std::pair{1, 1}, {32, 3}, {256, 5}}) {
-    auto d = data(n, bs);
+    auto d = fft_data(n, bs);
     CountingBackend base, cp;
     ff::run_base(base, d->op);
     d->reset();

@@ -52,7 +52,7 @@ struct GaussData {
   [[nodiscard]] std::size_t work_elems() const { return n * (n + 1); }
 };
 
-std::shared_ptr<GaussData> data(std::size_t n, std::size_t bs, std::uint64_t seed = 3) {
+std::shared_ptr<GaussData> gauss_data(std::size_t n, std::size_t bs, std::uint64_t seed = 3) {
   return std::make_shared<GaussData>(n, bs, seed);
 }
 
@@ -61,11 +61,11 @@ struct GaussRivals : MatrixRivalDefaults {
   using Data = GaussData;
   static constexpr const char* kName = "gauss";
   static std::shared_ptr<Data> data(std::size_t n, std::size_t bs) {
-    return pmlab::testing::data(n, bs);
+    return pmlab::testing::gauss_data(n, bs);
   }
   static std::shared_ptr<Data> random_data(std::mt19937_64& rng) {
     const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 9;
-    return pmlab::testing::data(n, bs, rng());
+    return pmlab::testing::gauss_data(n, bs, rng());
   }
   static constexpr std::pair<std::size_t, std::size_t> kEveryOpSizes[] = {{4, 3}, {8, 3}};
   // Late crashes where hybrid's copies must save work over EagerRecompute; with one row block
@@ -80,7 +80,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(KernelGaussRivals, HybridConformance, GaussRivals
 // the progress word, progress, flag set and clear (4 stores), and costs 4 fences.
 TEST(KernelGaussRivals, WalLogsTheRegionsTrailingRowsPlusFourWordsAndFourFencesPerRegion) {
   for (auto [n, bs] : {std::pair{2, 1}, {9, 2}, {30, 7}, {23, 40}}) {
-    auto d = data(n, bs);
+    auto d = gauss_data(n, bs);
     CountingBackend base, wal;
     ga::run_base(base, d->op);
     d->reset();
@@ -106,7 +106,7 @@ TEST(KernelGaussRivals, WalLogsTheRegionsTrailingRowsPlusFourWordsAndFourFencesP
 // the end.
 TEST(KernelGaussRivals, CheckpointCopiesOnlyTheTrailingMatrixSinceTheSlotsLastState) {
   for (auto [n, bs, every] : {std::tuple{2, 1, 1}, {9, 2, 1}, {30, 7, 7}, {31, 3, 2}, {17, 4, 0}}) {
-    auto d = data(n, bs);
+    auto d = gauss_data(n, bs);
     CountingBackend base, cp;
     ga::run_base(base, d->op);
     d->reset();
@@ -130,7 +130,7 @@ TEST(KernelGaussRivals, CheckpointCopiesOnlyTheTrailingMatrixSinceTheSlotsLastSt
 // copied, framed by two state-word stores and three fences.
 TEST(KernelGaussRivals, HybridAddsOnePartialCopyPerStepToEagerRecompute) {
   for (auto [n, bs, parts] : {std::tuple{9, 2, 2}, {30, 7, 3}, {31, 3, 4}, {20, 5, 8}}) {
-    auto d = data(n, bs);
+    auto d = gauss_data(n, bs);
     CountingBackend ep, hr;
     auto records = scheme_test::zeroed<scheme::IndexRecordLayout<1>>(d->op.blocks());
     ga::run_ep(ep, d->op, scheme::IndexRecordTable<1>(records.get(), d->op.blocks()));

@@ -16,13 +16,13 @@
 namespace pmlab::testing {
 namespace {
 
-namespace ch = kernels::gauss;
+namespace ga = kernels::gauss;
 
 struct GaussFixture {
   std::size_t n, bs;
   std::unique_ptr<double[], FreeDeleter> a, l;
   std::unique_ptr<lp::ChecksumSlot[], FreeDeleter> slots;
-  ch::Operands op;
+  ga::Operands op;
   lp::ChecksumTable table;
 
   GaussFixture(std::size_t n_, std::size_t bs_, std::uint64_t seed = 3)
@@ -30,9 +30,9 @@ struct GaussFixture {
         bs(bs_),
         a(aligned_zeroed<double>(n * (n + 1))),
         l(aligned_zeroed<double>(n * (n + 1))) {
-    ch::fill_input(a.get(), n, seed);
+    ga::fill_input(a.get(), n, seed);
     std::copy(a.get(), a.get() + n * (n + 1), l.get());
-    op = ch::Operands{{a.get(), n, n + 1}, {l.get(), n, n + 1}, n, bs};
+    op = ga::Operands{{a.get(), n, n + 1}, {l.get(), n, n + 1}, n, bs};
     slots = aligned_zeroed<lp::ChecksumSlot>(op.table_slots());
     table = lp::ChecksumTable(slots.get(), op.table_slots());
   }
@@ -40,7 +40,7 @@ struct GaussFixture {
   [[nodiscard]] std::vector<double> reference() const {
     std::vector<double> out(a.get(), a.get() + n * (n + 1));
     mem::PlainBackend be;
-    ch::run_base(be, ch::Operands{{a.get(), n, n + 1}, {out.data(), n, n + 1}, n, bs});
+    ga::run_base(be, ga::Operands{{a.get(), n, n + 1}, {out.data(), n, n + 1}, n, bs});
     return out;
   }
 };
@@ -49,7 +49,7 @@ struct GaussFixture {
 struct Gauss : MatrixKernelDefaults {
   using Fixture = GaussFixture;
   static constexpr const char* kName = "gauss";
-  static std::size_t ep_records(const ch::Operands& op) { return op.blocks(); }
+  static std::size_t ep_records(const ga::Operands& op) { return op.blocks(); }
   static std::size_t completed(const Fixture& f) { return f.n - 1; }
   // Slots of regions that never exist (a block with no rows below step + 1) stay untagged.
   static void expect_every_slot_written(const Fixture& f) {
@@ -69,7 +69,7 @@ TEST(KernelGauss, BaseEqualsTextbookLoopBitForBitAndSolvesTheSystem) {
   for (auto [n, bs] : {std::pair{1, 1}, {2, 1}, {7, 3}, {17, 4}, {33, 40}, {64, 16}, {97, 10}}) {
     GaussFixture f(n, bs);
     mem::PlainBackend be;
-    ch::run_base(be, f.op);
+    ga::run_base(be, f.op);
     const std::size_t ld = f.n + 1;
     std::vector<double> t(f.a.get(), f.a.get() + f.n * ld);  // the textbook triple loop
     for (std::size_t k = 0; k + 1 < f.n; ++k)
@@ -109,12 +109,12 @@ TEST(KernelGauss, SlotsAreACollisionFreeNumberingOfRegions) {
 TEST(KernelGauss, RecoveryRepairsALostFinalRowAndALostZero) {
   GaussFixture f(40, 6);
   mem::PlainBackend be;
-  ch::run_lp<lp::ChecksumKind::kCrc32c>(be, f.op, f.table);
+  ga::run_lp<lp::ChecksumKind::kCrc32c>(be, f.op, f.table);
   const std::size_t ld = 41;
   f.l[2 * ld + 5] = 0.5;    // row 2 (final since step 1): its block (rows 0-5) must be redone
   f.l[30 * ld + 4] = 0.25;  // a zero below the diagonal
   lp::RecoveryStats st;
-  EXPECT_EQ(ch::recover_lp<lp::ChecksumKind::kCrc32c>(be, f.op, f.table, st), f.n - 1);
+  EXPECT_EQ(ga::recover_lp<lp::ChecksumKind::kCrc32c>(be, f.op, f.table, st), f.n - 1);
   EXPECT_EQ(st.regions_recomputed, 5u);  // block 0 matches no state: from the input, steps 0..4
   EXPECT_TRUE(bit_equal(f.result(), f.reference()));
 }

@@ -50,7 +50,7 @@ struct LuData {
   [[nodiscard]] std::size_t work_elems() const { return n * n; }
 };
 
-std::shared_ptr<LuData> data(std::size_t n, std::size_t bs, std::uint64_t seed = 3) {
+std::shared_ptr<LuData> lu_data(std::size_t n, std::size_t bs, std::uint64_t seed = 3) {
   return std::make_shared<LuData>(n, bs, seed);
 }
 
@@ -59,11 +59,11 @@ struct LuRivals : MatrixRivalDefaults {
   using Data = LuData;
   static constexpr const char* kName = "lu";
   static std::shared_ptr<Data> data(std::size_t n, std::size_t bs) {
-    return pmlab::testing::data(n, bs);
+    return pmlab::testing::lu_data(n, bs);
   }
   static std::shared_ptr<Data> random_data(std::mt19937_64& rng) {
     const std::size_t n = random_n(rng, 40), bs = 1 + rng() % 9;
-    return pmlab::testing::data(n, bs, rng());
+    return pmlab::testing::lu_data(n, bs, rng());
   }
   static constexpr std::pair<std::size_t, std::size_t> kEveryOpSizes[] = {{4, 3}, {7, 3}};
   // Late crashes where hybrid's copies must save work over EagerRecompute.
@@ -78,7 +78,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(KernelLuRivals, HybridConformance, LuRivals, Riva
 // 4 fences (log, flag, data, flag), where base has none.
 TEST(KernelLuRivals, WalWritesTheTileLogPlusFourWordsAndFourFencesPerRegion) {
   for (auto [n, bs] : {std::pair{1, 1}, {9, 2}, {30, 7}}) {
-    auto d = data(n, bs);
+    auto d = lu_data(n, bs);
     CountingBackend base, wal;
     lu::run_base(base, d->op);
     d->reset();
@@ -103,7 +103,7 @@ TEST(KernelLuRivals, WalWritesTheTileLogPlusFourWordsAndFourFencesPerRegion) {
 // publishes completion (one word). Fences: two per checkpoint, two at the end.
 TEST(KernelLuRivals, CheckpointCopiesOnlyTheTrailingMatrixSinceTheSlotsLastState) {
   for (auto [n, bs] : {std::pair{1, 1}, {9, 2}, {30, 7}, {31, 3}}) {
-    auto d = data(n, bs);
+    auto d = lu_data(n, bs);
     CountingBackend base, cp;
     lu::run_base(base, d->op);
     d->reset();
@@ -125,7 +125,7 @@ TEST(KernelLuRivals, CheckpointCopiesOnlyTheTrailingMatrixSinceTheSlotsLastState
 // copied, framed by two state-word stores and three fences.
 TEST(KernelLuRivals, HybridAddsOnePartialCopyPerStepToEagerRecompute) {
   for (auto [n, bs, parts] : {std::tuple{9, 2, 2}, {30, 7, 3}, {31, 3, 4}, {20, 5, 8}}) {
-    auto d = data(n, bs);
+    auto d = lu_data(n, bs);
     CountingBackend ep, hr;
     auto records = scheme_test::zeroed<scheme::IndexRecordLayout<1>>(lu::ep_records(d->op));
     lu::run_ep(ep, d->op, scheme::IndexRecordTable<1>(records.get(), lu::ep_records(d->op)));

@@ -15,20 +15,20 @@
 namespace pmlab::testing {
 namespace {
 
-namespace ch = kernels::lu;
+namespace lu = kernels::lu;
 
 struct LuFixture {
   std::size_t n, bs;
   std::unique_ptr<double[], FreeDeleter> a, l;
   std::unique_ptr<lp::ChecksumSlot[], FreeDeleter> slots;
-  ch::Operands op;
+  lu::Operands op;
   lp::ChecksumTable table;
 
   LuFixture(std::size_t n_, std::size_t bs_, std::uint64_t seed = 3)
       : n(n_), bs(bs_), a(aligned_zeroed<double>(n * n)), l(aligned_zeroed<double>(n * n)) {
-    ch::fill_input(a.get(), n, seed);
+    lu::fill_input(a.get(), n, seed);
     std::copy(a.get(), a.get() + n * n, l.get());
-    op = ch::Operands{{a.get(), n, n}, {l.get(), n, n}, {n, bs}};
+    op = lu::Operands{{a.get(), n, n}, {l.get(), n, n}, {n, bs}};
     slots = aligned_zeroed<lp::ChecksumSlot>(op.table_slots());
     table = lp::ChecksumTable(slots.get(), op.table_slots());
   }
@@ -37,7 +37,7 @@ struct LuFixture {
     std::vector<double> out(n * n);
     std::copy(a.get(), a.get() + n * n, out.data());
     mem::PlainBackend be;
-    ch::run_base(be, ch::Operands{{a.get(), n, n}, {out.data(), n, n}, {n, bs}});
+    lu::run_base(be, lu::Operands{{a.get(), n, n}, {out.data(), n, n}, {n, bs}});
     return out;
   }
 };
@@ -46,7 +46,7 @@ struct LuFixture {
 struct Lu : MatrixKernelDefaults {
   using Fixture = LuFixture;
   static constexpr const char* kName = "lu";
-  static std::size_t ep_records(const ch::Operands& op) { return ch::ep_records(op); }
+  static std::size_t ep_records(const lu::Operands& op) { return lu::ep_records(op); }
   static std::size_t completed(const Fixture& f) { return f.op.tiles(); }
   static void expect_every_slot_written(const Fixture& f) {
     expect_every_slot_tagged(f.slots.get(), f.op.table_slots());
@@ -58,7 +58,7 @@ TEST(KernelLu, BaseFactorsReproduceTheInputWithinRoundoff) {
   for (auto [n, bs] : {std::pair{1, 1}, {2, 1}, {7, 3}, {17, 4}, {33, 40}, {64, 16}, {97, 10}}) {
     LuFixture f(n, bs);
     mem::PlainBackend be;
-    ch::run_base(be, f.op);
+    lu::run_base(be, f.op);
     for (std::size_t i = 0; i < f.n; ++i)
       for (std::size_t j = 0; j < f.n; ++j) {
         double s = 0.0;  // (L·U)_ij with L unit lower, U upper: an independent plain triple loop
@@ -83,10 +83,10 @@ TEST(KernelLu, SlotsAreACollisionFreeNumberingOfStepTilePairs) {
 TEST(KernelLu, RecoveryRepairsALostFinalTileFromTheInput) {
   LuFixture f(40, 6);
   mem::PlainBackend be;
-  ch::run_lp<lp::ChecksumKind::kCrc32c>(be, f.op, f.table);
+  lu::run_lp<lp::ChecksumKind::kCrc32c>(be, f.op, f.table);
   f.l[1 * 40 + 0] = 0.5;  // a lost write in tile (0, 0), which every other tile depends on
   lp::RecoveryStats st;
-  EXPECT_EQ(ch::recover_lp<lp::ChecksumKind::kCrc32c>(be, f.op, f.table, st), f.op.tiles());
+  EXPECT_EQ(lu::recover_lp<lp::ChecksumKind::kCrc32c>(be, f.op, f.table, st), f.op.tiles());
   EXPECT_EQ(st.regions_recomputed, 1u);  // only POTRF(0, 0): nothing else read the bad value
   EXPECT_TRUE(bit_equal(f.result(), f.reference()));
 }

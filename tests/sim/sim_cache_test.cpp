@@ -1,16 +1,16 @@
 // Single-core cache rules: 1-set / 1-way caches, write-back eviction, LRU / SRRIP / random victims.
 #include <gtest/gtest.h>
 
+#include "machine_probe.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "sim_test_util.hpp"
 
 namespace pmlab::sim {
 namespace {
 
+using testing::L;
 using testing::LineBuffer;
 using testing::ParamsBuilder;
-
-LineAddr L(std::uint64_t n) { return LineAddr(n); }
 
 TEST(SimCache, OneSetOneWayMissHitAndCleanEviction) {
   Machine m(ParamsBuilder().l1(1, 1).llc(1, 1).build());
@@ -89,13 +89,19 @@ TEST(SimCache, SrripKeepsAReusedLineThatLruWouldEvict) {
 
 TEST(SimCache, RandomReplacementIsReproducibleForASeed) {
   auto run = [](std::uint64_t seed) {
-    Machine m(ParamsBuilder().l1(2, 4, Replacement::kRandom).llc(4, 8, Replacement::kRandom).seed(seed).build());
+    Machine m(ParamsBuilder()
+                  .l1(2, 4, Replacement::kRandom)
+                  .llc(4, 8, Replacement::kRandom)
+                  .seed(seed)
+                  .build());
     std::uint64_t x = 12345;
     for (int i = 0; i < 5000; ++i) {
       x = x * 6364136223846793005ull + 1442695040888963407ull;
       const LineAddr line((x >> 33) % 64);
-      if ((x >> 20) & 1) m.store(0, line);
-      else m.load(0, line);
+      if ((x >> 20) & 1)
+        m.store(0, line);
+      else
+        m.load(0, line);
     }
     return m.stats();
   };

@@ -18,10 +18,10 @@ namespace {
 
 using testing::ParamsBuilder;
 
-constexpr int kLines = 48;
+constexpr int kEpochLines = 48;
 
-// A machine over a registered persistent buffer of kLines lines. Stores run the model first and
-// then write the byte, as SimBackend does under a hardware barrier (a conflict flush must
+// A machine over a registered persistent buffer of kEpochLines lines. Stores run the model first
+// and then write the byte, as SimBackend does under a hardware barrier (a conflict flush must
 // capture the old value).
 class Rig {
  public:
@@ -55,7 +55,7 @@ class Rig {
   [[nodiscard]] std::byte& byte(int i) const {
     return (*mem_)[static_cast<std::size_t>(i) * kCacheLineBytes];
   }
-  struct alignas(4096) Buf : std::array<std::byte, kLines * kCacheLineBytes> {};
+  struct alignas(4096) Buf : std::array<std::byte, kEpochLines * kCacheLineBytes> {};
   std::unique_ptr<Buf> mem_ = std::make_unique<Buf>();
 };
 
@@ -475,7 +475,7 @@ void run_trace(Rig& r, std::uint64_t seed, int cores) {
     if (x < 50) {
       // same-line reuse
     } else if (x < 88) {
-      line = static_cast<int>(rng() % kLines);
+      line = static_cast<int>(rng() % kEpochLines);
     } else if (x < 98) {
       r.barrier(core);
       continue;
@@ -507,7 +507,7 @@ TEST(SimEpoch, FilterIsExactWithRandomBarriers) {
         jc.erase("filtered_accesses");
         EXPECT_EQ(ja, jc) << to_string(b) << " seed " << seed;
         EXPECT_GT(ja["epochs"]["epochs"].get<std::uint64_t>(), 100u);
-        for (int i = 0; i < kLines; ++i) {
+        for (int i = 0; i < kEpochLines; ++i) {
           EXPECT_EQ(a.durable(i), c.durable(i));
           const LineState x = a.m.probe(0, a.line(i)), y = c.m.probe(0, c.line(i));
           EXPECT_EQ(x.epoch_core, y.epoch_core);
@@ -539,7 +539,7 @@ TEST(SimEpoch, RandomTracesDrainToTheLiveBytes) {
         Rig r(p);
         run_trace(r, seed, 4);
         r.m.write_back_all(WriteCause::kDrain);
-        for (int i = 0; i < kLines; ++i)
+        for (int i = 0; i < kEpochLines; ++i)
           ASSERT_EQ(r.durable(i), r.live(i))
               << to_string(b) << " mutant " << mutant << " line " << i;
         const EpochStats e = r.ep();

@@ -18,7 +18,7 @@ namespace {
 using testing::LineBuffer;
 using testing::ParamsBuilder;
 
-constexpr std::size_t kLines = 16;
+constexpr std::size_t kHelperLines = 16;
 
 // Two cores (the helper takes core 1), one thread; caches large enough to keep every line.
 SimParams helper_params() {
@@ -27,13 +27,13 @@ SimParams helper_params() {
 
 // Every line of `buf` dirty with value 1 + i in its first word.
 void dirty_all(SimBackend& be, const LineBuffer& buf) {
-  for (std::size_t i = 0; i < kLines; ++i)
+  for (std::size_t i = 0; i < kHelperLines; ++i)
     be.store(reinterpret_cast<std::uint64_t*>(buf.line_ptr(i)), std::uint64_t{1 + i});
 }
 
 TEST(SimHelper, OffUntilAFlushIsHandedOver) {
   SimBackend be(helper_params(), FlushMode::kClwb, 1);
-  LineBuffer buf(kLines);
+  LineBuffer buf(kHelperLines);
   be.register_persistent(buf.mem.get(), buf.bytes);
   dirty_all(be, buf);
   EXPECT_FALSE(be.stats().helper.has_value());
@@ -41,7 +41,7 @@ TEST(SimHelper, OffUntilAFlushIsHandedOver) {
 
 TEST(SimHelper, FlushesInterleaveWithTheMainThreadAndHideBehindItsWork) {
   SimBackend be(helper_params(), FlushMode::kClwb, 1);
-  LineBuffer buf(kLines), other(4);
+  LineBuffer buf(kHelperLines), other(4);
   be.register_persistent(buf.mem.get(), buf.bytes);
   dirty_all(be, buf);
   be.helper_flush_async(buf.mem.get(), buf.bytes);
@@ -50,15 +50,15 @@ TEST(SimHelper, FlushesInterleaveWithTheMainThreadAndHideBehindItsWork) {
   for (int r = 0; r < 2000; ++r) (void)be.load(other.as<std::uint64_t>() + (r % 32));
   const SimStats mid = be.stats();
   ASSERT_TRUE(mid.helper);
-  EXPECT_EQ(mid.helper->flush_ops, kLines) << "the helper ran while the main thread worked";
+  EXPECT_EQ(mid.helper->flush_ops, kHelperLines) << "the helper ran while the main thread worked";
   EXPECT_EQ(mid.helper->fences, 1u);
-  EXPECT_EQ(be.ops() - ops0, 2000 + kLines + 1) << "every helper op is a counted op";
+  EXPECT_EQ(be.ops() - ops0, 2000 + kHelperLines + 1) << "every helper op is a counted op";
   be.helper_barrier();
   const SimStats s = be.stats();
   EXPECT_EQ(s.helper->exposed_cycles, 0u);
   EXPECT_GT(s.helper->busy_cycles, 0u);
   EXPECT_DOUBLE_EQ(s.helper->overlap(), 1.0);
-  for (std::size_t i = 0; i < kLines; ++i)
+  for (std::size_t i = 0; i < kHelperLines; ++i)
     EXPECT_EQ(be.image().durable(reinterpret_cast<std::uint64_t*>(buf.line_ptr(i))), 1 + i);
 }
 
@@ -67,7 +67,7 @@ TEST(SimHelper, FlushesInterleaveWithTheMainThreadAndHideBehindItsWork) {
 // modelled one, and the campaign measures again with the model.
 TEST(SimHelper, APausedModelCountsTheAsyncRequestsItSkips) {
   SimBackend be(helper_params(), FlushMode::kClwb, 1);
-  LineBuffer buf(kLines);
+  LineBuffer buf(kHelperLines);
   be.register_persistent(buf.mem.get(), buf.bytes);
   dirty_all(be, buf);
   be.pause_modelling();
@@ -79,13 +79,13 @@ TEST(SimHelper, APausedModelCountsTheAsyncRequestsItSkips) {
   be.resume_modelling();
   be.helper_flush_async(buf.mem.get(), buf.bytes);
   be.helper_barrier();
-  EXPECT_EQ(be.ops() - ops0, kLines + 1) << "modelled again: every helper op counts";
+  EXPECT_EQ(be.ops() - ops0, kHelperLines + 1) << "modelled again: every helper op counts";
   EXPECT_EQ(be.async_requests_skipped(), 1u);
 }
 
 TEST(SimHelper, ABarrierRightAfterTheRequestWaitsForAllOfIt) {
   SimBackend be(helper_params(), FlushMode::kClwb, 1);
-  LineBuffer buf(kLines);
+  LineBuffer buf(kHelperLines);
   be.register_persistent(buf.mem.get(), buf.bytes);
   dirty_all(be, buf);
   const Cycles before = be.machine().clock(0);
@@ -95,7 +95,7 @@ TEST(SimHelper, ABarrierRightAfterTheRequestWaitsForAllOfIt) {
   EXPECT_EQ(s.helper->exposed_cycles, s.helper->busy_cycles);
   EXPECT_DOUBLE_EQ(s.helper->overlap(), 0.0);
   EXPECT_EQ(be.machine().clock(0).value(), before.value() + s.helper->busy_cycles);
-  EXPECT_EQ(s.nvm.writes_for(WriteCause::kFlush), kLines);
+  EXPECT_EQ(s.nvm.writes_for(WriteCause::kFlush), kHelperLines);
 }
 
 // A crash at each op of the helper's request leaves exactly the lines flushed before it durable.
@@ -103,20 +103,20 @@ TEST(SimHelper, ACrashBetweenTwoHelperFlushesLeavesExactlyThePrefixDurable) {
   std::uint64_t start = 0;
   {
     SimBackend be(helper_params(), FlushMode::kClwb, 1);
-    LineBuffer buf(kLines);
+    LineBuffer buf(kHelperLines);
     be.register_persistent(buf.mem.get(), buf.bytes);
     dirty_all(be, buf);
     start = be.ops();
   }
-  for (std::uint64_t j = 0; j <= kLines; ++j) {
+  for (std::uint64_t j = 0; j <= kHelperLines; ++j) {
     SimBackend be(helper_params(), FlushMode::kClwb, 1);
-    LineBuffer buf(kLines);
+    LineBuffer buf(kHelperLines);
     be.register_persistent(buf.mem.get(), buf.bytes);
     dirty_all(be, buf);
     be.helper_flush_async(buf.mem.get(), buf.bytes);
     be.arm_crash(start + j + 1);  // helper op j + 1 (line j, or the fence) does not happen
     EXPECT_THROW(be.helper_barrier(), PowerFailure) << j;
-    for (std::size_t i = 0; i < kLines; ++i)
+    for (std::size_t i = 0; i < kHelperLines; ++i)
       EXPECT_EQ(be.image().durable(reinterpret_cast<std::uint64_t*>(buf.line_ptr(i))),
                 i < j ? 1 + i : 0u)
           << "crash before helper op " << j + 1 << ", line " << i;
@@ -131,7 +131,7 @@ TEST(SimHelper, WbinvdWritesBackAndInvalidatesEverything) {
   SimParams p = helper_params();
   p.whole_cache_flush = WholeCacheFlush::kAlways;
   SimBackend be(p, FlushMode::kClwb, 1);
-  LineBuffer buf(kLines);
+  LineBuffer buf(kHelperLines);
   be.register_persistent(buf.mem.get(), buf.bytes);
   dirty_all(be, buf);
   be.helper_flush_async(buf.mem.get(), 64);  // one line asked for: WBINVD takes them all
@@ -140,8 +140,8 @@ TEST(SimHelper, WbinvdWritesBackAndInvalidatesEverything) {
   EXPECT_EQ(s.helper->wbinvd_requests, 1u);
   EXPECT_EQ(s.helper->flush_ops, 0u);
   EXPECT_EQ(s.helper->wbinvd_ops, (64u * 8u + 63) / 64);
-  EXPECT_EQ(s.nvm.writes_for(WriteCause::kFlush), kLines);
-  for (std::size_t i = 0; i < kLines; ++i) {
+  EXPECT_EQ(s.nvm.writes_for(WriteCause::kFlush), kHelperLines);
+  for (std::size_t i = 0; i < kHelperLines; ++i) {
     EXPECT_FALSE(be.machine().probe(0, buf.line(i)).in_llc) << i;
     EXPECT_EQ(be.image().durable(reinterpret_cast<std::uint64_t*>(buf.line_ptr(i))), 1 + i);
   }

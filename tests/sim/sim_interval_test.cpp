@@ -2,6 +2,7 @@
 // overlap, flushes that stall only at sfence, write-queue back-pressure.
 #include <gtest/gtest.h>
 
+#include "machine_probe.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/presets.hpp"
@@ -10,13 +11,11 @@
 namespace pmlab::sim {
 namespace {
 
+using testing::clk;
 using testing::ParamsBuilder;
 
 // ParamsBuilder: L1 4 sets x 2 ways (2 cycles), LLC 10 cycles, NVM read 100 / write 200 cycles,
 // fence 1. An NVM miss therefore takes 110 cycles.
-std::uint64_t clk(const Machine& m) {
-  return m.clock(0).value();
-}
 
 TEST(SimInterval, MemoryModelIsTheDefaultEverywhere) {
   EXPECT_EQ(SimParams{}.core.model, CoreModel::kMemory);

@@ -322,7 +322,7 @@ TEST(SimOracleCli, CheckOrderIsInTheJsonAndAViolationExitsOne) {
 // --- random traces -------------------------------------------------------------------------
 
 constexpr int kThreads = 4;
-constexpr std::size_t kLines = 16;
+constexpr std::size_t kOracleLines = 16;
 constexpr std::size_t kTraces = 2000;
 
 struct TraceOp {
@@ -335,7 +335,7 @@ using Trace = std::vector<std::vector<Txn>>;  // [thread][transaction]
 
 Trace random_trace(std::mt19937_64& rng) {
   std::uniform_int_distribution<int> txns(2, 6), epochs(1, 3), ops(1, 4), pct(0, 99);
-  std::uniform_int_distribution<int> line(0, kLines - 1), word(0, 7);
+  std::uniform_int_distribution<int> line(0, kOracleLines - 1), word(0, 7);
   Trace t(kThreads);
   const int n = txns(rng);  // the same count per thread: parallel_for's chunks are equal
   for (auto& th : t)
@@ -375,7 +375,7 @@ struct Campaign {
 void run_trace(const Trace& trace, const SimParams& params, Campaign& c, std::size_t index) {
   const Barrier b = params.persistency.barrier;
   SimBackend be(params, b == Barrier::kSoftware ? FlushMode::kClwb : FlushMode::kNone, kThreads);
-  LineBuffer buf(kLines);
+  LineBuffer buf(kOracleLines);
   be.register_persistent(buf.line_ptr(0), buf.bytes);
   auto* w = buf.as<std::uint64_t>();
   const std::size_t per = trace[0].size();

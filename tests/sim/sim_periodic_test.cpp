@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "machine_probe.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/sim_backend.hpp"
 #include "sim_test_util.hpp"
@@ -11,12 +12,10 @@
 namespace pmlab::sim {
 namespace {
 
+using testing::L;
 using testing::LineBuffer;
 using testing::ParamsBuilder;
 
-LineAddr L(std::uint64_t n) {
-  return LineAddr(n);
-}
 std::uint64_t periodic(const Machine& m) {
   return m.stats().nvm.writes_for(WriteCause::kPeriodic);
 }

@@ -1,17 +1,19 @@
-// First-order timing rules: hit/miss latencies, flush completion, sfence stalls, bounded write queue.
+// First-order timing rules: hit/miss latencies, flush completion, sfence stalls, bounded write
+// queue.
 #include <gtest/gtest.h>
 
+#include "machine_probe.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "sim_test_util.hpp"
 
 namespace pmlab::sim {
 namespace {
 
+using testing::clk;
 using testing::ParamsBuilder;
 
 // ParamsBuilder: L1 2, L2 (private) 5, LLC 10 cycles, NVM read 100 / write 200 cycles,
 // flush issue 1, fence 1.
-std::uint64_t clk(const Machine& m, int core = 0) { return m.clock(core).value(); }
 
 TEST(SimTiming, AccessLatencyIsThatOfTheLevelThatServesIt) {
   Machine m(ParamsBuilder().l1(1, 1).l2(1, 2).llc(4, 4).build());
@@ -48,7 +50,8 @@ TEST(SimTiming, FenceStallsUntilAnAsynchronousFlushCompletes) {
     m.fence(0);
     // Done when accepted by the controller: issue (1) + trip to the LLC (10); empty queue.
     EXPECT_EQ(clk(m), t0 + 1 + 10);
-    EXPECT_EQ(m.stats().fence_stall_cycles, 10u - 1u);  // 10 after issue, minus the fence's own cycle
+    EXPECT_EQ(m.stats().fence_stall_cycles,
+              10u - 1u);  // 10 after issue, minus the fence's own cycle
   }
 }
 

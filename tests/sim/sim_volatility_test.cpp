@@ -4,20 +4,16 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "machine_probe.hpp"
 #include "pmlab/sim/machine.hpp"
 #include "sim_test_util.hpp"
 
 namespace pmlab::sim {
 namespace {
 
+using testing::clk;
+using testing::L;
 using testing::ParamsBuilder;
-
-LineAddr L(std::uint64_t n) {
-  return LineAddr(n);
-}
-std::uint64_t clk(const Machine& m, int core = 0) {
-  return m.clock(core).value();
-}
 
 TEST(SimVolatility, EvictionEndsTheStretchThatTheFirstStoreOpened) {
   Machine m(ParamsBuilder().l1(1, 1).llc(1, 1).build());
