@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/process.hpp"
+#include "../support/test_scale.hpp"
 #include "negative_control_machine.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
@@ -166,7 +167,10 @@ TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
   // at n = 16 the output stays cached and the mutant is seen.
   opt.spec = test::negative_control_spec(c.kernel, c.scheme, c.kernel == "jacobi" ? 16 : 32);
   opt.seed = test::evidence_seed();
-  opt.trials = 100;
+  // The sanitizer run (PMLAB_TEST_SCALE < 1) starts every campaign smaller; a mutant it misses
+  // then gets the full campaign below, so detection is asserted at either scale.
+  constexpr std::uint64_t kFullTrials = 100;
+  opt.trials = pmlab::test::scaled_trials(kFullTrials, 20);
   const auto clean = run_campaign(opt);
   EXPECT_EQ(clean.passed, clean.trials) << "the unmutated campaign must pass";
   const auto mutants = applicable_mutations(opt.spec);
@@ -179,8 +183,14 @@ TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
   }
   for (const mem::Mutation m : mutants) {
     // As pmlab crash and eval run it: more trials for the narrow-window mutants.
-    const CampaignOptions mo = control_options(opt, m);
-    const auto r = run_campaign(mo);
+    CampaignOptions mo = control_options(opt, m);
+    auto r = run_campaign(mo);
+    if (r.passed == r.trials && opt.trials < kFullTrials) {
+      CampaignOptions full = opt;
+      full.trials = kFullTrials;
+      mo = control_options(full, m);
+      r = run_campaign(mo);
+    }
     EXPECT_LT(r.passed, r.trials) << c.kernel << " " << c.scheme << " --mutate "
                                   << mem::to_string(m) << " seed " << opt.seed
                                   << ": the campaign did not detect the mutant";
