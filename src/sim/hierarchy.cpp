@@ -94,6 +94,14 @@ Hierarchy::Hierarchy(const SimParams& p)
     cs.l1_ways = l1.ways();
     cs.l1_lean8 = cs.l1_hash != nullptr && cs.l1_ways == 8 && p.same_line_filter;
   }
+  // Way hints for every fast-path L1: twice as many as its slots, so that a working set the
+  // size of the L1 seldom aliases; all start at slot 0 (a valid slot, confirmed by its tag).
+  const std::size_t hints = std::bit_ceil(std::size_t{2} * priv(0, 0).slots());
+  l1_hint_.assign(hints * cores_.size(), 0);
+  for (std::size_t c = 0; c < cores_.size(); ++c) {
+    cores_[c].l1_hint = l1_hint_.data() + c * hints;
+    cores_[c].l1_hint_mask = hints - 1;
+  }
   lean_misses_ = p.lean_miss_path && npriv_ == 1 && !epochs_ && pf_.empty() &&
                  llc_.lru() != nullptr && llc_.pow2_sets() && llc_.hash_data() != nullptr;
   for (const detail::CoreState& cs : cores_)

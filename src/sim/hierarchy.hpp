@@ -216,8 +216,9 @@ class Hierarchy {
   std::vector<Cache> private_;  // core-major: core c's level l at c * npriv_ + l
   Cache llc_;
   std::vector<detail::CoreState> cores_;
-  std::vector<std::uint64_t> filter_;  // cores x entries, see Machine::load
-  bool filter_on_hit_only_;            // SRRIP: a fill is not yet at RRPV 0
+  std::vector<std::uint64_t> filter_;   // cores x entries, see Machine::load
+  std::vector<std::uint32_t> l1_hint_;  // cores x hints, see CoreState::l1_hint
+  bool filter_on_hit_only_;             // SRRIP: a fill is not yet at RRPV 0
   std::vector<WriteQueue> wq_;  // per core, each with 1/share_ of the controller (write_queue.hpp)
   std::uint32_t share_ = 1;     // cores running a parallel loop (1 outside loops)
   SharedWriteQueue shared_wq_;  // used instead under WriteQueueModel::kShared

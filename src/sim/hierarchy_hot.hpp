@@ -104,6 +104,7 @@ inline bool Hierarchy::lean_load_miss(int core, std::uint64_t line) {
   l1.tags[s1] = line;
   l1.stamp[s1] = ++*l1.now;
   l1.link[s1] = ls;
+  cs.l1_hint[line & cs.l1_hint_mask] = static_cast<std::uint32_t>(s1);  // the next lookup's guess
   // The victim's directory entry (vs != ls: the LLC holds v there, and line at ls).
   const bool inclusive_victim = v != kInvalidTag && llc.tags[vs] == v;
   if (inclusive_victim) llc.sharers[vs] &= ~me;

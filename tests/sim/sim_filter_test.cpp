@@ -130,7 +130,10 @@ TEST(SimLeanMiss, IsExactOnEveryMachineItAppliesTo) {
 // often, issue widths that are and are not powers of two, periodic cleaning (whose deadline
 // stops inline stores), clock forks and joins. Teeth (checked once by hand): with
 // Hierarchy::access not dispatching the pending instructions before its evictions every config
-// differs; with inline stores ignoring the deadline stop the periodic ones do.
+// differs; with inline stores ignoring the deadline stop the periodic ones do; with the L1 way
+// hint (CoreState::l1_hint) accepted when its slot holds the line's neighbour (tags compared
+// with their low bit set) this test and SimFilter.IsExactForEveryPolicyAndHierarchyShape fail
+// (session 28): lines 0..63 alias in the hints of these 16-slot L1s.
 void run_clocked_trace(Machine& m, std::uint64_t seed, bool ask_every_op) {
   std::mt19937_64 rng(seed);
   const auto cores = static_cast<std::uint64_t>(m.cores());

@@ -81,6 +81,12 @@ struct alignas(64) CoreState {
   std::uint64_t l1_ways = 0;
   std::uint64_t l1_hits = 0;  // accesses the fast path served (all L1 hits)
   std::uint64_t l1_hit_stores = 0;
+  // Way hints (with the fast path): per line & l1_hint_mask, the L1 slot where the line was last
+  // found or filled. Only a guess, confirmed by that slot's tag (a line is in at most one slot),
+  // so a stale or aliased hint costs the full lookup, never a wrong answer: 5 instructions per
+  // L1 hit outside the filter instead of ~21 for the hashed set lookup.
+  std::uint32_t* l1_hint = nullptr;
+  std::uint64_t l1_hint_mask = 0;
   // The presets' case, tested once per access instead of four settings: an L1 fast path
   // (l1_tags set) with tag hashes and eight ways, and the same-line filter on.
   bool l1_lean8 = false;
@@ -276,9 +282,15 @@ class Machine {
       if (t[w] == line) return base + w;
     return kNoWay;
   }
-  // l1_lookup for CoreState::l1_lean8's L1: eight ways with tag hashes.
+  // l1_lookup for CoreState::l1_lean8's L1: eight ways with tag hashes, the way hint first.
   static std::uint64_t l1_lookup8(const detail::CoreState& c, std::uint64_t line) {
-    return detail::find_hashed8(c.l1_tags, c.l1_hash, (line & c.l1_set_mask) * 8, line);
+    std::uint32_t& hint = c.l1_hint[line & c.l1_hint_mask];
+    if (c.l1_tags[hint] == line) [[likely]]
+      return hint;
+    const std::uint64_t s =
+        detail::find_hashed8(c.l1_tags, c.l1_hash, (line & c.l1_set_mask) * 8, line);
+    if (s != kNoWay) hint = static_cast<std::uint32_t>(s);
+    return s;
   }
   // The inline path of an access the filter did not serve, on an L1 with the fast path
   // (CoreState::l1_tags). kLean8: the presets' L1 (CoreState::l1_lean8), whose settings need no
