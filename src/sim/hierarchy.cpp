@@ -94,8 +94,9 @@ Hierarchy::Hierarchy(const SimParams& p)
     cs.l1_ways = l1.ways();
     cs.l1_lean8 = cs.l1_hash != nullptr && cs.l1_ways == 8 && p.same_line_filter;
   }
-  // Way hints for every fast-path L1: twice as many as its slots, so that a working set the
-  // size of the L1 seldom aliases; all start at slot 0 (a valid slot, confirmed by its tag).
+  // Way hints (read only on the fast path, allocated for every core so none is ever null): twice
+  // as many as the L1 has slots, so that a working set the size of the L1 seldom aliases; all
+  // start at slot 0 (a valid slot, confirmed by its tag).
   const std::size_t hints = std::bit_ceil(std::size_t{2} * priv(0, 0).slots());
   l1_hint_.assign(hints * cores_.size(), 0);
   for (std::size_t c = 0; c < cores_.size(); ++c) {

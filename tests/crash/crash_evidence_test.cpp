@@ -183,13 +183,11 @@ TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
   }
   for (const mem::Mutation m : mutants) {
     // As pmlab crash and eval run it: more trials for the narrow-window mutants.
-    CampaignOptions mo = control_options(opt, m);
-    auto r = run_campaign(mo);
+    auto r = run_campaign(control_options(opt, m));
     if (r.passed == r.trials && opt.trials < kFullTrials) {
       CampaignOptions full = opt;
       full.trials = kFullTrials;
-      mo = control_options(full, m);
-      r = run_campaign(mo);
+      r = run_campaign(control_options(full, m));
     }
     EXPECT_LT(r.passed, r.trials) << c.kernel << " " << c.scheme << " --mutate "
                                   << mem::to_string(m) << " seed " << opt.seed
