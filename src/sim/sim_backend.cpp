@@ -182,10 +182,10 @@ void SimBackend::power_failure(std::uint64_t op) {
 namespace {
 // The fibers switch with Boost.Context's fcontext. Not ucontext: glibc's swapcontext saves and
 // restores the signal mask with a system call at every switch (a turn, two switches, cost about
-// 1 us here), which made
-// `--interleave-quantum 100` 2.4x slower than whole-iteration turns on tmm n = 256; a jump is a
-// few instructions. Its low-level functions, not boost::context::fiber: every switch must be
-// announced to AddressSanitizer, and fiber's constructor switches stacks before our code runs.
+// 1 us here), which made `--interleave-quantum 100` 2.4x slower than whole-iteration turns on
+// tmm n = 256; a jump is a few instructions. Its low-level functions, not boost::context::fiber:
+// every switch must be announced to AddressSanitizer, and fiber's constructor switches stacks
+// before our code runs.
 namespace bctx = boost::context::detail;
 
 // AddressSanitizer must be told about stack switches, or it reports false positives.
