@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/process.hpp"
+#include "pmlab/experiments/paired_ratio.hpp"
 
 namespace pmlab::testing {
 namespace {
@@ -54,8 +55,18 @@ TEST(BenchAa, StatisticFloorIsChosenByFlagAndUnknownOnesAreRefused) {
   const auto& lp = j.at("schemes").at(1);
   EXPECT_EQ(lp.at("statistic"), "floor");
   EXPECT_DOUBLE_EQ(lp.at("ratio").get<double>(), lp.at("floor_ratio").get<double>());
-  EXPECT_NE(lp.at("reason").get<std::string>().find("need 42"), std::string::npos)
-      << lp.at("reason");
+  // The floor has no interval below 42 pairs, so the verdict has none either. Why it is
+  // unresolved names the 42 pairs, unless the machine was busy (CI runs two tests at once),
+  // which is checked first and named instead.
+  EXPECT_TRUE(lp.at("ci95").is_null());
+  const auto reason = lp.at("reason").get<std::string>();
+  const bool machine_busy = reason.starts_with("machine busy");
+  EXPECT_EQ(machine_busy, lp.at("median_cpu_fraction").get<double>() <
+                              experiments::PairedRatioOptions{}.healthy_cpu_fraction)
+      << reason;
+  if (!machine_busy) {
+    EXPECT_NE(reason.find("need 42"), std::string::npos) << reason;
+  }
   const auto bad = run_tiny_bench("pmlab-stat-bad-", {"--statistic", "mean"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("--statistic"), std::string::npos) << bad.err;
