@@ -1,6 +1,7 @@
 // `pmlab eval --jobs`: untimed steps run in children, timed ones alone in this process, outcomes
-// in plan order; a dying child is its step's error; a stop kills the running children; and a
-// section gives the same figures with one process as with two.
+// in plan order; a dying child is its step's error; a stop kills the running children. That a
+// whole section gives the same figures with one process as with two is checked with its other
+// eval properties (eval_sections_test.cpp), to run the section fewer times.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -8,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -18,12 +18,10 @@
 #include <nlohmann/json.hpp>
 
 #include "../../src/experiments/step_runner.hpp"
-#include "pmlab/experiments/eval.hpp"
 
 namespace pmlab::testing {
 namespace {
 
-namespace fs = std::filesystem;
 using experiments::EvalStep;
 using experiments::run_steps;
 using experiments::StepRunOptions;
@@ -117,35 +115,6 @@ TEST(StepRunner, AStopKillsTheRunningChildrenAndStartsNothingMore) {
   ASSERT_TRUE(run.outcomes[4].has_value());
   EXPECT_EQ(run.outcomes[4]->result["i"], 4);
   EXPECT_EQ(children_of_this_process(), "");  // killed and reaped
-}
-
-// The figures of a section, without the times that legitimately differ between runs.
-json figures(json j) {
-  if (j.is_object()) {
-    for (const char* k : {"step_seconds", "cpu_seconds", "wall_seconds", "trials_per_second"})
-      j.erase(k);
-    for (auto& [k, v] : j.items()) v = figures(v);
-  } else if (j.is_array()) {
-    for (auto& v : j) v = figures(v);
-  }
-  return j;
-}
-
-TEST(StepRunner, ASectionGivesTheSameFiguresWithOneProcessAsWithTwo) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("pmlab-step-runner-" + std::to_string(::getpid()));
-  experiments::EvalOptions opt;
-  opt.sections = {"barriers"};
-  opt.jobs = 1;
-  opt.out_dir = (dir / "one").string();
-  const json one = experiments::run_eval(opt);
-  opt.jobs = 2;
-  opt.out_dir = (dir / "two").string();
-  const json two = experiments::run_eval(opt);
-  fs::remove_all(dir);
-  ASSERT_GE(one["barriers"].size(), 2u);
-  EXPECT_EQ(figures(one["barriers"]), figures(two["barriers"]));
-  EXPECT_EQ(two["jobs"], 2);
 }
 
 }  // namespace
