@@ -25,8 +25,8 @@ template <mem::Backend B, std::size_t N, class Compute, class PersistOutput>
 void eager_region(B& be, std::optional<mem::RegionId> id, const IndexRecord<N>& rec,
                   const EagerMarks& marks, Compute&& compute, PersistOutput&& persist_output) {
   if (id) be.region_begin(*id);
-  // GCC's -Wmaybe-uninitialized reads the empty optional's payload as used (a known false
-  // positive, GCC bug 80635), in the sanitizer build where the read is guarded all the same.
+  // The payload is read only when the optional holds one, but GCC's -Wmaybe-uninitialized
+  // flags the read in the sanitizer build: a known false positive (GCC bug 80635).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
