@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/test_scale.hpp"
 #include "pmlab/experiments/paired_ratio.hpp"
 
 namespace pmlab::experiments {
@@ -79,6 +80,21 @@ constexpr int kCampaigns = 100;
 // misses this often by chance.
 constexpr int kAllowedWrong = 10;
 
+// kCampaigns, or the first fifth of the same seeded campaigns in the sanitizer run
+// (PMLAB_TEST_SCALE), which looks for memory errors.
+int drift_campaigns() {
+  return static_cast<int>(test::scaled_trials(kCampaigns, kCampaigns / 5));
+}
+
+// A scenario's bounds: at most kAllowedWrong confidently wrong campaigns (true of any subset of
+// the campaigns too), and at full scale at least `min_resolved` resolved (non-vacuity).
+void expect_bounds(const Tally& t, int min_resolved, const char* scenario = "") {
+  EXPECT_LE(t.resolved_wrong, kAllowedWrong) << scenario;
+  if (test::full_scale()) {
+    EXPECT_GE(t.resolved, min_resolved) << scenario;
+  }
+}
+
 const Scenario kClean{"clean", [](double, bool, std::mt19937_64&) { return 1.0; }};
 
 // The machine slows by 15% for both members 12 s in (another process takes the memory bus,
@@ -124,46 +140,43 @@ const Scenario kContinuousOneSided{
     }};
 
 TEST(PairedRatioDrift, CleanMachineResolves) {  // non-vacuity
-  const Tally t = tally(kClean, kCampaigns);
-  EXPECT_GE(t.resolved, 95);
-  EXPECT_LE(t.resolved_wrong, kAllowedWrong);
+  const Tally t = tally(kClean, drift_campaigns());
+  expect_bounds(t, 95);
 }
 
 TEST(PairedRatioDrift, SharedLevelShiftStillResolves) {
-  const Tally t = tally(kSharedLevelShift, kCampaigns);
-  EXPECT_GE(t.resolved, 80);
-  EXPECT_LE(t.resolved_wrong, kAllowedWrong);
+  const Tally t = tally(kSharedLevelShift, drift_campaigns());
+  expect_bounds(t, 80);
 }
 
 TEST(PairedRatioDrift, SchemeLevelShiftIsNeverConfidentlyWrong) {
-  const Tally t = tally(kSchemeLevelShift, kCampaigns);
-  EXPECT_LE(t.resolved_wrong, kAllowedWrong);
+  const Tally t = tally(kSchemeLevelShift, drift_campaigns());
+  expect_bounds(t, 0);
 }
 
 TEST(PairedRatioDrift, SchemeDriftIsNeverConfidentlyWrong) {
-  const Tally t = tally(kSchemeDrift, kCampaigns);
-  EXPECT_LE(t.resolved_wrong, kAllowedWrong);
+  const Tally t = tally(kSchemeDrift, drift_campaigns());
+  expect_bounds(t, 0);
 }
 
 TEST(PairedRatioDrift, SharedDriftStillResolves) {
-  const Tally t = tally(kSharedDrift, kCampaigns);
-  EXPECT_GE(t.resolved, 80);
-  EXPECT_LE(t.resolved_wrong, kAllowedWrong);
+  const Tally t = tally(kSharedDrift, drift_campaigns());
+  expect_bounds(t, 80);
 }
 
 TEST(PairedRatioDrift, BimodalRunsAreNeverConfidentlyWrong) {
-  const Tally t = tally(kBimodal, kCampaigns);
-  EXPECT_LE(t.resolved_wrong, kAllowedWrong);
+  const Tally t = tally(kBimodal, drift_campaigns());
+  expect_bounds(t, 0);
 }
 
 TEST(PairedRatioDrift, ContinuousOneSidedNoiseIsNeverConfidentlyWrong) {
-  const Tally t = tally(kContinuousOneSided, kCampaigns);
-  EXPECT_LE(t.resolved_wrong, kAllowedWrong);
+  const Tally t = tally(kContinuousOneSided, drift_campaigns());
+  expect_bounds(t, 0);
 }
 
 TEST(PairedRatioDrift, OneContaminatedMemberIsNeverConfidentlyWrong) {
-  const Tally t = tally(kOneMemberContaminated, kCampaigns);
-  EXPECT_LE(t.resolved_wrong, kAllowedWrong);
+  const Tally t = tally(kOneMemberContaminated, drift_campaigns());
+  expect_bounds(t, 0);
 }
 
 // The floor statistic on every scenario (150 s budgets, for its 42 pairs): never confidently
@@ -173,11 +186,8 @@ TEST(PairedRatioDriftFloor, EveryScenarioIsHonest) {
   for (const Scenario* scenario :
        {&kClean, &kSharedLevelShift, &kSchemeLevelShift, &kSchemeDrift, &kSharedDrift, &kBimodal,
         &kOneMemberContaminated, &kContinuousOneSided}) {
-    const Tally t = tally(*scenario, kCampaigns, RatioStatistic::kFloor);
-    EXPECT_LE(t.resolved_wrong, kAllowedWrong) << scenario->name;
-    if (scenario == &kClean) {
-      EXPECT_GE(t.resolved, 90) << scenario->name;
-    }
+    const Tally t = tally(*scenario, drift_campaigns(), RatioStatistic::kFloor);
+    expect_bounds(t, scenario == &kClean ? 90 : 0, scenario->name);
   }
 }
 

@@ -18,4 +18,12 @@ namespace pmlab::test {
   return std::max(std::min(trials, floor), scaled);
 }
 
+// True when property tests run their full trial counts (PMLAB_TEST_SCALE unset or at least 1).
+// A lower bound on a count (at least 150 of 200 campaigns resolve) is calibrated for the full
+// count and asserted only then. Upper bounds (at most 10 confidently wrong) still hold on the
+// scaled run when its trials are the first of the same seeded ones, a subset.
+[[nodiscard]] inline bool full_scale() {
+  return scaled_trials(1000, 0) >= 1000;
+}
+
 }  // namespace pmlab::test
