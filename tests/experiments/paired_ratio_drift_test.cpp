@@ -75,16 +75,10 @@ Tally tally(const Scenario& scenario, int campaigns,
   return t;
 }
 
-constexpr int kCampaigns = 100;
+constexpr int kCampaigns = 100;  // the sanitizer run tallies the first fifth of them
 // 5% of the campaigns plus 2.5 binomial standard deviations (2.2 at 100): a 95% interval
 // misses this often by chance.
 constexpr int kAllowedWrong = 10;
-
-// kCampaigns, or the first fifth of the same seeded campaigns in the sanitizer run
-// (PMLAB_TEST_SCALE), which looks for memory errors.
-int drift_campaigns() {
-  return static_cast<int>(test::scaled_trials(kCampaigns, kCampaigns / 5));
-}
 
 // A scenario's bounds: at most kAllowedWrong confidently wrong campaigns (true of any subset of
 // the campaigns too), and at full scale at least `min_resolved` resolved (non-vacuity).
@@ -140,42 +134,42 @@ const Scenario kContinuousOneSided{
     }};
 
 TEST(PairedRatioDrift, CleanMachineResolves) {  // non-vacuity
-  const Tally t = tally(kClean, drift_campaigns());
+  const Tally t = tally(kClean, test::scaled_campaigns(kCampaigns));
   expect_bounds(t, 95);
 }
 
 TEST(PairedRatioDrift, SharedLevelShiftStillResolves) {
-  const Tally t = tally(kSharedLevelShift, drift_campaigns());
+  const Tally t = tally(kSharedLevelShift, test::scaled_campaigns(kCampaigns));
   expect_bounds(t, 80);
 }
 
 TEST(PairedRatioDrift, SchemeLevelShiftIsNeverConfidentlyWrong) {
-  const Tally t = tally(kSchemeLevelShift, drift_campaigns());
+  const Tally t = tally(kSchemeLevelShift, test::scaled_campaigns(kCampaigns));
   expect_bounds(t, 0);
 }
 
 TEST(PairedRatioDrift, SchemeDriftIsNeverConfidentlyWrong) {
-  const Tally t = tally(kSchemeDrift, drift_campaigns());
+  const Tally t = tally(kSchemeDrift, test::scaled_campaigns(kCampaigns));
   expect_bounds(t, 0);
 }
 
 TEST(PairedRatioDrift, SharedDriftStillResolves) {
-  const Tally t = tally(kSharedDrift, drift_campaigns());
+  const Tally t = tally(kSharedDrift, test::scaled_campaigns(kCampaigns));
   expect_bounds(t, 80);
 }
 
 TEST(PairedRatioDrift, BimodalRunsAreNeverConfidentlyWrong) {
-  const Tally t = tally(kBimodal, drift_campaigns());
+  const Tally t = tally(kBimodal, test::scaled_campaigns(kCampaigns));
   expect_bounds(t, 0);
 }
 
 TEST(PairedRatioDrift, ContinuousOneSidedNoiseIsNeverConfidentlyWrong) {
-  const Tally t = tally(kContinuousOneSided, drift_campaigns());
+  const Tally t = tally(kContinuousOneSided, test::scaled_campaigns(kCampaigns));
   expect_bounds(t, 0);
 }
 
 TEST(PairedRatioDrift, OneContaminatedMemberIsNeverConfidentlyWrong) {
-  const Tally t = tally(kOneMemberContaminated, drift_campaigns());
+  const Tally t = tally(kOneMemberContaminated, test::scaled_campaigns(kCampaigns));
   expect_bounds(t, 0);
 }
 
@@ -186,7 +180,7 @@ TEST(PairedRatioDriftFloor, EveryScenarioIsHonest) {
   for (const Scenario* scenario :
        {&kClean, &kSharedLevelShift, &kSchemeLevelShift, &kSchemeDrift, &kSharedDrift, &kBimodal,
         &kOneMemberContaminated, &kContinuousOneSided}) {
-    const Tally t = tally(*scenario, drift_campaigns(), RatioStatistic::kFloor);
+    const Tally t = tally(*scenario, test::scaled_campaigns(kCampaigns), RatioStatistic::kFloor);
     expect_bounds(t, scenario == &kClean ? 90 : 0, scenario->name);
   }
 }

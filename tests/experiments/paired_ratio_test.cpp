@@ -145,9 +145,7 @@ CampaignTally tally_campaigns(const MachineModel& model, double true_ratio, int 
 // 200 campaigns, or the first fifth of the same seeded ones in the sanitizer run
 // (PMLAB_TEST_SCALE), which looks for memory errors. Upper bounds on confidently wrong campaigns
 // hold on that subset too; the lower bounds on resolved ones are asserted at full scale only.
-int seeded_campaigns() {
-  return static_cast<int>(test::scaled_trials(200, 40));
-}
+constexpr int kCoverageCampaigns = 200;
 
 // ---------------------------------------------------------------------------------------------
 // Quiet machine
@@ -172,7 +170,7 @@ TEST(PairedRatio, QuietMachineResolvesAroundTheTrueRatio) {
 // Bound: the nominal 5% plus 2.5 binomial standard deviations at 200 campaigns (1.5% each),
 // i.e. 17 misses; the simulations in docs/measurement.md measured 3.2%.
 TEST(PairedRatio, QuietMachineCoverageIsNominal) {
-  const auto tally = tally_campaigns(kQuiet, 1.004, seeded_campaigns());
+  const auto tally = tally_campaigns(kQuiet, 1.004, test::scaled_campaigns(kCoverageCampaigns));
   EXPECT_EQ(tally.resolved, tally.campaigns);
   EXPECT_LE(tally.resolved_wrong, 17);
   std::printf("quiet: %d/%d resolved, %d resolved with the truth outside\n", tally.resolved,
@@ -185,7 +183,8 @@ TEST(PairedRatio, QuietMachineCoverageIsNominal) {
 // The acceptance scenario. Resolved-and-wrong must stay within 5% of the campaigns (10 of
 // 200); by design the CPU/wall rule refuses to resolve at all here.
 TEST(PairedRatio, TwoBusyLoopsGiveNoConfidentWrongNumber) {
-  const auto tally = tally_campaigns(kTwoBusyLoops, 1.004, seeded_campaigns(), /*load=*/3.0);
+  const auto tally = tally_campaigns(kTwoBusyLoops, 1.004,
+                                     test::scaled_campaigns(kCoverageCampaigns), /*load=*/3.0);
   EXPECT_LE(tally.resolved_wrong, 10);
   EXPECT_EQ(tally.resolved, 0);
   std::printf("two busy loops: %d/%d resolved, %d resolved with the truth outside\n",
@@ -203,7 +202,8 @@ TEST(PairedRatio, TwoBusyLoopsGiveNoConfidentWrongNumber) {
 // Same bursts with healthy-looking CPU/wall: the trimmed estimate and its bootstrap interval
 // must stay honest on their own.
 TEST(PairedRatio, HiddenContentionGivesNoConfidentWrongNumber) {
-  const auto tally = tally_campaigns(kHiddenContention, 1.004, seeded_campaigns());
+  const auto tally =
+      tally_campaigns(kHiddenContention, 1.004, test::scaled_campaigns(kCoverageCampaigns));
   EXPECT_LE(tally.resolved_wrong, 10);
   std::printf("hidden contention: %d/%d resolved, %d resolved with the truth outside\n",
               tally.resolved, tally.campaigns, tally.resolved_wrong);
@@ -212,7 +212,8 @@ TEST(PairedRatio, HiddenContentionGivesNoConfidentWrongNumber) {
 // Occasional visible bursts: the contaminated pairs are set aside and most campaigns still
 // resolve (non-vacuity: the rule does not just refuse everything), without wrong verdicts.
 TEST(PairedRatio, IntermittentBurstsResolveHonestly) {
-  const auto tally = tally_campaigns(kIntermittentBursts, 1.004, seeded_campaigns());
+  const auto tally =
+      tally_campaigns(kIntermittentBursts, 1.004, test::scaled_campaigns(kCoverageCampaigns));
   EXPECT_LE(tally.resolved_wrong, 10);
   if (test::full_scale()) {
     EXPECT_GE(tally.resolved, 150);
@@ -222,7 +223,8 @@ TEST(PairedRatio, IntermittentBurstsResolveHonestly) {
 }
 
 TEST(PairedRatio, IntermittentHiddenBurstsGiveNoConfidentWrongNumber) {
-  const auto tally = tally_campaigns(kIntermittentHidden, 1.004, seeded_campaigns());
+  const auto tally =
+      tally_campaigns(kIntermittentHidden, 1.004, test::scaled_campaigns(kCoverageCampaigns));
   EXPECT_LE(tally.resolved_wrong, 10);
   if (test::full_scale()) {
     EXPECT_GE(tally.resolved, 20);  // the trimmed mean sees through some of them
@@ -237,8 +239,8 @@ TEST(PairedRatio, IntermittentHiddenBurstsGiveNoConfidentWrongNumber) {
 // Quiet: the floor compares two 10th percentiles of 0.5% noise, so it needs more pairs than the
 // trimmed mean (42, on a 150 s budget) but must be as honest: the same 17-miss bound.
 TEST(PairedRatioFloor, QuietMachineCoverageIsNominal) {
-  const auto tally =
-      tally_campaigns(kQuiet, 1.004, seeded_campaigns(), 0.3, RatioStatistic::kFloor);
+  const auto tally = tally_campaigns(kQuiet, 1.004, test::scaled_campaigns(kCoverageCampaigns), 0.3,
+                                     RatioStatistic::kFloor);
   if (test::full_scale()) {
     EXPECT_GE(tally.resolved, 150);
   }
@@ -249,13 +251,15 @@ TEST(PairedRatioFloor, QuietMachineCoverageIsNominal) {
 
 TEST(PairedRatioFloor, TwoBusyLoopsAreRefused) {
   const auto tally =
-      tally_campaigns(kTwoBusyLoops, 1.004, seeded_campaigns(), 3.0, RatioStatistic::kFloor);
+      tally_campaigns(kTwoBusyLoops, 1.004, test::scaled_campaigns(kCoverageCampaigns), 3.0,
+                      RatioStatistic::kFloor);
   EXPECT_EQ(tally.resolved, 0);
 }
 
 TEST(PairedRatioFloor, HiddenContentionGivesNoConfidentWrongNumber) {
   const auto tally =
-      tally_campaigns(kHiddenContention, 1.004, seeded_campaigns(), 0.3, RatioStatistic::kFloor);
+      tally_campaigns(kHiddenContention, 1.004, test::scaled_campaigns(kCoverageCampaigns), 0.3,
+                      RatioStatistic::kFloor);
   EXPECT_LE(tally.resolved_wrong, 10);
   std::printf("floor, hidden contention: %d/%d resolved, %d resolved with the truth outside\n",
               tally.resolved, tally.campaigns, tally.resolved_wrong);
@@ -265,7 +269,8 @@ TEST(PairedRatioFloor, HiddenContentionGivesNoConfidentWrongNumber) {
 // the trimmed mean's 8; none may be wrong beyond chance.
 TEST(PairedRatioFloor, IntermittentBurstsResolveHonestly) {
   const auto tally =
-      tally_campaigns(kIntermittentBursts, 1.004, seeded_campaigns(), 0.3, RatioStatistic::kFloor);
+      tally_campaigns(kIntermittentBursts, 1.004, test::scaled_campaigns(kCoverageCampaigns), 0.3,
+                      RatioStatistic::kFloor);
   EXPECT_LE(tally.resolved_wrong, 10);
   std::printf("floor, intermittent bursts: %d/%d resolved, %d resolved with the truth outside\n",
               tally.resolved, tally.campaigns, tally.resolved_wrong);
@@ -275,9 +280,11 @@ TEST(PairedRatioFloor, IntermittentBurstsResolveHonestly) {
 // The trimmed mean resolves few of these campaigns (above); the floor must resolve most of
 // them, and still be wrong no more often than a 95% interval may be.
 TEST(PairedRatioFloor, IntermittentHiddenBurstsResolveHonestly) {
-  const auto trimmed = tally_campaigns(kIntermittentHidden, 1.004, seeded_campaigns());
+  const auto trimmed =
+      tally_campaigns(kIntermittentHidden, 1.004, test::scaled_campaigns(kCoverageCampaigns));
   const auto floor =
-      tally_campaigns(kIntermittentHidden, 1.004, seeded_campaigns(), 0.3, RatioStatistic::kFloor);
+      tally_campaigns(kIntermittentHidden, 1.004, test::scaled_campaigns(kCoverageCampaigns), 0.3,
+                      RatioStatistic::kFloor);
   EXPECT_LE(floor.resolved_wrong, 10);
   if (test::full_scale()) {
     EXPECT_GT(floor.resolved, trimmed.resolved);

@@ -18,6 +18,13 @@ namespace pmlab::test {
   return std::max(std::min(trials, floor), scaled);
 }
 
+// A campaign count for tests whose campaigns are seeded by index: `full`, or as scaled (at least a
+// fifth of it), i.e. the first of the same campaigns.
+[[nodiscard]] inline int scaled_campaigns(int full) {
+  const auto n = static_cast<std::uint64_t>(full);
+  return static_cast<int>(scaled_trials(n, n / 5));
+}
+
 // True when property tests run their full trial counts (PMLAB_TEST_SCALE unset or at least 1).
 // A lower bound on a count (at least 150 of 200 campaigns resolve) is calibrated for the full
 // count and asserted only then. Upper bounds (at most 10 confidently wrong) still hold on the
