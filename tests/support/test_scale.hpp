@@ -7,14 +7,18 @@
 
 namespace pmlab::test {
 
-// PMLAB_TEST_SCALE (default 1) multiplies every property test's trial count; at least `floor`
-// trials always run so the non-vacuity checks keep their meaning. `make test-sanitize` sets it
-// below 1: ASan/UBSan make each trial ~10x slower but find the same bugs in fewer trials.
+// PMLAB_TEST_SCALE: 1 unless set to a positive number. `make test-sanitize` sets it below 1:
+// ASan/UBSan make each trial ~10x slower but find the same bugs in fewer trials.
+[[nodiscard]] inline double test_scale() {
+  const char* s = std::getenv("PMLAB_TEST_SCALE");
+  const double scale = s != nullptr ? std::strtod(s, nullptr) : 1.0;
+  return scale > 0 ? scale : 1.0;
+}
+
+// A property test's trial count times test_scale(); at least `floor` trials always run so the
+// non-vacuity checks keep their meaning.
 [[nodiscard]] inline std::uint64_t scaled_trials(std::uint64_t trials, std::uint64_t floor = 100) {
-  double scale = 1.0;
-  if (const char* s = std::getenv("PMLAB_TEST_SCALE")) scale = std::strtod(s, nullptr);
-  if (!(scale > 0)) scale = 1.0;
-  const auto scaled = static_cast<std::uint64_t>(static_cast<double>(trials) * scale);
+  const auto scaled = static_cast<std::uint64_t>(static_cast<double>(trials) * test_scale());
   return std::max(std::min(trials, floor), scaled);
 }
 
@@ -30,7 +34,7 @@ namespace pmlab::test {
 // count and asserted only then. Upper bounds (at most 10 confidently wrong) still hold on the
 // scaled run when its trials are the first of the same seeded ones, a subset.
 [[nodiscard]] inline bool full_scale() {
-  return scaled_trials(1000, 0) >= 1000;
+  return test_scale() >= 1.0;
 }
 
 }  // namespace pmlab::test
