@@ -2,6 +2,7 @@
 // recovery; trials fork from one fault-free simulation at their crash points.
 #include "pmlab/experiments/crash_campaign.hpp"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -231,6 +232,19 @@ auto recovery_crashes(const CampaignOptions& opt, const FaultFree& ff, std::mt19
   };
 }
 
+// Whether trial i's restart after its first crash is cut again: the same draws as its own
+// process makes (plan_trial, then the first call of recovery_crashes), without running anything.
+bool restart_is_cut(const CampaignOptions& opt, const FaultFree& ff, std::uint64_t i) {
+  std::mt19937_64 rng = trial_rng(opt.seed, i);
+  (void)plan_trial(ff, i, rank_in_model(opt, i), rng);
+  bool measured = false;
+  (void)recovery_crashes(opt, ff, rng)([&] {
+    measured = true;
+    return RecoverySpan{0, 0};
+  });
+  return measured;
+}
+
 // The power failed: NVM's image (perturbed under the any-dirty model) becomes memory.
 void apply_image(sim::SimBackend& be, ImageModel m, std::mt19937_64& image_rng) {
   if (m == ImageModel::kAnyDirty) be.machine().image().perturb(image_rng);
@@ -264,6 +278,34 @@ std::uint64_t repeated_commits(const std::vector<sim::CommitPoint>& commits, std
 // `verified_output` (or null): the result of a fault-free run that the kernel's verify passed;
 // a trial whose result has exactly these bytes passes without running verify's reference again
 // (verify judges only those bytes, ResumableKernel::output); any other result is verified.
+// A restart's recovery ran to its end (natively or in the simulator) after a power failure at
+// outer position `position_at_failure`, resuming the run at `resume`.
+void note_recovery(TrialResult& t, std::uint64_t position_at_failure, std::size_t resume,
+                   const RunReport& report, std::uint64_t ops, std::uint64_t cycles) {
+  if (position_at_failure > resume)
+    t.outer_redone = std::max<std::uint64_t>(t.outer_redone, position_at_failure - resume);
+  t.recovery += report.recovery;
+  t.recovery_ops = ops;
+  t.recovery_cycles = cycles;
+}
+
+// The trial's run has ended: counts the regions it committed again (`commits` from index
+// `commits_before` on repeat earlier ones) and judges its result.
+void conclude_trial(SimSession& s, TrialResult& t, const std::vector<sim::CommitPoint>& commits,
+                    std::size_t commits_before, const std::vector<std::byte>* verified_output) {
+  t.regions_redone = t.recovery.regions_recomputed + repeated_commits(commits, commits_before);
+  const auto out = s.output_bytes();
+  if (verified_output != nullptr && !out.empty() && out.size() == verified_output->size() &&
+      std::memcmp(out.data(), verified_output->data(), out.size()) == 0) {
+    t.passed = true;
+  } else {
+    const auto v = s.verify();
+    t.passed = v.ok();
+    if (!t.passed)
+      t.failure = std::to_string(v.mismatches) + " elements differ; first: " + v.first_mismatch;
+  }
+}
+
 template <class NextCrash>
 void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool native_tail,
                   const std::vector<std::byte>* verified_output, NextCrash&& next_recovery_crash) {
@@ -275,14 +317,9 @@ void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool 
     apply_image(be, t.image, image_rng);
     for (;;) {
       const std::uint64_t position_at_failure = be.outer_position();
-      // A recovery that ran to its end, natively or in the simulator.
       const auto record_recovery = [&](std::size_t resume, const RunReport& report,
                                        std::uint64_t ops, std::uint64_t cycles) {
-        if (position_at_failure > resume)
-          t.outer_redone = std::max<std::uint64_t>(t.outer_redone, position_at_failure - resume);
-        t.recovery += report.recovery;
-        t.recovery_ops = ops;
-        t.recovery_cycles = cycles;
+        note_recovery(t, position_at_failure, resume, report, ops, cycles);
       };
       const std::uint64_t again = next_recovery_crash([&] {
         const RecoverySpan r = measure_recovery(s, native_tail);
@@ -328,17 +365,7 @@ void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool 
     }
     std::vector<sim::CommitPoint> commits = be.commits();
     commits.insert(commits.end(), tail_commits.begin(), tail_commits.end());
-    t.regions_redone = t.recovery.regions_recomputed + repeated_commits(commits, commits_before);
-    const auto out = s.output_bytes();
-    if (verified_output != nullptr && !out.empty() && out.size() == verified_output->size() &&
-        std::memcmp(out.data(), verified_output->data(), out.size()) == 0) {
-      t.passed = true;
-    } else {
-      const auto v = s.verify();
-      t.passed = v.ok();
-      if (!t.passed)
-        t.failure = std::to_string(v.mismatches) + " elements differ; first: " + v.first_mismatch;
-    }
+    conclude_trial(s, t, commits, commits_before, verified_output);
   } catch (const std::exception& e) {
     t.failure = e.what();
   }
@@ -388,8 +415,7 @@ nlohmann::json trial_wire(const TrialResult& t) {
           {"outer_redone", t.outer_redone}};
 }
 
-void from_wire(const std::string& payload, TrialResult& t) {
-  const auto j = nlohmann::json::parse(payload);
+void from_wire(const nlohmann::json& j, TrialResult& t) {
   t.crash_op = j.at("crash_op").get<std::uint64_t>();
   t.recovery_crashes = j.at("recovery_crashes").get<std::vector<std::uint64_t>>();
   t.crashes_in_recovery = j.at("phases").at(0).get<std::uint64_t>();
@@ -442,11 +468,14 @@ bool native_restarts(const CampaignOptions& opt) {
 // The result of the campaign's run without a crash, run natively (SimSession::restart_native)
 // and passed by the kernel's verify; nullopt when it cannot be had or does not pass (then every
 // trial runs verify itself).
-std::optional<std::vector<std::byte>> verified_fault_free_output(const CampaignOptions& opt) {
+// `restarts_natively` says whether the scheme has a native restart at all.
+std::optional<std::vector<std::byte>> verified_fault_free_output(const CampaignOptions& opt,
+                                                                 bool& restarts_natively) {
   SimSession ref(mutated_spec(opt.spec, opt.mutation));
   prepare(ref, opt.mutation, false);
   RunReport unused;
-  if (!ref.restart_native(false, 0, unused) || !ref.verify().ok()) return std::nullopt;
+  restarts_natively = ref.restart_native(false, 0, unused).has_value();
+  if (!restarts_natively || !ref.verify().ok()) return std::nullopt;
   const auto out = ref.output_bytes();
   if (out.empty()) return std::nullopt;
   return std::vector<std::byte>(out.begin(), out.end());
@@ -457,6 +486,7 @@ std::optional<std::vector<std::byte>> verified_fault_free_output(const CampaignO
 [[noreturn, gnu::noinline]] void run_child_trial(const CampaignOptions& opt, const FaultFree& ff,
                                                  SimSession& s, std::size_t i, ForkPool& children,
                                                  const std::vector<std::byte>* verified_output) {
+  if (opt.kill_trial == i) ::raise(SIGKILL);
   try {
     std::mt19937_64 rng = trial_rng(opt.seed, i);
     const TrialPlan plan = plan_trial(ff, i, rank_in_model(opt, i), rng);
@@ -473,9 +503,95 @@ std::optional<std::vector<std::byte>> verified_fault_free_output(const CampaignO
   }
 }
 
+// --- Light trials: batched native restarts ------------------------------------------------
+// A trial whose restart after its first crash is not cut again (restart_is_cut) is, after the
+// power failure, only finish_trial's last restart: the crash image, then the scheme's recovery
+// and the rest of the run natively. That needs no simulator state beyond the image, so the
+// parent keeps the image at the crash point and forks one child per batch of such trials: one
+// fork() and exit instead of one per trial, which cost more than such a trial's own work
+// (bench_fork; docs/crash-campaigns.md, "Session 32"). A batch whose child dies runs again one
+// trial per child, so that a death still names its trial.
+constexpr std::size_t kLightBatchTrials = 16;
+constexpr std::size_t kLightBatchBytes = std::size_t{4} << 20;  // images a batch keeps at most
+
+struct LightTrial {
+  std::size_t index = 0;
+  std::uint64_t position_at_failure = 0;  // SimBackend::outer_position() at the crash
+  std::size_t commits_before = 0;         // SimBackend::commits().size() at the crash
+  std::vector<std::byte> image;           // the pool as the power failure leaves it
+};
+
+// Trial i's crash image at the current op (the power fails before it): the live pool with
+// every persistent range as NVM holds it, perturbed as the trial's child would
+// (apply_image); nullopt if a persistent range lies outside the pool.
+std::optional<LightTrial> capture_light_trial(SimSession& s, const CampaignOptions& opt,
+                                              std::size_t i) {
+  const sim::SimBackend& be = s.backend();
+  const pool::Pool& pool = s.pool();
+  LightTrial lt;
+  lt.index = i;
+  lt.position_at_failure = be.outer_position();
+  lt.commits_before = be.commits().size();
+  lt.image.assign(pool.base(), pool.base() + pool.size());
+  bool inside = false;
+  if (image_of(opt, i) == ImageModel::kAnyDirty) {
+    sim::CrashImage perturbed = be.image();
+    std::mt19937_64 image_rng(image_seed(opt.seed, i));
+    perturbed.perturb(image_rng);
+    inside = perturbed.restore_into(lt.image, pool.base());
+  } else {
+    inside = be.image().restore_into(lt.image, pool.base());
+  }
+  if (!inside) return std::nullopt;
+  return lt;
+}
+
+// In a batch's child: trial `lt` from its crash image to its verdict, as finish_trial's last
+// restart does it.
+TrialResult light_trial(const CampaignOptions& opt, const FaultFree& ff, SimSession& s,
+                        const LightTrial& lt, const std::vector<std::byte>* verified_output) {
+  std::mt19937_64 rng = trial_rng(opt.seed, lt.index);
+  TrialResult t;
+  t.crash_op = plan_trial(ff, lt.index, rank_in_model(opt, lt.index), rng).crash_op;
+  t.image = image_of(opt, lt.index);
+  t.image_seed = image_seed(opt.seed, lt.index);
+  if (opt.kill_trial == lt.index) ::raise(SIGKILL);
+  try {
+    std::memcpy(s.pool().base(), lt.image.data(), lt.image.size());
+    RunReport report;
+    const auto r = s.restart_native(true, 0, report);
+    if (!r) throw std::logic_error("the scheme has no native restart");
+    note_recovery(t, lt.position_at_failure, r->resume, report, r->recovery_ops, 0);
+    const auto& fault_free = s.backend().commits();  // the crash's are its first commits_before
+    std::vector<sim::CommitPoint> commits(
+        fault_free.begin(), fault_free.begin() + static_cast<std::ptrdiff_t>(lt.commits_before));
+    for (const mem::RegionId c : r->regions) commits.push_back({c});
+    conclude_trial(s, t, commits, lt.commits_before, verified_output);
+  } catch (const std::exception& e) {
+    t.failure = e.what();
+  }
+  return t;
+}
+
+// A batch's child: every trial of the batch, the results as one JSON array, exit.
+[[noreturn, gnu::noinline]] void run_light_batch(const CampaignOptions& opt, const FaultFree& ff,
+                                                 SimSession& s,
+                                                 const std::vector<LightTrial>& batch,
+                                                 ForkPool& children,
+                                                 const std::vector<std::byte>* verified_output) {
+  try {
+    nlohmann::json all = nlohmann::json::array();
+    for (const LightTrial& lt : batch)
+      all.push_back(trial_wire(light_trial(opt, ff, s, lt, verified_output)));
+    children.finish_child(all.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 0);
+  } catch (...) {
+    children.finish_child({}, 4);
+  }
+}
+
 // Runs the fault-free simulation once; at each planned crash point a child is forked that cuts
-// the power there and finishes its trial, while this process goes on to the next point.
-// Marks the trials it ran in `done`.
+// the power there and finishes its trial, while this process goes on to the next point; light
+// trials are batched (above). Marks the trials it ran in `done`.
 void run_forked(const CampaignOptions& opt, const FaultFree& ff,
                 const std::vector<TrialPlan>& plans, CampaignResult& out, std::vector<bool>& done) {
   std::vector<std::size_t> order(plans.size());
@@ -484,31 +600,97 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
     return plans[a].crash_op < plans[b].crash_op;
   });
   std::uint64_t finished = 0;
-  ForkPool children(opt.jobs, [&](std::uint64_t i, std::string payload, int status) {
-    TrialResult& t = out.results[i];
-    try {
-      if (payload.empty()) throw std::runtime_error(death_text(status));
-      from_wire(payload, t);
-    } catch (const std::exception& e) {
-      t.passed = false;
-      t.failure = e.what();
-    }
+  const auto finish = [&](std::size_t i) {
     done[i] = true;
     if (opt.progress) opt.progress(++finished, plans.size());
+  };
+  // A child's tag: a trial's index, or plans.size() + b for light batch b.
+  std::vector<std::vector<LightTrial>> batches;
+  std::vector<std::size_t> retry;  // batches whose child died: again, one trial per child
+  ForkPool children(opt.jobs, [&](std::uint64_t tag, std::string payload, int status) {
+    if (tag < plans.size()) {
+      TrialResult& t = out.results[tag];
+      try {
+        if (payload.empty()) throw std::runtime_error(death_text(status));
+        from_wire(nlohmann::json::parse(payload), t);
+      } catch (const std::exception& e) {
+        t.passed = false;
+        t.failure = e.what();
+      }
+      finish(tag);
+      return;
+    }
+    const std::size_t b = tag - plans.size();
+    std::vector<LightTrial> batch = std::move(batches[b]);
+    std::string failure = payload.empty() ? death_text(status) : std::string();
+    if (failure.empty()) {
+      try {
+        const auto all = nlohmann::json::parse(payload);
+        if (!all.is_array() || all.size() != batch.size())
+          throw std::runtime_error("a batch's child reported another number of trials");
+        for (std::size_t k = 0; k < batch.size(); ++k)
+          from_wire(all[k], out.results[batch[k].index]);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+    }
+    if (failure.empty() || batch.size() == 1) {
+      for (const LightTrial& lt : batch) {
+        if (!failure.empty()) {
+          out.results[lt.index].passed = false;
+          out.results[lt.index].failure = failure;
+        }
+        finish(lt.index);
+      }
+      return;
+    }
+    for (LightTrial& lt : batch) {
+      batches.push_back({});
+      batches.back().push_back(std::move(lt));
+      retry.push_back(batches.size() - 1);
+    }
   });
 
   // Computed before the first fork, so every child inherits it.
+  bool restarts_natively = false;
   const std::optional<std::vector<std::byte>> verified =
-      native_restarts(opt) ? verified_fault_free_output(opt) : std::nullopt;
+      native_restarts(opt) ? verified_fault_free_output(opt, restarts_natively) : std::nullopt;
+  const std::vector<std::byte>* const verified_output = verified ? &*verified : nullptr;
   SimSession s(mutated_spec(opt.spec, opt.mutation));
   prepare(s, opt.mutation, uses(opt.images, ImageModel::kAnyDirty));
   make_pool_private(s.pool());
   sim::SimBackend& be = s.backend();
+  // Light trials are batched only where their child would restart natively from the image.
+  std::size_t batch_size = 0;
+  if (opt.batch_light_trials && restarts_natively && !opt.model_last_recovery)
+    batch_size = std::clamp<std::size_t>(
+        kLightBatchBytes / std::max<std::size_t>(1, s.pool().size()), 1, kLightBatchTrials);
+  std::vector<LightTrial> pending;
+  // Forks batch b's child, which runs it and exits; returns in the parent only.
+  const auto fork_batch = [&](std::size_t b) {
+    if (children.fork_child(plans.size() + b))
+      run_light_batch(opt, ff, s, batches[b], children, verified_output);
+    ++out.batches;
+  };
+  const auto flush_pending = [&] {
+    if (pending.empty()) return;
+    out.batched_trials += pending.size();
+    batches.push_back(std::exchange(pending, {}));
+    fork_batch(batches.size() - 1);
+  };
   std::size_t next = 0;
   std::optional<std::size_t> mine;  // in a child: the trial it runs
   sim::OpHook hook = [&](std::uint64_t op) {
     while (next < order.size() && plans[order[next]].crash_op == op) {
       const std::size_t i = order[next++];
+      if (batch_size > 0 && !restart_is_cut(opt, ff, i)) {
+        if (auto lt = capture_light_trial(s, opt, i)) {
+          pending.push_back(std::move(*lt));
+          if (pending.size() >= batch_size) flush_pending();
+          continue;
+        }
+        batch_size = 0;  // a persistent range outside the pool: fork every trial
+      }
       if (children.fork_child(i)) {
         mine = i;
         return true;  // the child: the power fails before this op
@@ -528,8 +710,13 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
     throw;
   }
   if (mine)  // never returns
-    run_child_trial(opt, ff, s, *mine, children, verified ? &*verified : nullptr);
+    run_child_trial(opt, ff, s, *mine, children, verified_output);
+  flush_pending();
   children.wait_all();
+  while (!retry.empty()) {
+    for (const std::size_t b : std::exchange(retry, {})) fork_batch(b);
+    children.wait_all();
+  }
 }
 
 std::uint64_t max_commits_within(std::vector<sim::CommitPoint> commits, std::uint64_t window) {
@@ -730,6 +917,8 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
                    {"mutation", mem::to_string(r.mutation)},
                    {"failed", r.trials - r.passed},
                    {"jobs", r.jobs},
+                   {"batched_trials", r.batched_trials},
+                   {"batches", r.batches},
                    {"seconds", r.seconds},
                    {"trials_per_second", r.trials_per_second()}};
   if (r.helper_requests > 0 || r.in_helper.trials > 0) {

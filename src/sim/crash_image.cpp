@@ -189,6 +189,14 @@ void CrashImage::restore_to_live() const {
     std::memcpy(reinterpret_cast<void*>(r.base), r.shadow.data(), r.len);
 }
 
+bool CrashImage::restore_into(std::span<std::byte> dst, const void* live_base) const {
+  const auto base = reinterpret_cast<std::uintptr_t>(live_base);
+  for (const Range& r : ranges_)
+    if (r.base < base || r.base - base + r.len > dst.size()) return false;
+  for (const Range& r : ranges_) std::memcpy(dst.data() + (r.base - base), r.shadow.data(), r.len);
+  return true;
+}
+
 const CrashImage::Range* CrashImage::find(std::uintptr_t addr) const {
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr,
                              [](std::uintptr_t a, const Range& r) { return a < r.base; });

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "../../src/experiments/fork_pool.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
@@ -50,6 +51,9 @@ void expect_same(const TrialResult& a, const TrialResult& b, const std::string& 
   EXPECT_EQ(a.recovery_ops, b.recovery_ops) << what;
   EXPECT_EQ(a.recovery_cycles, b.recovery_cycles) << what;
   EXPECT_EQ(a.regions_redone, b.regions_redone) << what;
+  EXPECT_EQ(a.outer_redone, b.outer_redone) << what;
+  EXPECT_EQ(a.crashes_in_resumed_run, b.crashes_in_resumed_run) << what;
+  EXPECT_EQ(a.image_seed, b.image_seed) << what;
 }
 
 // The forked campaign (children cut the power in a copy of one fault-free simulation) gives
@@ -84,6 +88,71 @@ TEST(CrashCampaignFork, ForkedTrialsEqualSequentialOnesAndReplays) {
       }
     }
     EXPECT_GT(in_recovery, 0u) << scheme;  // crashes inside recovery happened in the children
+  }
+}
+
+// Light trials (no crash after the first) run in batches from the crash images the parent kept;
+// every field of every trial equals one child per trial forked at its crash point, on both image
+// models (any-dirty perturbs a copy of the image), with crashes in recovery around them, on tmm
+// and on an iterative kernel whose seed 002 scheme hands its flushes to the helper core.
+TEST(CrashCampaignFork, BatchedLightTrialsEqualOneForkPerTrial) {
+  struct Case {
+    const char* kernel;
+    const char* scheme;
+  };
+  for (const Case c : {Case{"tmm", "lp"}, Case{"tmm", "wal-jj"}, Case{"tmm", "ep-ii"},
+                       Case{"jacobi", "ipv"}, Case{"cg", "lp"}}) {
+    CampaignOptions opt;
+    opt.spec = tiny_spec(c.scheme, 23, 5, 2);
+    opt.spec.run.kernel = c.kernel;
+    opt.trials = 60;
+    opt.seed = 9;
+    opt.recovery_crash_rate = 0.4;
+    opt.jobs = 2;
+    const CampaignResult batched = run_campaign(opt);
+    opt.batch_light_trials = false;
+    const CampaignResult single = run_campaign(opt);
+    const std::string what = std::string(c.kernel) + " " + c.scheme;
+    ASSERT_EQ(batched.results.size(), single.results.size()) << what;
+    EXPECT_EQ(batched.passed, batched.trials) << what;
+    // Most trials are light, and batches hold several (60 trials' images fit one batch's bytes).
+    EXPECT_GT(batched.batched_trials, opt.trials / 3) << what;
+    EXPECT_LT(batched.batches, batched.batched_trials) << what;
+    EXPECT_EQ(single.batched_trials, 0u) << what;
+    for (std::size_t i = 0; i < batched.results.size(); ++i)
+      expect_same(batched.results[i], single.results[i], what + " trial " + std::to_string(i));
+  }
+}
+
+// A child that dies fails its own trial and no other: a batch whose child dies runs again one
+// trial per child, so the light trial that killed it is named; a forked heavy trial likewise.
+TEST(CrashCampaignFork, ADeadChildFailsOnlyItsTrial) {
+  CampaignOptions opt;
+  opt.spec = tiny_spec("lp", 23, 5, 2);
+  opt.trials = 50;
+  opt.seed = 4;
+  opt.recovery_crash_rate = 0.4;
+  opt.jobs = 2;
+  const CampaignResult clean = run_campaign(opt);
+  ASSERT_EQ(clean.passed, clean.trials);
+  ASSERT_GT(clean.batched_trials, 0u);
+  // Trials without a crash after the first were batched; the others were forked alone.
+  std::optional<std::uint64_t> light, heavy;
+  for (const TrialResult& t : clean.results) {
+    const bool cut_again = !t.recovery_crashes.empty() || !t.recovery_lengths.empty();
+    (cut_again ? heavy : light) = t.index;
+  }
+  ASSERT_TRUE(light && heavy);
+  for (const std::uint64_t victim : {*light, *heavy}) {
+    opt.kill_trial = victim;
+    const CampaignResult r = run_campaign(opt);
+    ASSERT_EQ(r.results.size(), clean.results.size());
+    EXPECT_EQ(r.passed, r.trials - 1) << victim;
+    EXPECT_FALSE(r.results[victim].passed);
+    EXPECT_NE(r.results[victim].failure.find("signal 9"), std::string::npos)
+        << r.results[victim].failure;
+    for (std::size_t i = 0; i < r.results.size(); ++i)
+      if (i != victim) expect_same(r.results[i], clean.results[i], "trial " + std::to_string(i));
   }
 }
 

@@ -63,6 +63,10 @@ class CrashImage {
   [[nodiscard]] bool line_durable(LineAddr line) const;
   // Copies every shadow back into live memory.
   void restore_to_live() const;
+  // What restore_to_live does to memory, done to `dst`, a copy of the live bytes from
+  // `live_base` on: each shadow goes to its range's offset from live_base. False, with nothing
+  // written, if a range lies outside [live_base, live_base + dst.size()).
+  [[nodiscard]] bool restore_into(std::span<std::byte> dst, const void* live_base) const;
 
   // --- adversarial images (crash campaigns' "any-dirty" model) ---
   // The simulator writes a flushed line to the image at once; on real hardware it may still be
