@@ -34,6 +34,19 @@ SimRunSpec tiny_spec(const std::string& scheme, std::uint64_t n, std::uint64_t b
   return spec;
 }
 
+// A forked campaign (2 children) on tiny_spec's machine with 2 threads.
+CampaignOptions tiny_campaign(const std::string& scheme, std::uint64_t n, std::uint64_t bs,
+                              std::uint64_t trials, std::uint64_t seed,
+                              double recovery_crash_rate) {
+  CampaignOptions opt;
+  opt.spec = tiny_spec(scheme, n, bs, 2);
+  opt.trials = trials;
+  opt.seed = seed;
+  opt.recovery_crash_rate = recovery_crash_rate;
+  opt.jobs = 2;
+  return opt;
+}
+
 void expect_same(const TrialResult& a, const TrialResult& b, const std::string& what) {
   EXPECT_EQ(a.index, b.index) << what;
   EXPECT_EQ(a.kind, b.kind) << what;
@@ -60,13 +73,8 @@ void expect_same(const TrialResult& a, const TrialResult& b, const std::string& 
 // exactly the results of fresh simulations per trial, and every trial replays exactly.
 TEST(CrashCampaignFork, ForkedTrialsEqualSequentialOnesAndReplays) {
   for (const char* scheme : {"lp", "ep-ii", "wal-jj"}) {
-    CampaignOptions opt;
-    opt.spec = tiny_spec(scheme, 23, 5, 2);
+    CampaignOptions opt = tiny_campaign(scheme, 23, 5, 40, 5, 0.5);
     opt.spec.machine.periodic_flush_cycles = Cycles{scheme == std::string("lp") ? 3000u : 0u};
-    opt.trials = 40;
-    opt.seed = 5;
-    opt.recovery_crash_rate = 0.5;
-    opt.jobs = 2;
     const CampaignResult forked = run_campaign(opt);
     opt.jobs = 0;
     const CampaignResult sequential = run_campaign(opt);
@@ -102,13 +110,8 @@ TEST(CrashCampaignFork, BatchedLightTrialsEqualOneForkPerTrial) {
   };
   for (const Case c : {Case{"tmm", "lp"}, Case{"tmm", "wal-jj"}, Case{"tmm", "ep-ii"},
                        Case{"jacobi", "ipv"}, Case{"cg", "lp"}}) {
-    CampaignOptions opt;
-    opt.spec = tiny_spec(c.scheme, 23, 5, 2);
+    CampaignOptions opt = tiny_campaign(c.scheme, 23, 5, 60, 9, 0.4);
     opt.spec.run.kernel = c.kernel;
-    opt.trials = 60;
-    opt.seed = 9;
-    opt.recovery_crash_rate = 0.4;
-    opt.jobs = 2;
     const CampaignResult batched = run_campaign(opt);
     opt.batch_light_trials = false;
     const CampaignResult single = run_campaign(opt);
@@ -127,12 +130,7 @@ TEST(CrashCampaignFork, BatchedLightTrialsEqualOneForkPerTrial) {
 // A child that dies fails its own trial and no other: a batch whose child dies runs again one
 // trial per child, so the light trial that killed it is named; a forked heavy trial likewise.
 TEST(CrashCampaignFork, ADeadChildFailsOnlyItsTrial) {
-  CampaignOptions opt;
-  opt.spec = tiny_spec("lp", 23, 5, 2);
-  opt.trials = 50;
-  opt.seed = 4;
-  opt.recovery_crash_rate = 0.4;
-  opt.jobs = 2;
+  CampaignOptions opt = tiny_campaign("lp", 23, 5, 50, 4, 0.4);
   const CampaignResult clean = run_campaign(opt);
   ASSERT_EQ(clean.passed, clean.trials);
   ASSERT_GT(clean.batched_trials, 0u);
@@ -162,11 +160,8 @@ TEST(CrashCampaignFork, ADeadChildFailsOnlyItsTrial) {
 // flushes to the helper core.
 TEST(CrashCampaignFork, ModellingTheLastRecoveryOnlyAddsItsCycles) {
   for (const char* scheme : {"lp", "wal-jj", "ipv"}) {
-    CampaignOptions opt;
-    opt.spec = tiny_spec(scheme, 19, 4, 2);
-    opt.trials = 30;
-    opt.seed = 11;
-    opt.recovery_crash_rate = 0.5;
+    CampaignOptions opt = tiny_campaign(scheme, 19, 4, 30, 11, 0.5);
+    opt.jobs = kDefaultCampaignJobs;  // sequential under the sanitizers
     const CampaignResult fast = run_campaign(opt);
     opt.model_last_recovery = true;
     const CampaignResult modelled = run_campaign(opt);
