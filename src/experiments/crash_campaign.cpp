@@ -266,18 +266,6 @@ std::uint64_t repeated_commits(const std::vector<sim::CommitPoint>& commits, std
   return repeated;
 }
 
-// The power has failed in `s`: image → {recover → finish} with crashes inside recovery, then
-// compare. Once no further crash is armed, the rest of the run skips the cache model: only its
-// result matters, and that does not depend on the model.
-// The restart after the trial's last crash runs without the cache model unless
-// `model_last_recovery` (then its recovery_cycles are measured). With `native_tail` that
-// restart runs natively (SimSession::restart_native: the recovery unless it is modelled, and the
-// rest of the run), counting the recovery's ops and the regions committed as the simulator
-// would; replays and sequential trials keep it in the simulator, and the tests compare the two
-// (CrashCampaign.TheNativeTailEqualsTheSimulatedOne).
-// `verified_output` (or null): the result of a fault-free run that the kernel's verify passed;
-// a trial whose result has exactly these bytes passes without running verify's reference again
-// (verify judges only those bytes, ResumableKernel::output); any other result is verified.
 // A restart's recovery ran to its end (natively or in the simulator) after a power failure at
 // outer position `position_at_failure`, resuming the run at `resume`.
 void note_recovery(TrialResult& t, std::uint64_t position_at_failure, std::size_t resume,
@@ -306,6 +294,18 @@ void conclude_trial(SimSession& s, TrialResult& t, const std::vector<sim::Commit
   }
 }
 
+// The power has failed in `s`: image → {recover → finish} with crashes inside recovery, then
+// compare. Once no further crash is armed, the rest of the run skips the cache model: only its
+// result matters, and that does not depend on the model.
+// The restart after the trial's last crash runs without the cache model unless
+// `model_last_recovery` (then its recovery_cycles are measured). With `native_tail` that
+// restart runs natively (SimSession::restart_native: the recovery unless it is modelled, and the
+// rest of the run), counting the recovery's ops and the regions committed as the simulator
+// would; replays and sequential trials keep it in the simulator, and the tests compare the two
+// (CrashCampaign.TheNativeTailEqualsTheSimulatedOne).
+// `verified_output` (or null): the result of a fault-free run that the kernel's verify passed;
+// a trial whose result has exactly these bytes passes without running verify's reference again
+// (verify judges only those bytes, ResumableKernel::output); any other result is verified.
 template <class NextCrash>
 void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool native_tail,
                   const std::vector<std::byte>* verified_output, NextCrash&& next_recovery_crash) {
@@ -483,17 +483,24 @@ std::optional<std::vector<std::byte>> verified_fault_free_output(const CampaignO
 
 // The forked child's whole trial: finish it from the power failure, hand the result over, exit.
 // Kept out of line so a profiler can name the per-trial cost (callgrind --toggle-collect).
+// Trial i's result before its first crash: its plan's crash point and its image model, drawn
+// from `rng` (trial_rng), which goes on to draw the crashes after the first.
+TrialResult new_trial(const CampaignOptions& opt, const FaultFree& ff, std::uint64_t i,
+                      std::mt19937_64& rng) {
+  TrialResult t;
+  t.crash_op = plan_trial(ff, i, rank_in_model(opt, i), rng).crash_op;
+  t.image = image_of(opt, i);
+  t.image_seed = image_seed(opt.seed, i);
+  return t;
+}
+
 [[noreturn, gnu::noinline]] void run_child_trial(const CampaignOptions& opt, const FaultFree& ff,
                                                  SimSession& s, std::size_t i, ForkPool& children,
                                                  const std::vector<std::byte>* verified_output) {
   if (opt.kill_trial == i) ::raise(SIGKILL);
   try {
     std::mt19937_64 rng = trial_rng(opt.seed, i);
-    const TrialPlan plan = plan_trial(ff, i, rank_in_model(opt, i), rng);
-    TrialResult t;
-    t.crash_op = plan.crash_op;
-    t.image = image_of(opt, i);
-    t.image_seed = image_seed(opt.seed, i);
+    TrialResult t = new_trial(opt, ff, i, rng);
     finish_trial(s, t, opt.model_last_recovery, native_restarts(opt), verified_output,
                  recovery_crashes(opt, ff, rng));
     children.finish_child(
@@ -551,10 +558,7 @@ std::optional<LightTrial> capture_light_trial(SimSession& s, const CampaignOptio
 TrialResult light_trial(const CampaignOptions& opt, const FaultFree& ff, SimSession& s,
                         const LightTrial& lt, const std::vector<std::byte>* verified_output) {
   std::mt19937_64 rng = trial_rng(opt.seed, lt.index);
-  TrialResult t;
-  t.crash_op = plan_trial(ff, lt.index, rank_in_model(opt, lt.index), rng).crash_op;
-  t.image = image_of(opt, lt.index);
-  t.image_seed = image_seed(opt.seed, lt.index);
+  TrialResult t = new_trial(opt, ff, lt.index, rng);
   if (opt.kill_trial == lt.index) ::raise(SIGKILL);
   try {
     std::memcpy(s.pool().base(), lt.image.data(), lt.image.size());
@@ -589,6 +593,21 @@ TrialResult light_trial(const CampaignOptions& opt, const FaultFree& ff, SimSess
   }
 }
 
+// A batch's child ended: its trials' results into `results`; else why not ("" when read).
+std::string read_batch(const std::string& payload, int wait_status,
+                       const std::vector<LightTrial>& batch, std::vector<TrialResult>& results) {
+  if (payload.empty()) return death_text(wait_status);
+  try {
+    const auto all = nlohmann::json::parse(payload);
+    if (!all.is_array() || all.size() != batch.size())
+      return "a batch's child reported another number of trials";
+    for (std::size_t k = 0; k < batch.size(); ++k) from_wire(all[k], results[batch[k].index]);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
 // Runs the fault-free simulation once; at each planned crash point a child is forked that cuts
 // the power there and finishes its trial, while this process goes on to the next point; light
 // trials are batched (above). Marks the trials it ran in `done`.
@@ -620,20 +639,8 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
       finish(tag);
       return;
     }
-    const std::size_t b = tag - plans.size();
-    std::vector<LightTrial> batch = std::move(batches[b]);
-    std::string failure = payload.empty() ? death_text(status) : std::string();
-    if (failure.empty()) {
-      try {
-        const auto all = nlohmann::json::parse(payload);
-        if (!all.is_array() || all.size() != batch.size())
-          throw std::runtime_error("a batch's child reported another number of trials");
-        for (std::size_t k = 0; k < batch.size(); ++k)
-          from_wire(all[k], out.results[batch[k].index]);
-      } catch (const std::exception& e) {
-        failure = e.what();
-      }
-    }
+    std::vector<LightTrial> batch = std::move(batches[tag - plans.size()]);
+    const std::string failure = read_batch(payload, status, batch, out.results);
     if (failure.empty() || batch.size() == 1) {
       for (const LightTrial& lt : batch) {
         if (!failure.empty()) {
