@@ -16,7 +16,9 @@ namespace {
 constexpr std::size_t kPage = 4096;
 
 double cpu_seconds(const rusage& r) {
-  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  const auto s = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
   return s(r.ru_utime) + s(r.ru_stime);
 }
 
