@@ -232,11 +232,17 @@ auto recovery_crashes(const CampaignOptions& opt, const FaultFree& ff, std::mt19
   };
 }
 
+// Trial i's generator past its plan: what draws its crashes after the first.
+std::mt19937_64 draws_after_plan(const CampaignOptions& opt, const FaultFree& ff, std::uint64_t i) {
+  std::mt19937_64 rng = trial_rng(opt.seed, i);
+  (void)plan_trial(ff, i, rank_in_model(opt, i), rng);
+  return rng;
+}
+
 // Whether trial i's restart after its first crash is cut again: the same draws as its own
 // process makes (plan_trial, then the first call of recovery_crashes), without running anything.
 bool restart_is_cut(const CampaignOptions& opt, const FaultFree& ff, std::uint64_t i) {
-  std::mt19937_64 rng = trial_rng(opt.seed, i);
-  (void)plan_trial(ff, i, rank_in_model(opt, i), rng);
+  std::mt19937_64 rng = draws_after_plan(opt, ff, i);
   bool measured = false;
   (void)recovery_crashes(opt, ff, rng)([&] {
     measured = true;
@@ -881,8 +887,7 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
   std::uint64_t finished = static_cast<std::uint64_t>(std::count(done.begin(), done.end(), true));
   for (const TrialPlan& p : plans) {
     if (done[p.index]) continue;
-    std::mt19937_64 rng = trial_rng(opt.seed, p.index);
-    (void)plan_trial(ff, p.index, rank_in_model(opt, p.index), rng);
+    std::mt19937_64 rng = draws_after_plan(opt, ff, p.index);
     TrialResult& t = out.results[p.index];
     t = sequential_trial(opt.spec, p.crash_op,
                          {image_of(opt, p.index), image_seed(opt.seed, p.index), opt.mutation,
