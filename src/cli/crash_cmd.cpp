@@ -164,7 +164,7 @@ int do_crash(const CrashArgs& a) {
   opt.jobs = a.jobs;
   opt.model_last_recovery = a.model_recovery;
   opt.native_tail = !a.sim_tail;
-  opt.batch_light_trials = !a.one_fork_per_trial;
+  opt.batch_trials = !a.one_fork_per_trial;
   opt.images = images;
   opt.mutation = mutation;
   ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials,
@@ -190,8 +190,9 @@ int do_crash(const CrashArgs& a) {
         a.kernel, a.scheme, a.n, a.bs, a.threads, opt.seed, r.passed, r.trials,
         r.trials_per_second(),
         r.jobs == 0            ? std::string("sequential")
-        : r.batched_trials > 0 ? fmt::format("{} forked at once, {} in {} batches", r.jobs,
-                                             r.batched_trials, r.batches)
+        : r.batched_trials > 0 ? fmt::format("{} forked at once, {} in {} batches ({} cut again)",
+                                             r.jobs, r.batched_trials, r.batches,
+                                             r.batched_cut_again)
                                : fmt::format("{} forked at once", r.jobs));
     std::string per_model;
     for (const auto& x : experiments::tally_by_image(r))
@@ -377,9 +378,12 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                 "its cache model) instead of natively. Slower; results and counts are the same "
                 "(a check of the native tail)");
   cmd->add_flag("--one-fork-per-trial", a->one_fork_per_trial,
-                "Fork every trial at its crash point. By default a trial whose restart is not cut "
-                "again runs in a batch with others, one child per batch, from the crash image "
-                "the campaign kept (fewer fork()s; the same results). A measurement aid");
+                "Fork every trial at its crash point. By default trials run in batches, one child "
+                "per batch, from the crash images the campaign kept (fewer fork()s; the same "
+                "results); a trial whose restart is cut again joins a batch only on machines "
+                "where nothing a power failure leaves behind (clocks, periodic cleaning, random "
+                "replacement, the helper core, PreFlush, persist barriers) can change what follows "
+                "it. A measurement aid");
   cmd->add_flag("--json", a->json, "Print JSON");
   // Small caches by default so CI-sized runs evict (the interesting crashes).
   add_machine_options(*cmd, a->machine);

@@ -309,18 +309,24 @@ void conclude_trial(SimSession& s, TrialResult& t, const std::vector<sim::Commit
 // rest of the run), counting the recovery's ops and the regions committed as the simulator
 // would; replays and sequential trials keep it in the simulator, and the tests compare the two
 // (CrashCampaign.TheNativeTailEqualsTheSimulatedOne).
+// `first_image_applied` (or null): the first crash image is in place already (a batched trial,
+// rewind_trial), drawn with this generator, which draws the later ones.
 // `verified_output` (or null): the result of a fault-free run that the kernel's verify passed;
 // a trial whose result has exactly these bytes passes without running verify's reference again
 // (verify judges only those bytes, ResumableKernel::output); any other result is verified.
 template <class NextCrash>
 void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool native_tail,
-                  const std::vector<std::byte>* verified_output, NextCrash&& next_recovery_crash) {
+                  const std::vector<std::byte>* verified_output, NextCrash&& next_recovery_crash,
+                  const std::mt19937_64* first_image_applied = nullptr) {
   try {
     auto& be = s.backend();
     std::mt19937_64 image_rng(t.image_seed);
     const std::size_t commits_before = be.commits().size();
     std::vector<sim::CommitPoint> tail_commits;  // the native tail's, after be.commits()
-    apply_image(be, t.image, image_rng);
+    if (first_image_applied != nullptr)
+      image_rng = *first_image_applied;  // a batched trial's: in place, its draws made
+    else
+      apply_image(be, t.image, image_rng);
     for (;;) {
       const std::uint64_t position_at_failure = be.outer_position();
       const auto record_recovery = [&](std::size_t resume, const RunReport& report,
@@ -352,8 +358,13 @@ void finish_trial(SimSession& s, TrialResult& t, bool model_last_recovery, bool 
         RunReport report;
         const std::size_t resume = s.recover(report);
         in_recovery = false;
+        // Its cycles only where asked for: a recovery modelled just because a crash was armed
+        // after it that the run ended before is not measured by default (its timing would
+        // start from clocks the failure left, which a batched trial does not rebuild).
         record_recovery(resume, report, be.ops() - ops0,
-                        be.machine().modelling() ? be.stats().cycles.value() - cycles0 : 0);
+                        model_last_recovery && be.machine().modelling()
+                            ? be.stats().cycles.value() - cycles0
+                            : 0);
         if (again == 0 && be.machine().modelling()) be.stop_modelling();
         std::optional<NativeRestart> rest;
         if (again == 0 && native_tail) rest = s.restart_native(false, resume, report);
@@ -516,83 +527,153 @@ TrialResult new_trial(const CampaignOptions& opt, const FaultFree& ff, std::uint
   }
 }
 
-// --- Light trials: batched native restarts ------------------------------------------------
-// A trial whose restart after its first crash is not cut again (restart_is_cut) is, after the
-// power failure, only finish_trial's last restart: the crash image, then the scheme's recovery
-// and the rest of the run natively. That needs no simulator state beyond the image, so the
-// parent keeps the image at the crash point and forks one child per batch of such trials: one
-// fork() and exit instead of one per trial, which cost more than such a trial's own work
-// (bench_fork; docs/crash-campaigns.md, "Session 32"). A batch whose child dies runs again one
-// trial per child, so that a death still names its trial.
-constexpr std::size_t kLightBatchTrials = 16;
-constexpr std::size_t kLightBatchBytes = std::size_t{4} << 20;  // images a batch keeps at most
+// --- Batched trials ----------------------------------------------------------------------------
+// After its power failure a trial needs its crash image and, if its restart is cut again
+// (restart_is_cut), the simulator as the failure left it. The parent keeps each image at its
+// crash point and forks one child per batch of trials: one fork() and exit instead of one per
+// trial, which cost more than a light trial's own work (bench_fork; docs/crash-campaigns.md,
+// "Session 32"). In the child a light trial is finish_trial's last restart, natively, from its
+// image. A trial cut again first puts the simulator back as its power failure left it
+// (rewind_trial): the counters, the NVM image and memory, then the failure itself, which
+// empties the caches and resets their replacement state. What a power failure keeps (clocks,
+// statistics, periodic cleaning's schedule) it cannot put back, so such trials join batches
+// only on machines where that cannot change what follows the failure (cut_again_batchable).
+// A batch whose child dies runs again one trial per child, so that a death still names its
+// trial.
+constexpr std::size_t kBatchTrials = 16;
+constexpr std::size_t kBatchBytes = std::size_t{4} << 20;  // images a batch keeps at most
 
-struct LightTrial {
+struct BatchedTrial {
   std::size_t index = 0;
+  bool cut_again = false;                 // restart_is_cut: its child also needs the simulator
+  std::uint64_t ops = 0;                  // SimBackend::ops() at the crash
   std::uint64_t position_at_failure = 0;  // SimBackend::outer_position() at the crash
   std::size_t commits_before = 0;         // SimBackend::commits().size() at the crash
   std::vector<std::byte> image;           // the pool as the power failure leaves it
+  std::mt19937_64 image_rng;  // the trial's image generator after its first image was drawn
 };
 
+// Whether trials cut again in their restart may run in batches: only where nothing a power
+// failure leaves in the simulator can change what follows it. The failure empties the caches
+// and resets their replacement policies (Cache::clear), the write queues, MSHRs and buffers;
+// it keeps the clocks, which periodic cleaning's deadlines follow and which pace seed 002's
+// helper core and PreFlush's early ACKs, and a hardware persist barrier's epoch state (whose
+// scheme has no native restart anyway). Non-temporal stores are left out too: their
+// write-combining buffers drain on their own schedule.
+bool cut_again_batchable(const CampaignOptions& opt, const FaultFree& ff) {
+  const sim::SimParams& m = opt.spec.machine;
+  return m.periodic_flush_cycles.value() == 0 && !m.preflush.enabled &&
+         !m.persistency.hardware() && !m.nt_stores && ff.helper_spans.empty();
+}
+
 // Trial i's crash image at the current op (the power fails before it): the live pool with
-// every persistent range as NVM holds it, perturbed as the trial's child would
-// (apply_image); nullopt if a persistent range lies outside the pool.
-std::optional<LightTrial> capture_light_trial(SimSession& s, const CampaignOptions& opt,
-                                              std::size_t i) {
+// every persistent range as NVM holds it, perturbed as the trial's child would (apply_image,
+// whose generator it keeps); nullopt if a persistent range lies outside the pool.
+std::optional<BatchedTrial> capture_trial(SimSession& s, const CampaignOptions& opt,
+                                          std::size_t i, bool cut_again) {
   const sim::SimBackend& be = s.backend();
   const pool::Pool& pool = s.pool();
-  LightTrial lt;
-  lt.index = i;
-  lt.position_at_failure = be.outer_position();
-  lt.commits_before = be.commits().size();
-  lt.image.assign(pool.base(), pool.base() + pool.size());
+  BatchedTrial bt;
+  bt.index = i;
+  bt.cut_again = cut_again;
+  bt.ops = be.ops();
+  bt.position_at_failure = be.outer_position();
+  bt.commits_before = be.commits().size();
+  bt.image.assign(pool.base(), pool.base() + pool.size());
+  bt.image_rng.seed(image_seed(opt.seed, i));
   bool inside = false;
   if (image_of(opt, i) == ImageModel::kAnyDirty) {
     sim::CrashImage perturbed = be.image();
-    std::mt19937_64 image_rng(image_seed(opt.seed, i));
-    perturbed.perturb(image_rng);
-    inside = perturbed.restore_into(lt.image, pool.base());
+    perturbed.perturb(bt.image_rng);
+    inside = perturbed.restore_into(bt.image, pool.base());
   } else {
-    inside = be.image().restore_into(lt.image, pool.base());
+    inside = be.image().restore_into(bt.image, pool.base());
   }
   if (!inside) return std::nullopt;
-  return lt;
+  return bt;
 }
 
-// In a batch's child: trial `lt` from its crash image to its verdict, as finish_trial's last
-// restart does it.
+// In a batch's child: light trial `bt` from its crash image to its verdict, as finish_trial's
+// last restart does it. `fault_free_commits`: the fault-free run's commits up to the child's
+// fork (the trial's crash made the first bt.commits_before of them).
 TrialResult light_trial(const CampaignOptions& opt, const FaultFree& ff, SimSession& s,
-                        const LightTrial& lt, const std::vector<std::byte>* verified_output) {
-  std::mt19937_64 rng = trial_rng(opt.seed, lt.index);
-  TrialResult t = new_trial(opt, ff, lt.index, rng);
-  if (opt.kill_trial == lt.index) ::raise(SIGKILL);
+                        const BatchedTrial& bt,
+                        const std::vector<sim::CommitPoint>& fault_free_commits,
+                        const std::vector<std::byte>* verified_output) {
+  std::mt19937_64 rng = trial_rng(opt.seed, bt.index);
+  TrialResult t = new_trial(opt, ff, bt.index, rng);
+  if (opt.kill_trial == bt.index) ::raise(SIGKILL);
   try {
-    std::memcpy(s.pool().base(), lt.image.data(), lt.image.size());
+    std::memcpy(s.pool().base(), bt.image.data(), bt.image.size());
     RunReport report;
     const auto r = s.restart_native(true, 0, report);
     if (!r) throw std::logic_error("the scheme has no native restart");
-    note_recovery(t, lt.position_at_failure, r->resume, report, r->recovery_ops, 0);
-    const auto& fault_free = s.backend().commits();  // the crash's are its first commits_before
+    note_recovery(t, bt.position_at_failure, r->resume, report, r->recovery_ops, 0);
     std::vector<sim::CommitPoint> commits(
-        fault_free.begin(), fault_free.begin() + static_cast<std::ptrdiff_t>(lt.commits_before));
+        fault_free_commits.begin(),
+        fault_free_commits.begin() + static_cast<std::ptrdiff_t>(bt.commits_before));
     for (const mem::RegionId c : r->regions) commits.push_back({c});
-    conclude_trial(s, t, commits, lt.commits_before, verified_output);
+    conclude_trial(s, t, commits, bt.commits_before, verified_output);
   } catch (const std::exception& e) {
     t.failure = e.what();
   }
   return t;
 }
 
-// A batch's child: every trial of the batch, the results as one JSON array, exit.
-[[noreturn, gnu::noinline]] void run_light_batch(const CampaignOptions& opt, const FaultFree& ff,
-                                                 SimSession& s,
-                                                 const std::vector<LightTrial>& batch,
-                                                 ForkPool& children,
-                                                 const std::vector<std::byte>* verified_output) {
+// Puts the simulator where trial bt's power failure left it, as far as what follows can tell
+// (cut_again_batchable): its op count, outer position and commits, NVM and memory as its crash
+// image, then the failure itself (apply_crash_image: caches emptied, crash disarmed).
+void rewind_trial(SimSession& s, const BatchedTrial& bt,
+                  const std::vector<sim::CommitPoint>& fault_free_commits) {
+  sim::SimBackend& be = s.backend();
+  be.rewind_to_failure(
+      bt.ops, bt.position_at_failure,
+      {fault_free_commits.begin(),
+       fault_free_commits.begin() + static_cast<std::ptrdiff_t>(bt.commits_before)});
+  if (!be.machine().image().load_from(bt.image, s.pool().base()))
+    throw std::logic_error("a persistent range lies outside the pool");
+  std::memcpy(s.pool().base(), bt.image.data(), bt.image.size());
+  be.apply_crash_image();
+}
+
+// In a batch's child: trial `bt`, whose restart is cut again, as its own child forked at its
+// crash point would run it (run_child_trial), from the simulator rewind_trial rebuilt.
+TrialResult cut_again_trial(const CampaignOptions& opt, const FaultFree& ff, SimSession& s,
+                            const BatchedTrial& bt,
+                            const std::vector<sim::CommitPoint>& fault_free_commits,
+                            const std::vector<std::byte>* verified_output) {
+  std::mt19937_64 rng = trial_rng(opt.seed, bt.index);
+  TrialResult t = new_trial(opt, ff, bt.index, rng);
+  if (opt.kill_trial == bt.index) ::raise(SIGKILL);
   try {
+    rewind_trial(s, bt, fault_free_commits);
+  } catch (const std::exception& e) {
+    t.failure = e.what();
+    return t;
+  }
+  finish_trial(s, t, opt.model_last_recovery, native_restarts(opt), verified_output,
+               recovery_crashes(opt, ff, rng), &bt.image_rng);
+  return t;
+}
+
+// A batch's child: every trial of the batch, the results as one JSON array, exit.
+[[noreturn, gnu::noinline]] void run_batch(const CampaignOptions& opt, const FaultFree& ff,
+                                           SimSession& s, const std::vector<BatchedTrial>& batch,
+                                           ForkPool& children,
+                                           const std::vector<std::byte>* verified_output) {
+  try {
+    const std::vector<sim::CommitPoint> fault_free_commits = s.backend().commits();
     nlohmann::json all = nlohmann::json::array();
-    for (const LightTrial& lt : batch)
-      all.push_back(trial_wire(light_trial(opt, ff, s, lt, verified_output)));
+    for (const BatchedTrial& bt : batch) {
+      // A restart that ran in the simulator without the cache model ended it for good
+      // (finish_trial's fallback when a native restart is refused): the batch runs again, one
+      // trial per child, rather than a trial on a machine that no longer models.
+      if (bt.cut_again && !s.backend().machine().modelling())
+        throw std::logic_error("the cache model was stopped by an earlier trial of the batch");
+      all.push_back(trial_wire(
+          bt.cut_again ? cut_again_trial(opt, ff, s, bt, fault_free_commits, verified_output)
+                       : light_trial(opt, ff, s, bt, fault_free_commits, verified_output)));
+    }
     children.finish_child(all.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 0);
   } catch (...) {
     children.finish_child({}, 4);
@@ -601,7 +682,7 @@ TrialResult light_trial(const CampaignOptions& opt, const FaultFree& ff, SimSess
 
 // A batch's child ended: its trials' results into `results`; else why not ("" when read).
 std::string read_batch(const std::string& payload, int wait_status,
-                       const std::vector<LightTrial>& batch, std::vector<TrialResult>& results) {
+                       const std::vector<BatchedTrial>& batch, std::vector<TrialResult>& results) {
   if (payload.empty()) return death_text(wait_status);
   try {
     const auto all = nlohmann::json::parse(payload);
@@ -615,8 +696,8 @@ std::string read_batch(const std::string& payload, int wait_status,
 }
 
 // Runs the fault-free simulation once; at each planned crash point a child is forked that cuts
-// the power there and finishes its trial, while this process goes on to the next point; light
-// trials are batched (above). Marks the trials it ran in `done`.
+// the power there and finishes its trial, while this process goes on to the next point; trials
+// are batched where they can be (above). Marks the trials it ran in `done`.
 void run_forked(const CampaignOptions& opt, const FaultFree& ff,
                 const std::vector<TrialPlan>& plans, CampaignResult& out, std::vector<bool>& done) {
   std::vector<std::size_t> order(plans.size());
@@ -629,8 +710,8 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
     done[i] = true;
     if (opt.progress) opt.progress(++finished, plans.size());
   };
-  // A child's tag: a trial's index, or plans.size() + b for light batch b.
-  std::vector<std::vector<LightTrial>> batches;
+  // A child's tag: a trial's index, or plans.size() + b for batch b.
+  std::vector<std::vector<BatchedTrial>> batches;
   std::vector<std::size_t> retry;  // batches whose child died: again, one trial per child
   ForkPool children(opt.jobs, [&](std::uint64_t tag, std::string payload, int status) {
     if (tag < plans.size()) {
@@ -645,21 +726,21 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
       finish(tag);
       return;
     }
-    std::vector<LightTrial> batch = std::move(batches[tag - plans.size()]);
+    std::vector<BatchedTrial> batch = std::move(batches[tag - plans.size()]);
     const std::string failure = read_batch(payload, status, batch, out.results);
     if (failure.empty() || batch.size() == 1) {
-      for (const LightTrial& lt : batch) {
+      for (const BatchedTrial& bt : batch) {
         if (!failure.empty()) {
-          out.results[lt.index].passed = false;
-          out.results[lt.index].failure = failure;
+          out.results[bt.index].passed = false;
+          out.results[bt.index].failure = failure;
         }
-        finish(lt.index);
+        finish(bt.index);
       }
       return;
     }
-    for (LightTrial& lt : batch) {
+    for (BatchedTrial& bt : batch) {
       batches.push_back({});
-      batches.back().push_back(std::move(lt));
+      batches.back().push_back(std::move(bt));
       retry.push_back(batches.size() - 1);
     }
   });
@@ -673,36 +754,47 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
   prepare(s, opt.mutation, uses(opt.images, ImageModel::kAnyDirty));
   make_pool_private(s.pool());
   sim::SimBackend& be = s.backend();
-  // Light trials are batched only where their child would restart natively from the image.
+  // Trials are batched only where their child would restart natively from the image.
   std::size_t batch_size = 0;
-  if (opt.batch_light_trials && restarts_natively && !opt.model_last_recovery)
+  if (opt.batch_trials && restarts_natively && !opt.model_last_recovery)
     batch_size = std::clamp<std::size_t>(
-        kLightBatchBytes / std::max<std::size_t>(1, s.pool().size()), 1, kLightBatchTrials);
-  std::vector<LightTrial> pending;
-  // Forks batch b's child, which runs it and exits; returns in the parent only.
-  const auto fork_batch = [&](std::size_t b) {
-    if (children.fork_child(plans.size() + b))
-      run_light_batch(opt, ff, s, batches[b], children, verified_output);
+        kBatchBytes / std::max<std::size_t>(1, s.pool().size()), 1, kBatchTrials);
+  const bool batch_cut_again = batch_size > 0 && cut_again_batchable(opt, ff);
+  std::vector<BatchedTrial> pending;
+  std::optional<std::size_t> mine, my_batch;  // in a child: the trial or batch it runs
+  // Forks batch b's child. During the run (`in_run`) the child returns true, to cut the power
+  // and unwind the run before it runs its batch; after it, the child runs the batch and exits.
+  const auto fork_batch = [&](std::size_t b, bool in_run) {
+    if (children.fork_child(plans.size() + b)) {
+      if (!in_run) run_batch(opt, ff, s, batches[b], children, verified_output);
+      my_batch = b;
+      return true;
+    }
     ++out.batches;
+    return false;
   };
-  const auto flush_pending = [&] {
-    if (pending.empty()) return;
+  const auto flush_pending = [&](bool in_run) {
+    if (pending.empty()) return false;
     out.batched_trials += pending.size();
+    for (const BatchedTrial& bt : pending) out.batched_cut_again += bt.cut_again ? 1 : 0;
     batches.push_back(std::exchange(pending, {}));
-    fork_batch(batches.size() - 1);
+    return fork_batch(batches.size() - 1, in_run);
   };
   std::size_t next = 0;
-  std::optional<std::size_t> mine;  // in a child: the trial it runs
   sim::OpHook hook = [&](std::uint64_t op) {
     while (next < order.size() && plans[order[next]].crash_op == op) {
       const std::size_t i = order[next++];
-      if (batch_size > 0 && !restart_is_cut(opt, ff, i)) {
-        if (auto lt = capture_light_trial(s, opt, i)) {
-          pending.push_back(std::move(*lt));
-          if (pending.size() >= batch_size) flush_pending();
-          continue;
+      if (batch_size > 0) {
+        const bool cut_again = restart_is_cut(opt, ff, i);
+        if (!cut_again || batch_cut_again) {
+          if (auto bt = capture_trial(s, opt, i, cut_again)) {
+            pending.push_back(std::move(*bt));
+            if (pending.size() >= batch_size && flush_pending(true))
+              return true;  // the batch's child: the power fails before this op
+            continue;
+          }
+          batch_size = 0;  // a persistent range outside the pool: fork every trial
         }
-        batch_size = 0;  // a persistent range outside the pool: fork every trial
       }
       if (children.fork_child(i)) {
         mine = i;
@@ -717,17 +809,19 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
   try {
     s.run(0);
   } catch (const sim::PowerFailure&) {
-    if (!mine) throw;
+    if (!mine && !my_batch) throw;
   } catch (...) {
-    if (mine) children.finish_child({}, 4);
+    if (mine || my_batch) children.finish_child({}, 4);
     throw;
   }
   if (mine)  // never returns
     run_child_trial(opt, ff, s, *mine, children, verified_output);
-  flush_pending();
+  if (my_batch)  // never returns
+    run_batch(opt, ff, s, batches[*my_batch], children, verified_output);
+  flush_pending(false);
   children.wait_all();
   while (!retry.empty()) {
-    for (const std::size_t b : std::exchange(retry, {})) fork_batch(b);
+    for (const std::size_t b : std::exchange(retry, {})) fork_batch(b, false);
     children.wait_all();
   }
 }
@@ -931,6 +1025,7 @@ nlohmann::json to_json(const CampaignResult& r, bool per_trial) {
                    {"jobs", r.jobs},
                    {"batched_trials", r.batched_trials},
                    {"batches", r.batches},
+                   {"batched_cut_again", r.batched_cut_again},
                    {"seconds", r.seconds},
                    {"trials_per_second", r.trials_per_second()}};
   if (r.helper_requests > 0 || r.in_helper.trials > 0) {

@@ -197,6 +197,14 @@ bool CrashImage::restore_into(std::span<std::byte> dst, const void* live_base) c
   return true;
 }
 
+bool CrashImage::load_from(std::span<const std::byte> image, const void* live_base) {
+  const auto base = reinterpret_cast<std::uintptr_t>(live_base);
+  for (const Range& r : ranges_)
+    if (r.base < base || r.base - base + r.len > image.size()) return false;
+  for (Range& r : ranges_) std::memcpy(r.shadow.data(), image.data() + (r.base - base), r.len);
+  return true;
+}
+
 const CrashImage::Range* CrashImage::find(std::uintptr_t addr) const {
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr,
                              [](std::uintptr_t a, const Range& r) { return a < r.base; });

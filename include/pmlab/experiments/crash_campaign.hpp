@@ -85,10 +85,14 @@ struct CampaignOptions {
   // are the simulator's (CrashCampaignFork.* compare them with sequential trials, which keep it
   // simulated). Off: simulated unmodelled, several times slower.
   bool native_tail = true;
-  // Forked trials whose restart after their first crash is not cut again (most of them) run
-  // in batches, one child per batch, from crash images the parent keeps: fewer fork()s, the
-  // same results. Off: one child per trial, forked at its crash point (a measurement aid).
-  bool batch_light_trials = true;
+  // Forked trials run in batches, one child per batch, from crash images the parent keeps:
+  // fewer fork()s, the same results. A trial whose restart after its first crash is not cut
+  // again (most of them) needs only its image; one that is cut again also needs the simulator
+  // as the power failure left it, which the child rebuilds from the image only on machines
+  // where nothing that survives a power failure can change what follows it (docs/crash-
+  // campaigns.md, "Session 33"); elsewhere such trials fork at their crash points. Off: one
+  // child per trial, forked at its crash point (a measurement aid).
+  bool batch_trials = true;
   // A test aid: the forked child that runs this trial kills itself (SIGKILL) before finishing
   // it, to check that a dead child fails its own trial and no other.
   std::optional<std::uint64_t> kill_trial;
@@ -142,9 +146,9 @@ struct CampaignResult {
   std::vector<ImageModel> images;
   mem::Mutation mutation = mem::Mutation::kNone;
   int jobs = 0;  // forked trials at once (0: sequential)
-  // Forked trials whose restart after their first crash was not cut again ran in batches, one
-  // child per batch, from the crash images the parent kept (docs/crash-campaigns.md).
-  std::uint64_t batched_trials = 0, batches = 0;
+  // Forked trials that ran in batches, one child per batch, from the crash images the parent
+  // kept (docs/crash-campaigns.md), and how many of them were cut again in their restart.
+  std::uint64_t batched_trials = 0, batches = 0, batched_cut_again = 0;
   double seconds = 0;
   std::vector<TrialResult> results;
   [[nodiscard]] double trials_per_second() const {

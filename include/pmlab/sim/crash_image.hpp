@@ -67,6 +67,10 @@ class CrashImage {
   // `live_base` on: each shadow goes to its range's offset from live_base. False, with nothing
   // written, if a range lies outside [live_base, live_base + dst.size()).
   [[nodiscard]] bool restore_into(std::span<std::byte> dst, const void* live_base) const;
+  // The reverse: every shadow := its range's bytes in `image`, a copy of memory from `live_base`
+  // on (what restore_into made); a crash campaign's batched trial puts its crash image back so.
+  // False, with nothing written, if a range lies outside [live_base, live_base + image.size()).
+  [[nodiscard]] bool load_from(std::span<const std::byte> image, const void* live_base);
 
   // --- adversarial images (crash campaigns' "any-dirty" model) ---
   // The simulator writes a flushed line to the image at once; on real hardware it may still be

@@ -262,6 +262,18 @@ class SimBackend {
   void forget_commits_from(std::size_t n) {
     if (n < commits_.size()) commits_.resize(n);
   }
+  // A crash campaign's batched trial: the counters as a power failure before op `ops` + 1 left
+  // them (PowerFailure thrown, crash disarmed), the outer loop at `outer_position` and `commits`
+  // recorded. Memory, the crash image and the caches are the caller's (CrashImage::load_from,
+  // then apply_crash_image); state a power failure keeps (clocks, statistics) stays as it is.
+  void rewind_to_failure(std::uint64_t ops, std::uint64_t outer_position,
+                         std::vector<CommitPoint> commits) {
+    disarm_crash();
+    crashed_ = true;
+    ops_ = ops;
+    outer_position_ = outer_position;
+    commits_ = std::move(commits);
+  }
   // After PowerFailure: live memory of every registered range := its durable image, caches
   // emptied, crash disarmed. Memory outside registered ranges is left as it is.
   void apply_crash_image();
