@@ -189,11 +189,11 @@ int do_crash(const CrashArgs& a) {
         "({:.0f} trials/s, {})\n",
         a.kernel, a.scheme, a.n, a.bs, a.threads, opt.seed, r.passed, r.trials,
         r.trials_per_second(),
-        r.jobs == 0            ? std::string("sequential")
-        : r.batched_trials > 0 ? fmt::format("{} forked at once, {} in {} batches ({} cut again)",
-                                             r.jobs, r.batched_trials, r.batches,
-                                             r.batched_cut_again)
-                               : fmt::format("{} forked at once", r.jobs));
+        r.jobs == 0 ? std::string("sequential")
+        : r.batched_trials > 0
+            ? fmt::format("{} forked at once, {} in {} batches ({} cut again)", r.jobs,
+                          r.batched_trials, r.batches, r.batched_cut_again)
+            : fmt::format("{} forked at once", r.jobs));
     std::string per_model;
     for (const auto& x : experiments::tally_by_image(r))
       per_model += fmt::format("{}{} {}/{}", per_model.empty() ? "" : ", ",

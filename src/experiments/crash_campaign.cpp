@@ -12,6 +12,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <span>
 #include <string_view>
 #include <unordered_set>
 
@@ -19,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "fork_pool.hpp"
+#include "image_slots.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/kernels/inputs.hpp"
 #include "pmlab/run/user_kernel.hpp"
@@ -549,7 +551,8 @@ struct BatchedTrial {
   std::uint64_t ops = 0;                  // SimBackend::ops() at the crash
   std::uint64_t position_at_failure = 0;  // SimBackend::outer_position() at the crash
   std::size_t commits_before = 0;         // SimBackend::commits().size() at the crash
-  std::vector<std::byte> image;           // the pool as the power failure leaves it
+  std::size_t slot = 0;                   // its ImageSlots slot, which holds `image`
+  std::span<const std::byte> image;       // the pool as the power failure leaves it
   std::mt19937_64 image_rng;  // the trial's image generator after its first image was drawn
 };
 
@@ -562,15 +565,17 @@ struct BatchedTrial {
 // write-combining buffers drain on their own schedule.
 bool cut_again_batchable(const CampaignOptions& opt, const FaultFree& ff) {
   const sim::SimParams& m = opt.spec.machine;
-  return m.periodic_flush_cycles.value() == 0 && !m.preflush.enabled &&
-         !m.persistency.hardware() && !m.nt_stores && ff.helper_spans.empty();
+  return m.periodic_flush_cycles.value() == 0 && !m.preflush.enabled && !m.persistency.hardware() &&
+         !m.nt_stores && ff.helper_spans.empty();
 }
 
-// Trial i's crash image at the current op (the power fails before it): the live pool with
-// every persistent range as NVM holds it, perturbed as the trial's child would (apply_image,
-// whose generator it keeps); nullopt if a persistent range lies outside the pool.
-std::optional<BatchedTrial> capture_trial(SimSession& s, const CampaignOptions& opt,
-                                          std::size_t i, bool cut_again) {
+// Trial i's crash image at the current op (the power fails before it), into `slot` of `slots`:
+// the live pool with every persistent range as NVM holds it, perturbed as the trial's child
+// would (apply_image, whose generator it keeps); nullopt if a persistent range lies outside the
+// pool.
+std::optional<BatchedTrial> capture_trial(SimSession& s, const CampaignOptions& opt, std::size_t i,
+                                          bool cut_again, const ImageSlots& slots,
+                                          std::size_t slot) {
   const sim::SimBackend& be = s.backend();
   const pool::Pool& pool = s.pool();
   BatchedTrial bt;
@@ -579,74 +584,68 @@ std::optional<BatchedTrial> capture_trial(SimSession& s, const CampaignOptions& 
   bt.ops = be.ops();
   bt.position_at_failure = be.outer_position();
   bt.commits_before = be.commits().size();
-  bt.image.assign(pool.base(), pool.base() + pool.size());
+  bt.slot = slot;
+  const std::span<std::byte> image = slots.slot(slot).first(pool.size());
+  std::memcpy(image.data(), pool.base(), pool.size());
+  bt.image = image;
   bt.image_rng.seed(image_seed(opt.seed, i));
-  bool inside = false;
-  if (image_of(opt, i) == ImageModel::kAnyDirty) {
-    sim::CrashImage perturbed = be.image();
-    perturbed.perturb(bt.image_rng);
-    inside = perturbed.restore_into(bt.image, pool.base());
-  } else {
-    inside = be.image().restore_into(bt.image, pool.base());
-  }
+  const bool inside = image_of(opt, i) == ImageModel::kAnyDirty
+                          ? be.image().perturbed_into(image, pool.base(), bt.image_rng)
+                          : be.image().restore_into(image, pool.base());
   if (!inside) return std::nullopt;
   return bt;
 }
 
-// In a batch's child: light trial `bt` from its crash image to its verdict, as finish_trial's
-// last restart does it. `fault_free_commits`: the fault-free run's commits up to the child's
-// fork (the trial's crash made the first bt.commits_before of them).
-TrialResult light_trial(const CampaignOptions& opt, const FaultFree& ff, SimSession& s,
-                        const BatchedTrial& bt,
-                        const std::vector<sim::CommitPoint>& fault_free_commits,
+// The fault-free run's commits that trial bt's crash had made: the first bt.commits_before of
+// `fault_free_commits` (those up to the batch child's fork).
+std::vector<sim::CommitPoint> commits_at_crash(
+    const BatchedTrial& bt, const std::vector<sim::CommitPoint>& fault_free_commits) {
+  return {fault_free_commits.begin(),
+          fault_free_commits.begin() + static_cast<std::ptrdiff_t>(bt.commits_before)};
+}
+
+// A light trial after its power failure: finish_trial's last restart alone, natively from its
+// crash image, then its verdict.
+void restart_from_image(SimSession& s, TrialResult& t, const BatchedTrial& bt,
+                        std::vector<sim::CommitPoint> commits,
                         const std::vector<std::byte>* verified_output) {
-  std::mt19937_64 rng = trial_rng(opt.seed, bt.index);
-  TrialResult t = new_trial(opt, ff, bt.index, rng);
-  if (opt.kill_trial == bt.index) ::raise(SIGKILL);
-  try {
-    std::memcpy(s.pool().base(), bt.image.data(), bt.image.size());
-    RunReport report;
-    const auto r = s.restart_native(true, 0, report);
-    if (!r) throw std::logic_error("the scheme has no native restart");
-    note_recovery(t, bt.position_at_failure, r->resume, report, r->recovery_ops, 0);
-    std::vector<sim::CommitPoint> commits(
-        fault_free_commits.begin(),
-        fault_free_commits.begin() + static_cast<std::ptrdiff_t>(bt.commits_before));
-    for (const mem::RegionId c : r->regions) commits.push_back({c});
-    conclude_trial(s, t, commits, bt.commits_before, verified_output);
-  } catch (const std::exception& e) {
-    t.failure = e.what();
-  }
-  return t;
+  std::memcpy(s.pool().base(), bt.image.data(), bt.image.size());
+  RunReport report;
+  const auto r = s.restart_native(true, 0, report);
+  if (!r) throw std::logic_error("the scheme has no native restart");
+  note_recovery(t, bt.position_at_failure, r->resume, report, r->recovery_ops, 0);
+  for (const mem::RegionId c : r->regions) commits.push_back({c});
+  conclude_trial(s, t, commits, bt.commits_before, verified_output);
 }
 
 // Puts the simulator where trial bt's power failure left it, as far as what follows can tell
 // (cut_again_batchable): its op count, outer position and commits, NVM and memory as its crash
 // image, then the failure itself (apply_crash_image: caches emptied, crash disarmed).
-void rewind_trial(SimSession& s, const BatchedTrial& bt,
-                  const std::vector<sim::CommitPoint>& fault_free_commits) {
+void rewind_trial(SimSession& s, const BatchedTrial& bt, std::vector<sim::CommitPoint> commits) {
   sim::SimBackend& be = s.backend();
-  be.rewind_to_failure(
-      bt.ops, bt.position_at_failure,
-      {fault_free_commits.begin(),
-       fault_free_commits.begin() + static_cast<std::ptrdiff_t>(bt.commits_before)});
+  be.rewind_to_failure(bt.ops, bt.position_at_failure, std::move(commits));
   if (!be.machine().image().load_from(bt.image, s.pool().base()))
     throw std::logic_error("a persistent range lies outside the pool");
   std::memcpy(s.pool().base(), bt.image.data(), bt.image.size());
   be.apply_crash_image();
 }
 
-// In a batch's child: trial `bt`, whose restart is cut again, as its own child forked at its
-// crash point would run it (run_child_trial), from the simulator rewind_trial rebuilt.
-TrialResult cut_again_trial(const CampaignOptions& opt, const FaultFree& ff, SimSession& s,
-                            const BatchedTrial& bt,
-                            const std::vector<sim::CommitPoint>& fault_free_commits,
-                            const std::vector<std::byte>* verified_output) {
+// In a batch's child: trial bt from its crash image to its verdict, as its own child forked at
+// its crash point would run it (run_child_trial). A trial cut again in its restart first has
+// the simulator rewound to its power failure (rewind_trial); a light one needs only its image.
+TrialResult batched_trial(const CampaignOptions& opt, const FaultFree& ff, SimSession& s,
+                          const BatchedTrial& bt,
+                          const std::vector<sim::CommitPoint>& fault_free_commits,
+                          const std::vector<std::byte>* verified_output) {
   std::mt19937_64 rng = trial_rng(opt.seed, bt.index);
   TrialResult t = new_trial(opt, ff, bt.index, rng);
   if (opt.kill_trial == bt.index) ::raise(SIGKILL);
   try {
-    rewind_trial(s, bt, fault_free_commits);
+    if (!bt.cut_again) {
+      restart_from_image(s, t, bt, commits_at_crash(bt, fault_free_commits), verified_output);
+      return t;
+    }
+    rewind_trial(s, bt, commits_at_crash(bt, fault_free_commits));
   } catch (const std::exception& e) {
     t.failure = e.what();
     return t;
@@ -670,9 +669,7 @@ TrialResult cut_again_trial(const CampaignOptions& opt, const FaultFree& ff, Sim
       // trial per child, rather than a trial on a machine that no longer models.
       if (bt.cut_again && !s.backend().machine().modelling())
         throw std::logic_error("the cache model was stopped by an earlier trial of the batch");
-      all.push_back(trial_wire(
-          bt.cut_again ? cut_again_trial(opt, ff, s, bt, fault_free_commits, verified_output)
-                       : light_trial(opt, ff, s, bt, fault_free_commits, verified_output)));
+      all.push_back(trial_wire(batched_trial(opt, ff, s, bt, fault_free_commits, verified_output)));
     }
     children.finish_child(all.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 0);
   } catch (...) {
@@ -712,7 +709,8 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
   };
   // A child's tag: a trial's index, or plans.size() + b for batch b.
   std::vector<std::vector<BatchedTrial>> batches;
-  std::vector<std::size_t> retry;  // batches whose child died: again, one trial per child
+  std::optional<ImageSlots> slots;  // the batched trials' images (made once the pool is known)
+  std::vector<std::size_t> retry;   // batches whose child died: again, one trial per child
   ForkPool children(opt.jobs, [&](std::uint64_t tag, std::string payload, int status) {
     if (tag < plans.size()) {
       TrialResult& t = out.results[tag];
@@ -735,6 +733,7 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
           out.results[bt.index].failure = failure;
         }
         finish(bt.index);
+        slots->release(bt.slot);  // its child has ended
       }
       return;
     }
@@ -757,9 +756,11 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
   // Trials are batched only where their child would restart natively from the image.
   std::size_t batch_size = 0;
   if (opt.batch_trials && restarts_natively && !opt.model_last_recovery)
-    batch_size = std::clamp<std::size_t>(
-        kBatchBytes / std::max<std::size_t>(1, s.pool().size()), 1, kBatchTrials);
+    batch_size = std::clamp<std::size_t>(kBatchBytes / std::max<std::size_t>(1, s.pool().size()), 1,
+                                         kBatchTrials);
   const bool batch_cut_again = batch_size > 0 && cut_again_batchable(opt, ff);
+  // Slots for the batches that can be in flight: the one filling and one per running child.
+  slots.emplace(s.pool().size(), batch_size * static_cast<std::size_t>(std::max(1, opt.jobs) + 1));
   std::vector<BatchedTrial> pending;
   std::optional<std::size_t> mine, my_batch;  // in a child: the trial or batch it runs
   // Forks batch b's child. During the run (`in_run`) the child returns true, to cut the power
@@ -787,12 +788,15 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
       if (batch_size > 0) {
         const bool cut_again = restart_is_cut(opt, ff, i);
         if (!cut_again || batch_cut_again) {
-          if (auto bt = capture_trial(s, opt, i, cut_again)) {
+          while (!slots->any_free() && children.running() > 0) children.poll(true);
+          const std::size_t slot = slots->acquire();
+          if (auto bt = capture_trial(s, opt, i, cut_again, *slots, slot)) {
             pending.push_back(std::move(*bt));
             if (pending.size() >= batch_size && flush_pending(true))
               return true;  // the batch's child: the power fails before this op
             continue;
           }
+          slots->release(slot);
           batch_size = 0;  // a persistent range outside the pool: fork every trial
         }
       }

@@ -165,6 +165,46 @@ void CrashImage::perturb(std::mt19937_64& rng) {
   }
 }
 
+bool CrashImage::perturbed_into(std::span<std::byte> dst, const void* live_base,
+                                std::mt19937_64& rng) const {
+  if (!restore_into(dst, live_base)) return false;
+  const auto base = reinterpret_cast<std::uintptr_t>(live_base);
+  // Puts a line's bytes (those inside registered ranges) into dst, as line_bytes<true> into
+  // the shadows.
+  const auto put_line = [&](std::uint64_t line, const std::byte* bytes) {
+    const std::uintptr_t lo = line * kCacheLineBytes, hi = lo + kCacheLineBytes;
+    for (const Range& r : ranges_) {
+      const std::uintptr_t from = std::max(lo, r.base), to = std::min(hi, r.base + r.len);
+      if (from < to) std::memcpy(dst.data() + (from - base), bytes + (from - lo), to - from);
+    }
+  };
+  // perturb's steps, in its order (sorted lines: draws independent of hash order).
+  const auto undo_some = [&](const auto& pending) {
+    std::vector<std::uint64_t> lines;
+    lines.reserve(pending.size());
+    for (const auto& e : pending) lines.push_back(e.first);
+    std::sort(lines.begin(), lines.end());
+    for (const std::uint64_t l : lines)
+      if (rng() & 1) put_line(l, pending.at(l).prior);
+  };
+  undo_some(unfenced_);
+  undo_some(preflushes_);
+  for (const Range& r : ranges_) {
+    const auto* live = reinterpret_cast<const std::byte*>(r.base);
+    std::byte* image = dst.data() + (r.base - base);
+    std::uintptr_t a = r.base;
+    while (a < r.base + r.len) {
+      const std::uintptr_t end =
+          std::min(r.base + r.len, (a / kCacheLineBytes + 1) * kCacheLineBytes);
+      const std::size_t off = a - r.base, len = end - a;
+      if (std::memcmp(live + off, image + off, len) != 0 && (rng() & 1))
+        std::memcpy(image + off, live + off, len);
+      a = end;
+    }
+  }
+  return true;
+}
+
 std::vector<std::vector<std::byte>> CrashImage::save() const {
   std::vector<std::vector<std::byte>> out;
   out.reserve(ranges_.size());

@@ -112,9 +112,9 @@ TEST(CrashCampaignFork, BatchedTrialsEqualOneForkPerTrial) {
     const char* kernel;
     const char* scheme;
     sim::Replacement replacement = sim::Replacement::kLru;
-    std::uint64_t quantum = 0;        // SimParams::interleave_quantum
-    std::uint64_t cleaning = 0;       // SimParams::periodic_flush_cycles
-    bool cut_again_batched = true;    // whether trials cut again may join batches
+    std::uint64_t quantum = 0;      // SimParams::interleave_quantum
+    std::uint64_t cleaning = 0;     // SimParams::periodic_flush_cycles
+    bool cut_again_batched = true;  // whether trials cut again may join batches
   };
   for (const Case c : {Case{"tmm", "lp"}, Case{"tmm", "wal-jj"}, Case{"tmm", "ep-ii"},
                        Case{"cg", "lp"}, Case{"tmm", "lp", sim::Replacement::kRandom},

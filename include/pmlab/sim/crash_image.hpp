@@ -101,6 +101,11 @@ class CrashImage {
   // probability 1/2, independently. Every line then holds a version it had, never older than a
   // completed flush + fence made durable. Clears the unfenced set.
   void perturb(std::mt19937_64& rng);
+  // What perturb(rng) would make of the image, written to `dst` as restore_into writes it (a
+  // copy of memory from `live_base` on), with the same draws in the same order; the image
+  // itself does not change. False, with nothing written or drawn, if a range lies outside dst.
+  [[nodiscard]] bool perturbed_into(std::span<std::byte> dst, const void* live_base,
+                                    std::mt19937_64& rng) const;
   // Every shadow, for putting the image back after a measuring run (crash campaigns measure a
   // recovery's length before cutting it).
   [[nodiscard]] std::vector<std::vector<std::byte>> save() const;
