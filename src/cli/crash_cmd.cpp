@@ -381,9 +381,9 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                 "Fork every trial at its crash point. By default trials run in batches, one child "
                 "per batch, from the crash images the campaign kept (fewer fork()s; the same "
                 "results); a trial whose restart is cut again joins a batch only on machines "
-                "where nothing a power failure leaves behind (clocks, periodic cleaning, random "
-                "replacement, the helper core, PreFlush, persist barriers) can change what follows "
-                "it. A measurement aid");
+                "where nothing a power failure leaves behind (the clocks, which periodic cleaning, "
+                "PreFlush and the helper core follow; persist barriers' epochs) can change what "
+                "follows it, and without --wc-buffers. A measurement aid");
   cmd->add_flag("--json", a->json, "Print JSON");
   // Small caches by default so CI-sized runs evict (the interesting crashes).
   add_machine_options(*cmd, a->machine);
