@@ -71,8 +71,7 @@ bool CrashImage::line_durable(LineAddr line) const {
   return true;
 }
 
-template <bool ToShadow>
-bool CrashImage::line_bytes(LineAddr line, std::byte* buf) {
+bool CrashImage::durable_line(LineAddr line, std::byte* buf) const {
   bool any = false;
   const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
@@ -82,11 +81,7 @@ bool CrashImage::line_bytes(LineAddr line, std::byte* buf) {
     const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
     if (from >= to) continue;
     any = true;
-    std::byte* shadow = it->shadow.data() + (from - it->base);
-    if constexpr (ToShadow)
-      std::memcpy(shadow, buf + (from - lo), to - from);
-    else
-      std::memcpy(buf + (from - lo), shadow, to - from);
+    std::memcpy(buf + (from - lo), it->shadow.data() + (from - it->base), to - from);
   }
   return any;
 }
@@ -96,7 +91,7 @@ void CrashImage::note_flush(LineAddr line, int core) {
   if (it == unfenced_.end()) {
     Unfenced u{};
     // Only the first flush since the last fence counts: undoing back to it is legal.
-    if (!line_bytes<false>(line, u.prior)) return;  // not persistent memory
+    if (!durable_line(line, u.prior)) return;  // not persistent memory
     it = unfenced_.emplace(line.value(), u).first;
   }
   it->second.cores |= std::uint64_t{1} << (core % 64);
@@ -117,7 +112,7 @@ void CrashImage::note_preflush(LineAddr line, int core) {
   auto it = preflushes_.find(line.value());
   if (it == preflushes_.end()) {
     PendingPreflush p{};
-    if (!line_bytes<false>(line, p.prior)) return;  // not persistent memory
+    if (!durable_line(line, p.prior)) return;  // not persistent memory
     it = preflushes_.emplace(line.value(), p).first;
   }
   it->second.core = core;
@@ -134,51 +129,27 @@ void CrashImage::note_preflush_fence(int core, std::uint64_t t) {
                 [&](const auto& e) { return e.second.core == core && e.second.done <= t; });
 }
 
-void CrashImage::perturb(std::mt19937_64& rng) {
-  // Sorted, so that the draws do not depend on the hash map's iteration order.
-  std::vector<std::uint64_t> lines;
-  lines.reserve(unfenced_.size());
-  for (const auto& e : unfenced_) lines.push_back(e.first);
-  std::sort(lines.begin(), lines.end());
-  for (const std::uint64_t l : lines)
-    if (rng() & 1) line_bytes<true>(LineAddr(l), unfenced_[l].prior);
-  unfenced_.clear();
-  // PreFlushes still in flight: each lost or not (every outcome is a state the line had).
-  lines.clear();
-  for (const auto& e : preflushes_) lines.push_back(e.first);
-  std::sort(lines.begin(), lines.end());
-  for (const std::uint64_t l : lines)
-    if (rng() & 1) line_bytes<true>(LineAddr(l), preflushes_[l].prior);
-  preflushes_.clear();
-  for (Range& r : ranges_) {
-    const auto* live = reinterpret_cast<const std::byte*>(r.base);
-    // Line by line (absolute alignment): a line reaches NVM whole or not at all.
-    std::uintptr_t a = r.base;
-    while (a < r.base + r.len) {
-      const std::uintptr_t end =
-          std::min(r.base + r.len, (a / kCacheLineBytes + 1) * kCacheLineBytes);
-      const std::size_t off = a - r.base, len = end - a;
-      if (std::memcmp(live + off, r.shadow.data() + off, len) != 0 && (rng() & 1))
-        std::memcpy(r.shadow.data() + off, live + off, len);
-      a = end;
-    }
-  }
-}
+namespace {
 
-bool CrashImage::perturbed_into(std::span<std::byte> dst, const void* live_base,
-                                std::mt19937_64& rng) const {
-  if (!restore_into(dst, live_base)) return false;
-  const auto base = reinterpret_cast<std::uintptr_t>(live_base);
-  // Puts a line's bytes (those inside registered ranges) into dst, as line_bytes<true> into
-  // the shadows.
+// The draws of CrashImage::perturb, in its order, onto image bytes wherever they are:
+// `image_of(i)` is where range i's image bytes start (its shadow, or a copy of memory). Each
+// pending flush (then PreFlush) is undone with probability 1/2, lines sorted so that the draws
+// do not depend on the hash maps' order; then each line whose live bytes differ from the image
+// reaches it with probability 1/2. Generic over the ranges and pending maps, whose types are
+// CrashImage's own.
+template <class Ranges, class Unfenced, class Preflushes, class ImageOf>
+void perturb_draws(const Ranges& ranges, const Unfenced& unfenced, const Preflushes& preflushes,
+                   std::mt19937_64& rng, ImageOf image_of) {
+  // A line's bytes inside the ranges := `bytes` (a whole line reaches NVM or not at all).
   const auto put_line = [&](std::uint64_t line, const std::byte* bytes) {
     const std::uintptr_t lo = line * kCacheLineBytes, hi = lo + kCacheLineBytes;
-    for (const Range& r : ranges_) {
-      const std::uintptr_t from = std::max(lo, r.base), to = std::min(hi, r.base + r.len);
-      if (from < to) std::memcpy(dst.data() + (from - base), bytes + (from - lo), to - from);
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      const std::uintptr_t from = std::max(lo, ranges[i].base),
+                           to = std::min(hi, ranges[i].base + ranges[i].len);
+      if (from < to)
+        std::memcpy(image_of(i) + (from - ranges[i].base), bytes + (from - lo), to - from);
     }
   };
-  // perturb's steps, in its order (sorted lines: draws independent of hash order).
   const auto undo_some = [&](const auto& pending) {
     std::vector<std::uint64_t> lines;
     lines.reserve(pending.size());
@@ -187,21 +158,40 @@ bool CrashImage::perturbed_into(std::span<std::byte> dst, const void* live_base,
     for (const std::uint64_t l : lines)
       if (rng() & 1) put_line(l, pending.at(l).prior);
   };
-  undo_some(unfenced_);
-  undo_some(preflushes_);
-  for (const Range& r : ranges_) {
-    const auto* live = reinterpret_cast<const std::byte*>(r.base);
-    std::byte* image = dst.data() + (r.base - base);
-    std::uintptr_t a = r.base;
-    while (a < r.base + r.len) {
+  undo_some(unfenced);
+  undo_some(preflushes);
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto* live = reinterpret_cast<const std::byte*>(ranges[i].base);
+    std::byte* image = image_of(i);
+    // Line by line (absolute alignment): a line reaches NVM whole or not at all.
+    std::uintptr_t a = ranges[i].base;
+    const std::uintptr_t end_of_range = ranges[i].base + ranges[i].len;
+    while (a < end_of_range) {
       const std::uintptr_t end =
-          std::min(r.base + r.len, (a / kCacheLineBytes + 1) * kCacheLineBytes);
-      const std::size_t off = a - r.base, len = end - a;
+          std::min(end_of_range, (a / kCacheLineBytes + 1) * kCacheLineBytes);
+      const std::size_t off = a - ranges[i].base, len = end - a;
       if (std::memcmp(live + off, image + off, len) != 0 && (rng() & 1))
         std::memcpy(image + off, live + off, len);
       a = end;
     }
   }
+}
+
+}  // namespace
+
+void CrashImage::perturb(std::mt19937_64& rng) {
+  perturb_draws(ranges_, unfenced_, preflushes_, rng,
+                [&](std::size_t i) { return ranges_[i].shadow.data(); });
+  unfenced_.clear();
+  preflushes_.clear();
+}
+
+bool CrashImage::perturbed_into(std::span<std::byte> dst, const void* live_base,
+                                std::mt19937_64& rng) const {
+  if (!restore_into(dst, live_base)) return false;
+  const auto base = reinterpret_cast<std::uintptr_t>(live_base);
+  perturb_draws(ranges_, unfenced_, preflushes_, rng,
+                [&](std::size_t i) { return dst.data() + (ranges_[i].base - base); });
   return true;
 }
 

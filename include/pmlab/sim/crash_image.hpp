@@ -133,10 +133,9 @@ class CrashImage {
   };
   [[nodiscard]] const Range* find(std::uintptr_t addr) const;
   [[nodiscard]] const std::byte* durable_bytes(const void* p, std::size_t n) const;
-  // Copies between one line's bytes inside registered ranges and `buf` (64 bytes):
-  // ToShadow: buf -> shadow; else shadow -> buf. False if the line is in no range.
-  template <bool ToShadow>
-  bool line_bytes(LineAddr line, std::byte* buf);
+  // Copies one line's durable bytes (its shadow, inside registered ranges) into `buf` (64
+  // bytes). False if the line is in no range.
+  bool durable_line(LineAddr line, std::byte* buf) const;
 
   struct Unfenced {
     std::byte prior[kCacheLineBytes];  // the line's durable bytes before its first flush
