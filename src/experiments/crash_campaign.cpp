@@ -253,9 +253,15 @@ bool restart_is_cut(const CampaignOptions& opt, const FaultFree& ff, std::uint64
   return measured;
 }
 
-// The power failed: NVM's image (perturbed under the any-dirty model) becomes memory.
+// The odds of a perturbing model's draws (CrashImage::perturb).
+sim::CrashImage::ReachOdds reach_odds(ImageModel m) {
+  return m == ImageModel::kSkewed ? sim::CrashImage::ReachOdds::kSkewed
+                                  : sim::CrashImage::ReachOdds::kHalf;
+}
+
+// The power failed: NVM's image (perturbed under the any-dirty and skewed models) becomes memory.
 void apply_image(sim::SimBackend& be, ImageModel m, std::mt19937_64& image_rng) {
-  if (m == ImageModel::kAnyDirty) be.machine().image().perturb(image_rng);
+  if (perturbs(m)) be.machine().image().perturb(image_rng, reach_odds(m));
   be.apply_crash_image();
 }
 
@@ -400,7 +406,7 @@ TrialResult sequential_trial(const SimRunSpec& spec, std::uint64_t crash_op,
   t.image_seed = setup.image_seed;
   try {
     SimSession s(mutated_spec(spec, setup.mutation));
-    prepare(s, setup.mutation, setup.image == ImageModel::kAnyDirty);
+    prepare(s, setup.mutation, perturbs(setup.image));
     s.backend().arm_crash(crash_op);
     try {
       s.run(0);
@@ -590,9 +596,10 @@ std::optional<BatchedTrial> capture_trial(SimSession& s, const CampaignOptions& 
   std::memcpy(image.data(), pool.base(), pool.size());
   bt.image = image;
   bt.image_rng.seed(image_seed(opt.seed, i));
-  const bool inside = image_of(opt, i) == ImageModel::kAnyDirty
-                          ? be.image().perturbed_into(image, pool.base(), bt.image_rng)
-                          : be.image().restore_into(image, pool.base());
+  const ImageModel model = image_of(opt, i);
+  const bool inside = perturbs(model) ? be.image().perturbed_into(image, pool.base(), bt.image_rng,
+                                                                  reach_odds(model))
+                                      : be.image().restore_into(image, pool.base());
   if (!inside) return std::nullopt;
   return bt;
 }
@@ -751,7 +758,8 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
       native_restarts(opt) ? verified_fault_free_output(opt, restarts_natively) : std::nullopt;
   const std::vector<std::byte>* const verified_output = verified ? &*verified : nullptr;
   SimSession s(mutated_spec(opt.spec, opt.mutation));
-  prepare(s, opt.mutation, uses(opt.images, ImageModel::kAnyDirty));
+  prepare(s, opt.mutation,
+          uses(opt.images, ImageModel::kAnyDirty) || uses(opt.images, ImageModel::kSkewed));
   make_pool_private(s.pool());
   sim::SimBackend& be = s.backend();
   // Trials are batched only where their child would restart natively from the image.
@@ -877,15 +885,18 @@ const char* to_string(ImageModel m) {
       return "cache";
     case ImageModel::kAnyDirty:
       return "any-dirty";
+    case ImageModel::kSkewed:
+      return "skewed";
   }
   return "?";
 }
 
 ImageModel image_model_from_string(const std::string& s) {
-  for (const ImageModel m : {ImageModel::kCache, ImageModel::kAnyDirty})
+  for (const ImageModel m : {ImageModel::kCache, ImageModel::kAnyDirty, ImageModel::kSkewed})
     if (s == to_string(m)) return m;
-  throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("unknown crash image model '{}' (expected cache or any-dirty)", s));
+  throw Error(
+      ErrorCode::kInvalidArgument,
+      fmt::format("unknown crash image model '{}' (expected cache, any-dirty or skewed)", s));
 }
 
 mem::Mutation mutation_from_string(const std::string& s) {
@@ -937,13 +948,17 @@ CampaignResult run_campaign(const CampaignOptions& opt) {
     throw Error(ErrorCode::kInvalidArgument, "a crash campaign needs at least one image model");
   require_crash_safe(opt.spec);
   // Under a hardware persist barrier (lb*) the machine orders NVM writes by epoch; the any-dirty
-  // model would persist any dirty line regardless and report false failures. Refused, so that
-  // such a campaign uses the cache image, which the epoch engine's writes shape (docs/bep.md).
-  if (opt.spec.machine.persistency.hardware() && uses(opt.images, ImageModel::kAnyDirty))
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("the any-dirty crash image ignores the epoch order a hardware barrier "
-                            "({}) guarantees: use --images cache",
-                            sim::to_string(opt.spec.machine.persistency.barrier)));
+  // and skewed models would persist any dirty line regardless and report false failures.
+  // Refused, so that such a campaign uses the cache image, which the epoch engine's writes shape
+  // (docs/bep.md).
+  if (opt.spec.machine.persistency.hardware())
+    for (const ImageModel m : opt.images)
+      if (perturbs(m))
+        throw Error(
+            ErrorCode::kInvalidArgument,
+            fmt::format("the {} crash image ignores the epoch order a hardware barrier "
+                        "({}) guarantees: use --images cache",
+                        to_string(m), sim::to_string(opt.spec.machine.persistency.barrier)));
   // With the persist-order oracle on (--check-order), a violation in the fault-free run is
   // reported by every trial whose crash point lies after it (its run throws); the plan itself
   // comes from the same run without the oracle (the oracle changes no op).
@@ -1183,9 +1198,14 @@ CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m) {
   c.progress = nullptr;
   if (m == mem::Mutation::kCommitEarly || m == mem::Mutation::kCpNoSfence)
     c.trials = opt.trials * kNarrowWindowTrialFactor;
-  const bool any_dirty =
-      std::find(opt.images.begin(), opt.images.end(), ImageModel::kAnyDirty) != opt.images.end();
-  if (m == mem::Mutation::kCpNoSfence && any_dirty) c.images = {ImageModel::kAnyDirty};
+  // cp-no-sfence: the cache image keeps every flush, fenced or not, so only the perturbing
+  // models of the campaign (any-dirty, skewed) can see it.
+  if (m == mem::Mutation::kCpNoSfence) {
+    std::vector<ImageModel> perturbing;
+    for (const ImageModel x : opt.images)
+      if (perturbs(x)) perturbing.push_back(x);
+    if (!perturbing.empty()) c.images = std::move(perturbing);
+  }
   // An engine mutant breaks the persist order, which the benchmark's image check sees only
   // when a crash lands in the window it opens: the campaign runs the persist-order oracle too.
   if (mem::epoch_engine_mutation(m)) c.spec.machine.persistency.check_order = true;

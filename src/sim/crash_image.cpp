@@ -133,13 +133,20 @@ namespace {
 
 // The draws of CrashImage::perturb, in its order, onto image bytes wherever they are:
 // `image_of(i)` is where range i's image bytes start (its shadow, or a copy of memory). Each
-// pending flush (then PreFlush) is undone with probability 1/2, lines sorted so that the draws
+// pending flush (then PreFlush) is undone with probability 1 - p, lines sorted so that the draws
 // do not depend on the hash maps' order; then each line whose live bytes differ from the image
-// reaches it with probability 1/2. Generic over the ranges and pending maps, whose types are
-// CrashImage's own.
+// reaches it with probability p (CrashImage::ReachOdds). Generic over the ranges and pending
+// maps, whose types are CrashImage's own.
 template <class Ranges, class Unfenced, class Preflushes, class ImageOf>
 void perturb_draws(const Ranges& ranges, const Unfenced& unfenced, const Preflushes& preflushes,
-                   std::mt19937_64& rng, ImageOf image_of) {
+                   std::mt19937_64& rng, CrashImage::ReachOdds odds, ImageOf image_of) {
+  // p = 1/2 is one bit of a draw, as before the skewed odds existed, so any-dirty's images
+  // (and every figure measured with them) did not move; a skewed image first draws its p as a
+  // 64-bit threshold, then a line reaches NVM when its draw falls below it.
+  const bool skewed = odds == CrashImage::ReachOdds::kSkewed;
+  const std::uint64_t threshold = skewed ? rng() : 0;
+  const auto undone = [&] { return skewed ? rng() >= threshold : (rng() & 1) != 0; };
+  const auto reaches = [&] { return skewed ? rng() < threshold : (rng() & 1) != 0; };
   // A line's bytes inside the ranges := `bytes` (a whole line reaches NVM or not at all).
   const auto put_line = [&](std::uint64_t line, const std::byte* bytes) {
     const std::uintptr_t lo = line * kCacheLineBytes, hi = lo + kCacheLineBytes;
@@ -156,7 +163,7 @@ void perturb_draws(const Ranges& ranges, const Unfenced& unfenced, const Preflus
     for (const auto& e : pending) lines.push_back(e.first);
     std::sort(lines.begin(), lines.end());
     for (const std::uint64_t l : lines)
-      if (rng() & 1) put_line(l, pending.at(l).prior);
+      if (undone()) put_line(l, pending.at(l).prior);
   };
   undo_some(unfenced);
   undo_some(preflushes);
@@ -170,7 +177,7 @@ void perturb_draws(const Ranges& ranges, const Unfenced& unfenced, const Preflus
       const std::uintptr_t end =
           std::min(end_of_range, (a / kCacheLineBytes + 1) * kCacheLineBytes);
       const std::size_t off = a - ranges[i].base, len = end - a;
-      if (std::memcmp(live + off, image + off, len) != 0 && (rng() & 1))
+      if (std::memcmp(live + off, image + off, len) != 0 && reaches())
         std::memcpy(image + off, live + off, len);
       a = end;
     }
@@ -179,18 +186,18 @@ void perturb_draws(const Ranges& ranges, const Unfenced& unfenced, const Preflus
 
 }  // namespace
 
-void CrashImage::perturb(std::mt19937_64& rng) {
-  perturb_draws(ranges_, unfenced_, preflushes_, rng,
+void CrashImage::perturb(std::mt19937_64& rng, ReachOdds odds) {
+  perturb_draws(ranges_, unfenced_, preflushes_, rng, odds,
                 [&](std::size_t i) { return ranges_[i].shadow.data(); });
   unfenced_.clear();
   preflushes_.clear();
 }
 
 bool CrashImage::perturbed_into(std::span<std::byte> dst, const void* live_base,
-                                std::mt19937_64& rng) const {
+                                std::mt19937_64& rng, ReachOdds odds) const {
   if (!restore_into(dst, live_base)) return false;
   const auto base = reinterpret_cast<std::uintptr_t>(live_base);
-  perturb_draws(ranges_, unfenced_, preflushes_, rng,
+  perturb_draws(ranges_, unfenced_, preflushes_, rng, odds,
                 [&](std::size_t i) { return dst.data() + (ranges_[i].base - base); });
   return true;
 }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/crash_safe_cases.hpp"
 #include "../support/process.hpp"
 #include "../support/test_scale.hpp"
 #include "negative_control_machine.hpp"
@@ -26,17 +27,10 @@ namespace {
 
 using namespace pmlab::experiments;  // the crash campaign under test
 
-struct Case {
-  std::string kernel, scheme;
-  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.kernel << " " << c.scheme; }
-};
+using Case = pmlab::test::CrashSafeCase;
 
 std::vector<Case> cases() {
-  std::vector<Case> out;
-  for (const auto& k : kernel_drivers())
-    for (const auto& s : k.schemes)
-      if (k.crash_safe(s)) out.push_back({k.name, s});  // not ipv-nf (measurement only)
-  return out;
+  return pmlab::test::crash_safe_cases();
 }
 
 bool simulable(const Case& c) {
@@ -48,11 +42,15 @@ bool simulable(const Case& c) {
   }
 }
 
-// --- The any-dirty image model -------------------------------------------------------------
+// --- The any-dirty image model (and its skewed odds: tests/crash/skewed_image_test.cpp) ------
 
 alignas(64) std::uint64_t g_mem[32];  // four lines
 
-TEST(AnyDirtyImage, UnfencedFlushesMayBeLostFencedOnesNever) {
+using Odds = sim::CrashImage::ReachOdds;
+
+class AnyDirtyImage : public ::testing::TestWithParam<Odds> {};
+
+TEST_P(AnyDirtyImage, UnfencedFlushesMayBeLostFencedOnesNever) {
   int lost_unfenced = 0, kept_unfenced = 0;
   for (std::uint64_t seed = 0; seed < 64; ++seed) {
     std::memset(g_mem, 0, sizeof g_mem);
@@ -70,7 +68,7 @@ TEST(AnyDirtyImage, UnfencedFlushesMayBeLostFencedOnesNever) {
     img.note_flush(line(1), 0);
     img.capture_line(line(1));
     std::mt19937_64 rng(seed);
-    img.perturb(rng);
+    img.perturb(rng, GetParam());
     EXPECT_EQ(img.durable(&g_mem[0]), 1u);
     (img.durable(&g_mem[8]) == 2u ? kept_unfenced : lost_unfenced) += 1;
     EXPECT_EQ(img.unfenced_lines(), 0u);
@@ -79,7 +77,7 @@ TEST(AnyDirtyImage, UnfencedFlushesMayBeLostFencedOnesNever) {
   EXPECT_GT(kept_unfenced, 0);
 }
 
-TEST(AnyDirtyImage, DirtyLinesMayReachNvmWholeCleanOnesStay) {
+TEST_P(AnyDirtyImage, DirtyLinesMayReachNvmWholeCleanOnesStay) {
   int reached = 0, not_reached = 0;
   for (std::uint64_t seed = 0; seed < 64; ++seed) {
     std::memset(g_mem, 0, sizeof g_mem);
@@ -88,7 +86,7 @@ TEST(AnyDirtyImage, DirtyLinesMayReachNvmWholeCleanOnesStay) {
     g_mem[16] = 7;  // line 2 dirty: two words
     g_mem[23] = 9;
     std::mt19937_64 rng(seed);
-    img.perturb(rng);
+    img.perturb(rng, GetParam());
     const auto a = img.durable(&g_mem[16]), b = img.durable(&g_mem[23]);
     EXPECT_EQ(a == 7u, b == 9u) << "a line reaches NVM whole";
     (a == 7u ? reached : not_reached) += 1;
@@ -97,6 +95,11 @@ TEST(AnyDirtyImage, DirtyLinesMayReachNvmWholeCleanOnesStay) {
   EXPECT_GT(reached, 0);
   EXPECT_GT(not_reached, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(BothOdds, AnyDirtyImage, ::testing::Values(Odds::kHalf, Odds::kSkewed),
+                         [](const auto& info) {
+                           return std::string(info.param == Odds::kHalf ? "Half" : "Skewed");
+                         });
 
 // --- Campaign reports ----------------------------------------------------------------------
 
@@ -196,12 +199,7 @@ TEST_P(NegativeControls, EveryApplicableMutantIsDetected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSimulable, NegativeControls, ::testing::ValuesIn(cases()),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param.kernel + "_" + param_info.param.scheme;
-                           for (auto& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         pmlab::test::CrashSafeCaseName{});
 
 // --- Later crashes by phase ----------------------------------------------------------------
 
@@ -236,12 +234,7 @@ TEST_P(RecoveryPhases, CrashesLandInsideTheMeasuredRecovery) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSimulable, RecoveryPhases, ::testing::ValuesIn(cases()),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param.kernel + "_" + param_info.param.scheme;
-                           for (auto& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         pmlab::test::CrashSafeCaseName{});
 
 }  // namespace
 }  // namespace pmlab::run

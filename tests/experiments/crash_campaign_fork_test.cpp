@@ -100,9 +100,9 @@ TEST(CrashCampaignFork, ForkedTrialsEqualSequentialOnesAndReplays) {
 }
 
 // Trials run in batches from the crash images the parent kept; every field of every trial
-// equals one child per trial forked at its crash point, on both image models (any-dirty perturbs
-// a copy of the image). Trials without a crash after the first need only their image; those cut
-// again also need the simulator as their power failure left it, which the batch's child
+// equals one child per trial forked at its crash point, on every image model (any-dirty perturbs
+// a copy of the image; skewed too). Trials without a crash after the first need only their image;
+// those cut again also need the simulator as their power failure left it, which the batch's child
 // rebuilds (rewind_trial) on machines where nothing the failure keeps changes what follows:
 // LRU, random and SRRIP replacement (the failure resets them), fine-grained interleaving. With
 // periodic cleaning (deadlines that follow the clocks) and on a scheme whose seed 002 helper
@@ -115,24 +115,29 @@ TEST(CrashCampaignFork, BatchedTrialsEqualOneForkPerTrial) {
     std::uint64_t quantum = 0;      // SimParams::interleave_quantum
     std::uint64_t cleaning = 0;     // SimParams::periodic_flush_cycles
     bool cut_again_batched = true;  // whether trials cut again may join batches
+    bool skewed = false;            // all three image models (skewed perturbs a copy too)
   };
   for (const Case c : {Case{"tmm", "lp"}, Case{"tmm", "wal-jj"}, Case{"tmm", "ep-ii"},
                        Case{"cg", "lp"}, Case{"tmm", "lp", sim::Replacement::kRandom},
                        Case{"tmm", "wal-ii", sim::Replacement::kSrrip, 50},
                        Case{"tmm", "lp", sim::Replacement::kLru, 0, 3000, false},
-                       Case{"jacobi", "ipv", sim::Replacement::kLru, 0, 0, false}}) {
+                       Case{"jacobi", "ipv", sim::Replacement::kLru, 0, 0, false},
+                       Case{"tmm", "lp", sim::Replacement::kLru, 0, 0, true, true},
+                       Case{"cg", "lp", sim::Replacement::kLru, 0, 0, true, true}}) {
     CampaignOptions opt = tiny_campaign(c.scheme, 23, 5, 60, 9, 0.4);
     opt.spec.run.kernel = c.kernel;
     for (sim::LevelParams* l : {&opt.spec.machine.l1, &opt.spec.machine.llc})
       l->replacement = c.replacement;
     opt.spec.machine.interleave_quantum = c.quantum;
     opt.spec.machine.periodic_flush_cycles = Cycles{c.cleaning};
+    if (c.skewed) opt.images = {ImageModel::kCache, ImageModel::kAnyDirty, ImageModel::kSkewed};
     const CampaignResult batched = run_campaign(opt);
     opt.batch_trials = false;
     const CampaignResult single = run_campaign(opt);
     const std::string what = std::string(c.kernel) + " " + c.scheme + " " +
                              std::string(sim::to_string(c.replacement)) + " quantum " +
-                             std::to_string(c.quantum) + " cleaning " + std::to_string(c.cleaning);
+                             std::to_string(c.quantum) + " cleaning " + std::to_string(c.cleaning) +
+                             (c.skewed ? " skewed" : "");
     ASSERT_EQ(batched.results.size(), single.results.size()) << what;
     EXPECT_EQ(batched.passed, batched.trials) << what;
     std::uint64_t cut_again = 0;

@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "../support/crash_safe_cases.hpp"
 #include "../support/test_scale.hpp"
 #include "../support/test_seed.hpp"
 #include "pmlab/core/error.hpp"
@@ -73,19 +74,10 @@ std::uint64_t random_extra(const std::string& kernel, std::uint64_t n, std::mt19
   return 1 + 2 * (rng() % ((widest + 1) / 2));
 }
 
-struct Case {
-  std::string kernel, scheme;
-  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.kernel << " " << c.scheme; }
-};
+using Case = pmlab::test::CrashSafeCase;
 
-// Evaluated during static initialization, so only the (function-local static) kernel list is
-// used here; whether the simulator can run a case is asked inside the test.
 std::vector<Case> cases() {
-  std::vector<Case> out;
-  for (const auto& k : kernel_drivers())
-    for (const auto& s : k.schemes)
-      if (k.crash_safe(s)) out.push_back({k.name, s});  // not ipv-nf (measurement only)
-  return out;
+  return pmlab::test::crash_safe_cases();
 }
 
 class CrashCampaign : public ::testing::TestWithParam<Case> {};
@@ -203,12 +195,7 @@ TEST_P(CrashCampaign, TheNativeTailEqualsTheSimulatedOne) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSimulable, CrashCampaign, ::testing::ValuesIn(cases()),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param.kernel + "_" + param_info.param.scheme;
-                           for (auto& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         pmlab::test::CrashSafeCaseName{});
 
 TEST(CrashCampaignReplay, ATrialReplaysExactly) {
   CampaignOptions opt;

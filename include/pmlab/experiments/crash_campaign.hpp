@@ -41,7 +41,17 @@ enum class ImageModel : std::uint8_t {
   // dirty line may have reached NVM with its current bytes, each independently with
   // probability 1/2 (CrashImage::perturb): the legal images the property tests' backend draws.
   kAnyDirty,
+  // Adversarial, skewed: any-dirty's draws with one probability p per image, drawn uniformly
+  // from [0, 1), instead of 1/2 for every line (CrashImage::ReachOdds::kSkewed). The same legal
+  // images, weighted towards "almost every dirty line reached NVM" and "almost none": a validation
+  // that must catch every checksum slot of an iteration durable but one data line not (p^8 at
+  // 1/2 with eight slot lines) sees it in a few percent of these images instead of ~0.4 %.
+  kSkewed,
 };
+// Whether the model perturbs the cache's image (any-dirty, skewed), and with which odds.
+[[nodiscard]] constexpr bool perturbs(ImageModel m) {
+  return m == ImageModel::kAnyDirty || m == ImageModel::kSkewed;
+}
 [[nodiscard]] const char* to_string(ImageModel m);
 [[nodiscard]] ImageModel image_model_from_string(const std::string& s);  // throws kInvalidArgument
 [[nodiscard]] mem::Mutation mutation_from_string(const std::string& s);  // throws kInvalidArgument
@@ -104,7 +114,7 @@ struct TrialResult {
   CrashPointKind kind = CrashPointKind::kUniform;
   std::uint64_t crash_op = 0;  // the op that did not happen
   ImageModel image = ImageModel::kCache;
-  std::uint64_t image_seed = 0;  // draws of the any-dirty model (replay)
+  std::uint64_t image_seed = 0;  // draws of the any-dirty and skewed models (replay)
   // Ops (absolute) of the crashes after the first: cut inside a recovery or in the run that
   // resumed after it. Each such crash point is drawn after measuring how long the recovery it
   // targets is (a recovery from the same image, then undone): most land inside it.

@@ -89,23 +89,31 @@ class CrashImage {
   // bytes and preflush_done when the write completes; note_preflush_fence(core, t), at a fence
   // of `core` completing at t, forgets its PreFlushes done by then; a fenced real flush of the
   // line forgets them too (the controller keeps one line's writes in order). What is left at a
-  // crash may not have landed: perturb undoes each with probability 1/2.
+  // crash may not have landed: perturb undoes each as it undoes an unfenced flush.
   void track_preflushes(bool on) { track_preflushes_ = on; }
   void note_preflush(LineAddr line, int core);
   void preflush_done(LineAddr line, std::uint64_t done);
   void note_preflush_fence(int core, std::uint64_t t);
   [[nodiscard]] std::size_t unfenced_lines() const { return unfenced_.size(); }
+  // How likely each pending line is to have reached NVM when perturb draws an image.
+  enum class ReachOdds : std::uint8_t {
+    kHalf,    // probability 1/2 for every line (the any-dirty model)
+    kSkewed,  // one probability p per image, drawn uniformly from [0, 1) first (the skewed model)
+  };
   // Turns the image into another legal one, as the property tests' any-legal-image backend
-  // does: each unfenced flush is undone with probability 1/2, then each line whose live bytes
-  // differ from the image (dirty in some cache) reaches NVM with its current bytes with
-  // probability 1/2, independently. Every line then holds a version it had, never older than a
-  // completed flush + fence made durable. Clears the unfenced set.
-  void perturb(std::mt19937_64& rng);
-  // What perturb(rng) would make of the image, written to `dst` as restore_into writes it (a
-  // copy of memory from `live_base` on), with the same draws in the same order; the image
+  // does: each unfenced flush is undone (its write did not reach NVM) with probability 1 - p,
+  // then each line whose live bytes differ from the image (dirty in some cache) reaches NVM
+  // with its current bytes with probability p, independently; p = 1/2 (kHalf) or drawn per
+  // image (kSkewed: most images lie near "almost every line" or "almost none", the corners where
+  // a commit record or every checksum reached NVM and a few data lines did not). Every line
+  // then holds a version it had, never older than a completed flush + fence made durable.
+  // Clears the unfenced set.
+  void perturb(std::mt19937_64& rng, ReachOdds odds = ReachOdds::kHalf);
+  // What perturb(rng, odds) would make of the image, written to `dst` as restore_into writes it
+  // (a copy of memory from `live_base` on), with the same draws in the same order; the image
   // itself does not change. False, with nothing written or drawn, if a range lies outside dst.
   [[nodiscard]] bool perturbed_into(std::span<std::byte> dst, const void* live_base,
-                                    std::mt19937_64& rng) const;
+                                    std::mt19937_64& rng, ReachOdds odds = ReachOdds::kHalf) const;
   // Every shadow, for putting the image back after a measuring run (crash campaigns measure a
   // recovery's length before cutting it).
   [[nodiscard]] std::vector<std::vector<std::byte>> save() const;
