@@ -393,7 +393,7 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                 "results); a trial whose restart is cut again joins a batch only on machines "
                 "where nothing a power failure leaves behind (the clocks, which periodic cleaning, "
                 "PreFlush and the helper core follow; persist barriers' epochs) can change what "
-                "follows it, and without --wc-buffers. A measurement aid");
+                "follows it. A measurement aid");
   cmd->add_flag("--json", a->json, "Print JSON");
   // Small caches by default so CI-sized runs evict (the interesting crashes).
   add_machine_options(*cmd, a->machine);

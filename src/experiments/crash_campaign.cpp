@@ -567,13 +567,14 @@ struct BatchedTrial {
 // and resets their replacement policies (Cache::clear), the write queues, MSHRs and buffers;
 // it keeps the clocks, which periodic cleaning's deadlines follow and which pace seed 002's
 // helper core and PreFlush's early ACKs, and a hardware persist barrier's epoch state (whose
-// scheme has no native restart anyway). Non-temporal stores are left out too, though their
-// write-combining buffers drain on events only and are emptied by the failure: no test
-// compares batched and single trials with them yet.
+// scheme has no native restart anyway). Non-temporal stores batch: their write-combining buffers
+// drain on events only (a full line, a full set of buffers, an sfence), never on a clock, and
+// the failure empties them (CrashCampaignFork.BatchedTrialsEqualOneForkPerTrial, cp-nt with
+// --wc-buffers).
 bool cut_again_batchable(const CampaignOptions& opt, const FaultFree& ff) {
   const sim::SimParams& m = opt.spec.machine;
   return m.periodic_flush_cycles.value() == 0 && !m.preflush.enabled && !m.persistency.hardware() &&
-         !m.nt_stores && ff.helper_spans.empty();
+         ff.helper_spans.empty();
 }
 
 // Trial i's crash image at the current op (the power fails before it), into `slot` of `slots`:

@@ -116,6 +116,7 @@ TEST(CrashCampaignFork, BatchedTrialsEqualOneForkPerTrial) {
     std::uint64_t cleaning = 0;     // SimParams::periodic_flush_cycles
     bool cut_again_batched = true;  // whether trials cut again may join batches
     bool skewed = false;            // all three image models (skewed perturbs a copy too)
+    bool nt_stores = false;         // SimParams::nt_stores (--wc-buffers): cp-nt's copies
   };
   for (const Case c : {Case{"tmm", "lp"}, Case{"tmm", "wal-jj"}, Case{"tmm", "ep-ii"},
                        Case{"cg", "lp"}, Case{"tmm", "lp", sim::Replacement::kRandom},
@@ -123,7 +124,8 @@ TEST(CrashCampaignFork, BatchedTrialsEqualOneForkPerTrial) {
                        Case{"tmm", "lp", sim::Replacement::kLru, 0, 3000, false},
                        Case{"jacobi", "ipv", sim::Replacement::kLru, 0, 0, false},
                        Case{"tmm", "lp", sim::Replacement::kLru, 0, 0, true, true},
-                       Case{"cg", "lp", sim::Replacement::kLru, 0, 0, true, true}}) {
+                       Case{"cg", "lp", sim::Replacement::kLru, 0, 0, true, true},
+                       Case{"tmm", "cp-nt", sim::Replacement::kLru, 0, 0, true, false, true}}) {
     CampaignOptions opt = tiny_campaign(c.scheme, 23, 5, 60, 9, 0.4);
     opt.spec.run.kernel = c.kernel;
     for (sim::LevelParams* l : {&opt.spec.machine.l1, &opt.spec.machine.llc})
@@ -131,13 +133,14 @@ TEST(CrashCampaignFork, BatchedTrialsEqualOneForkPerTrial) {
     opt.spec.machine.interleave_quantum = c.quantum;
     opt.spec.machine.periodic_flush_cycles = Cycles{c.cleaning};
     if (c.skewed) opt.images = {ImageModel::kCache, ImageModel::kAnyDirty, ImageModel::kSkewed};
+    opt.spec.machine.nt_stores = c.nt_stores;
     const CampaignResult batched = run_campaign(opt);
     opt.batch_trials = false;
     const CampaignResult single = run_campaign(opt);
     const std::string what = std::string(c.kernel) + " " + c.scheme + " " +
                              std::string(sim::to_string(c.replacement)) + " quantum " +
                              std::to_string(c.quantum) + " cleaning " + std::to_string(c.cleaning) +
-                             (c.skewed ? " skewed" : "");
+                             (c.skewed ? " skewed" : "") + (c.nt_stores ? " wc-buffers" : "");
     ASSERT_EQ(batched.results.size(), single.results.size()) << what;
     EXPECT_EQ(batched.passed, batched.trials) << what;
     std::uint64_t cut_again = 0;
@@ -190,7 +193,6 @@ TEST(CrashCampaignFork, ADeadChildFailsOnlyItsTrial) {
 TEST(CrashCampaignFork, ModellingTheLastRecoveryOnlyAddsItsCycles) {
   for (const char* scheme : {"lp", "wal-jj", "ipv"}) {
     CampaignOptions opt = tiny_campaign(scheme, 19, 4, 30, 11, 0.5);
-    opt.jobs = kDefaultCampaignJobs;  // sequential under the sanitizers
     const CampaignResult fast = run_campaign(opt);
     opt.model_last_recovery = true;
     const CampaignResult modelled = run_campaign(opt);

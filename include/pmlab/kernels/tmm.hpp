@@ -53,7 +53,31 @@ template <mem::Backend B>
   const std::size_t k_end = std::min(kk + bs, n), i_end = std::min(ii + bs, n);
   const std::size_t j_end = std::min(jj + bs, n);
   for (std::size_t i = ii; i < i_end; ++i) {
-    for (std::size_t j = jj; j < j_end; ++j) {
+    std::size_t j = jj;
+    // Where nothing observes the access order (a crash trial's native restart), four columns
+    // at once: the one-column k loop below waits on each add's latency (a chain of bs dependent
+    // adds), four independent sums overlap them. Each sum adds the same products in the same
+    // k order, and a[i][k] is loaded (and counted) once per column as below, so every element
+    // gets the same bits and the run the same op count (TmmTileStep.* checks both).
+    if constexpr (mem::AccessOrderUnobserved<B>) {
+      for (; j + 4 <= j_end; j += 4) {
+        double* const cij = c + i * ldc + j;
+        double s0 = be.load(cij), s1 = be.load(cij + 1), s2 = be.load(cij + 2),
+               s3 = be.load(cij + 3);
+        for (std::size_t k = kk; k < k_end; ++k) {
+          const double* const bkj = b + k * ldb + j;
+          s0 += be.load(a + i * lda + k) * be.load(bkj);
+          s1 += be.load(a + i * lda + k) * be.load(bkj + 1);
+          s2 += be.load(a + i * lda + k) * be.load(bkj + 2);
+          s3 += be.load(a + i * lda + k) * be.load(bkj + 3);
+        }
+        be.store(cij, s0);
+        be.store(cij + 1, s1);
+        be.store(cij + 2, s2);
+        be.store(cij + 3, s3);
+      }
+    }
+    for (; j < j_end; ++j) {
       double sum = be.load(c + i * ldc + j);
       for (std::size_t k = kk; k < k_end; ++k)
         sum += be.load(a + i * lda + k) * be.load(b + k * ldb + j);

@@ -34,6 +34,16 @@ concept Backend = requires(B& b, double* pd, const double* cpd, std::uint64_t* p
   { b.threads() } -> std::convertible_to<int>;
 };
 
+// A backend whose order of accesses nothing observes: no cache model, no persistence, nothing
+// kept per address (run::TailBackend, a crash trial's native restart, declares
+// kAccessOrderUnobserved). A kernel may then compute independent elements interleaved (tmm's
+// tile_step takes four columns at once), each element by the same operations in the same order,
+// so with the same bits and the same op count.
+template <class B>
+concept AccessOrderUnobserved = requires {
+  requires B::kAccessOrderUnobserved;
+};
+
 // A run's outer loop reports each finished outer unit (what `first` and resume points count:
 // an iteration, or a block where a kernel's blocks are its units) through this call, once per
 // unit and never per access, from any thread. The native backend counts it when `pmlab run`

@@ -33,6 +33,9 @@ struct TailCounting {
 class TailBackend {
  public:
   using Counting = TailCounting;
+  // Nothing here sees the order of accesses (mem::AccessOrderUnobserved): only the result, the
+  // op count and the regions committed, in order, leave a trial's native restart.
+  static constexpr bool kAccessOrderUnobserved = true;
   explicit TailBackend(int threads, Counting c = {})
       : threads_(threads < 1 ? 1 : threads), counting_(c) {}
 
