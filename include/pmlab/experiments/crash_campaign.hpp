@@ -59,10 +59,12 @@ inline const std::vector<ImageModel> kDefaultImageModels{ImageModel::kCache, Ima
 
 // Children forked at once by default, sanitized builds included. fork() under AddressSanitizer
 // copies its shadow mappings (~10 ms), which made in-process trials the cheaper default there
-// while every trial was a child of its own; with trials in batches (one child per batch) and
-// the fault-free run simulated once, forked campaigns run 2-10x faster than in-process ones
-// under ASan too (docs/crash-campaigns.md, "Session 34"), and the batch path is sanitized.
-// Results are identical either way (jobs = 0 still runs every trial in this process).
+// while every trial was a child of its own. With trials in batches (one child per batch) and
+// the fault-free run simulated once, batchable campaigns run 2-10x faster forked than in
+// process under ASan too, and the batch path (images in shared memory, rewound trials) now runs
+// sanitized; campaigns whose trials cannot batch (hardware barriers) are slower forked, and the
+// sanitizer suite's time did not change (docs/crash-campaigns.md, "Session 34"). Results are
+// identical either way (jobs = 0 still runs every trial in this process).
 inline constexpr int kDefaultCampaignJobs = 2;
 
 struct CampaignOptions {
