@@ -77,8 +77,9 @@ SimRunSpec mutated_spec(const SimRunSpec& spec, mem::Mutation m) {
   return s;
 }
 
-bool uses(const std::vector<ImageModel>& images, ImageModel m) {
-  return std::find(images.begin(), images.end(), m) != images.end();
+// Whether any of the campaign's image models perturbs the cache's image (tracks unfenced flushes).
+bool any_perturbs(const std::vector<ImageModel>& images) {
+  return std::ranges::any_of(images, [](ImageModel m) { return perturbs(m); });
 }
 
 FaultFree fault_free_run(const SimRunSpec& spec, mem::Mutation mutation) {
@@ -759,8 +760,7 @@ void run_forked(const CampaignOptions& opt, const FaultFree& ff,
       native_restarts(opt) ? verified_fault_free_output(opt, restarts_natively) : std::nullopt;
   const std::vector<std::byte>* const verified_output = verified ? &*verified : nullptr;
   SimSession s(mutated_spec(opt.spec, opt.mutation));
-  prepare(s, opt.mutation,
-          uses(opt.images, ImageModel::kAnyDirty) || uses(opt.images, ImageModel::kSkewed));
+  prepare(s, opt.mutation, any_perturbs(opt.images));
   make_pool_private(s.pool());
   sim::SimBackend& be = s.backend();
   // Trials are batched only where their child would restart natively from the image.
