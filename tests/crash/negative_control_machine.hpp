@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "pmlab/experiments/crash_campaign.hpp"
 
 namespace pmlab::run::test {
@@ -28,6 +30,24 @@ inline SimRunSpec negative_control_spec(const std::string& kernel, const std::st
   spec.run.threads = 2;
   spec.machine = machine_from("lp-isca18", experiments::control_machine(kernel, scheme));
   return spec;
+}
+
+// Replays up to five failed trials of campaign `r` (run with `opt`) from their crash points and
+// image seeds: each fails again with the same failure and the same later crashes. Returns how
+// many were replayed.
+inline int expect_failed_trials_replay(const experiments::CampaignOptions& opt,
+                                       const experiments::CampaignResult& r) {
+  int replayed = 0;
+  for (const experiments::TrialResult& t : r.results) {
+    if (t.passed || replayed >= 5) continue;
+    const experiments::TrialResult again = experiments::replay_trial(
+        opt.spec, t.crash_op, t.recovery_crashes, {t.image, t.image_seed, opt.mutation});
+    EXPECT_FALSE(again.passed) << "trial " << t.index;
+    EXPECT_EQ(again.failure, t.failure) << "trial " << t.index;
+    EXPECT_EQ(again.recovery_crashes, t.recovery_crashes) << "trial " << t.index;
+    ++replayed;
+  }
+  return replayed;
 }
 
 }  // namespace pmlab::run::test
