@@ -22,7 +22,8 @@ namespace pmlab::cli {
 namespace {
 
 // Campaign default machine: lp-isca18 with 2 cores, L1 4 KiB, no private L2, LLC 32 KiB, so
-// that CI-sized problems evict (the interesting crashes). Every machine option can change it.
+// that CI-sized problems evict (the interesting crashes); rows declaring cp-barrier-after-write
+// keep the preset's caches (the command's callback). Every machine option can change it.
 MachineArgs campaign_machine() {
   MachineArgs m;
   m.cores = 2;
@@ -30,6 +31,14 @@ MachineArgs campaign_machine() {
   m.l2_size = "0";
   m.llc_size = "32768";
   return m;
+}
+
+// The campaigns' default image models (experiments::kDefaultImageModels), by name.
+std::vector<std::string> default_image_names() {
+  std::vector<std::string> names;
+  for (const auto m : experiments::kDefaultImageModels)
+    names.emplace_back(experiments::to_string(m));
+  return names;
 }
 
 struct CrashArgs {
@@ -46,7 +55,7 @@ struct CrashArgs {
   double recovery_crash_rate = 0.3;
   int jobs = experiments::kDefaultCampaignJobs;
   MachineArgs machine = campaign_machine();
-  std::vector<std::string> images{"cache", "any-dirty"};
+  std::vector<std::string> images = default_image_names();
   std::string mutate = "none";
   bool controls = true;
   bool quiet = false;  // no progress bar
@@ -240,8 +249,9 @@ int do_crash(const CrashArgs& a) {
     if (with_controls) {
       std::string each;
       for (const auto& c : controls)
-        each += fmt::format("{}{} {}/{} trials failed{}", each.empty() ? "" : ", ",
+        each += fmt::format("{}{} {}/{} trials failed{}{}", each.empty() ? "" : ", ",
                             mem::to_string(c.mutation), c.failed, c.trials,
+                            c.campaigns > 1 ? fmt::format(" in {} campaigns", c.campaigns) : "",
                             c.not_reached.empty() ? "" : " (not reached)");
       if (controls.empty())
         fmt::print("  negative controls: none apply to {} here ({})\n", a.scheme,
@@ -279,9 +289,10 @@ int do_crash(const CrashArgs& a) {
     for (const auto& c : controls)
       if (!c.detected() && c.not_reached.empty())
         fmt::print(stderr,
-                   "pmlab: negative control {} not detected: 0 of its {} trials failed, so these "
-                   "passes cannot rule that bug out (more --trials{}; exit {})\n",
-                   mem::to_string(c.mutation), c.trials,
+                   "pmlab: negative control {} not detected: 0 of its {} trials failed ({} "
+                   "campaigns, the last ones added because none had failed), so these passes "
+                   "cannot rule that bug out (more --trials{}; exit {})\n",
+                   mem::to_string(c.mutation), c.trials, c.campaigns,
                    skewed ? " or other --images"
                           : ", or add skewed images: --images cache,any-dirty,skewed",
                    kExitControlMissed);
@@ -335,7 +346,8 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                   "'skewed' (any-dirty with one probability per image, drawn uniformly: images "
                   "where almost every dirty line reached NVM, or almost none, which a recovery "
                   "that trusts a commit record or checksum too early must survive; "
-                  "docs/crash-campaigns.md)")
+                  "docs/crash-campaigns.md). A hardware persist barrier (--barrier lb*) allows "
+                  "'cache' only and makes it the default")
       ->capture_default_str()
       ->check(CLI::IsMember({"cache", "any-dirty", "skewed"}))
       ->delimiter(',');
@@ -400,11 +412,19 @@ void add_crash_command(CLI::App& app, int& exit_code) {
   cmd->callback([a, cmd, &exit_code] {
     // A machine file is the user's whole machine: the campaign's small-cache defaults apply to
     // presets only, and to a file only where given on the command line.
-    if (is_machine_file(a->machine.config)) {
-      if (cmd->get_option("--cores")->count() == 0) a->machine.cores.reset();
+    const auto keep_unless_given = [&] {
       if (cmd->get_option("--l1-size")->count() == 0) a->machine.l1_size.reset();
       if (cmd->get_option("--l2-size")->count() == 0) a->machine.l2_size.reset();
       if (cmd->get_option("--llc-size")->count() == 0) a->machine.llc_size.reset();
+    };
+    if (is_machine_file(a->machine.config)) {
+      if (cmd->get_option("--cores")->count() == 0) a->machine.cores.reset();
+      keep_unless_given();
+    } else if (experiments::keeps_preset_caches(a->kernel, a->scheme)) {
+      // A row declaring cp-barrier-after-write keeps the preset's caches, as its eval and test
+      // campaigns do (experiments::control_machine): behind small ones the helper's copy always
+      // ends first and that control could never fail (docs/seed002.md, "cp-nt-async").
+      keep_unless_given();
     }
     const InterruptScope interrupts(OnInterrupt::kExitNow);  // pools in memory, children die too
     exit_code = do_crash(*a);

@@ -23,6 +23,7 @@
 #include "image_slots.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/kernels/inputs.hpp"
+#include "pmlab/run/catalog.hpp"
 #include "pmlab/run/user_kernel.hpp"
 #include "pmlab/sim/crash_image.hpp"
 
@@ -1164,12 +1165,24 @@ std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
   return ms;
 }
 
+bool keeps_preset_caches(const std::string& kernel, const std::string& scheme) {
+  // False for a kernel or scheme the catalog does not know: the campaign's own checks refuse
+  // those, naming the known ones (`pmlab crash` asks before it checks anything).
+  const auto& drivers = run::kernel_drivers();
+  const auto k = std::find_if(drivers.begin(), drivers.end(),
+                              [&](const run::KernelDriver& d) { return d.name == kernel; });
+  if (k == drivers.end() ||
+      std::find(k->schemes.begin(), k->schemes.end(), scheme) == k->schemes.end())
+    return false;
+  // Decided by what the row declares, not by its name (crash_campaign.hpp says why).
+  const SimKernel& sk = find_sim_kernel(kernel);
+  return sk.mutants && sk.mutants(scheme).contains(mem::Mutation::kCpBarrierAfterWrite);
+}
+
 run::MachineOverrides control_machine(const std::string& kernel, const std::string& scheme) {
   run::MachineOverrides o;
   o.cores = 2;
-  // Decided by what the row declares, not by its name (crash_campaign.hpp says why).
-  const SimKernel& sk = find_sim_kernel(kernel);
-  if (sk.mutants && sk.mutants(scheme).contains(mem::Mutation::kCpBarrierAfterWrite)) return o;
+  if (keeps_preset_caches(kernel, scheme)) return o;
   o.l1_size = 1024;
   o.llc_size = 4096;
   o.l1_ways = 4;
@@ -1242,15 +1255,54 @@ std::string not_reached(const SimRunSpec& spec, mem::Mutation m) {
   return preflush_control(m) ? not_reached_in(simulate(spec).stats.preflush, m) : std::string{};
 }
 
+namespace {
+
+// Adds campaign `r`'s trials, failures, per-image tallies and time to `c`.
+void add_campaign(ControlResult& c, const CampaignResult& r) {
+  c.trials += r.trials;
+  c.failed += r.trials - r.passed;
+  c.seconds += r.seconds;
+  for (const ImageTally& t : tally_by_image(r)) {
+    auto it = std::find_if(c.by_image.begin(), c.by_image.end(),
+                           [&](const ImageTally& x) { return x.image == t.image; });
+    if (it == c.by_image.end()) {
+      c.by_image.push_back(t);
+    } else {
+      it->trials += t.trials;
+      it->passed += t.passed;
+    }
+  }
+}
+
+// Fresh trials for a control `c` (run as `opt`) that failed none: campaigns doubling its total
+// until a trial fails or it has kControlTrialCap times its first campaign's trials
+// (crash_campaign.hpp says why). Each extension draws from its own seed, so its trials are new.
+void extend_missed_control(ControlResult& c, CampaignOptions opt, std::uint64_t seed) {
+  const std::uint64_t cap = c.trials * kControlTrialCap;
+  while (!c.detected() && c.trials < cap) {
+    opt.trials = std::min(c.trials, cap - c.trials);
+    opt.seed = seed + 0x9E3779B97F4A7C15ULL * c.campaigns;  // a fresh stream per extension
+    add_campaign(c, run_campaign(opt));
+    ++c.campaigns;
+  }
+}
+
+}  // namespace
+
 std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
   std::vector<ControlResult> out;
   std::optional<sim::PreflushStats> fault_free;  // simulated when a PreFlush control is missed
   for (const mem::Mutation m : applicable_mutations(opt.spec)) {
-    const CampaignResult r = run_campaign(control_options(opt, m));
-    out.push_back({m, r.trials, r.trials - r.passed, tally_by_image(r), r.seconds, {}});
-    if (out.back().detected() || !preflush_control(m)) continue;
-    if (!fault_free) fault_free = simulate(opt.spec).stats.preflush;  // once for both controls
-    out.back().not_reached = not_reached_in(fault_free, m);
+    const CampaignOptions c = control_options(opt, m);
+    ControlResult& r = out.emplace_back(ControlResult{.mutation = m});
+    add_campaign(r, run_campaign(c));
+    if (r.detected()) continue;
+    if (preflush_control(m)) {
+      if (!fault_free) fault_free = simulate(opt.spec).stats.preflush;  // once for both controls
+      r.not_reached = not_reached_in(fault_free, m);
+    }
+    // A miss the fault-free run cannot reach stays excused as it is; more trials cannot help.
+    if (r.not_reached.empty()) extend_missed_control(r, c, opt.seed);
   }
   return out;
 }
@@ -1275,6 +1327,7 @@ nlohmann::json to_json(const std::vector<ControlResult>& c) {
                     {"trials", x.trials},
                     {"failed", x.failed},
                     {"detected", x.detected()},
+                    {"campaigns", x.campaigns},
                     {"image_models", models},
                     {"seconds", x.seconds}});
     if (!x.not_reached.empty()) runs.back()["not_reached"] = x.not_reached;

@@ -103,21 +103,24 @@ INSTANTIATE_TEST_SUITE_P(BothOdds, AnyDirtyImage, ::testing::Values(Odds::kHalf,
 
 // --- Campaign reports ----------------------------------------------------------------------
 
-TEST(CrashEvidence, CampaignsUseBothImageModelsByDefaultAndCountEach) {
+TEST(CrashEvidence, CampaignsUseEveryDefaultImageModelAndCountEach) {
   CampaignOptions opt;
   opt.spec = test::negative_control_spec("tmm", "cp");
   opt.trials = 40;
   opt.seed = test::evidence_seed();
   const auto r = run_campaign(opt);
   const auto tally = tally_by_image(r);
-  ASSERT_EQ(tally.size(), 2u);
+  ASSERT_EQ(tally.size(), 3u);
   EXPECT_EQ(tally[0].image, ImageModel::kCache);
   EXPECT_EQ(tally[1].image, ImageModel::kAnyDirty);
-  EXPECT_EQ(tally[0].trials + tally[1].trials, 40u);
-  EXPECT_EQ(tally[0].passed + tally[1].passed, r.passed);
+  EXPECT_EQ(tally[2].image, ImageModel::kSkewed);
+  EXPECT_EQ(tally[0].trials, 14u);  // trial i uses model i % 3
+  EXPECT_EQ(tally[0].trials + tally[1].trials + tally[2].trials, 40u);
+  EXPECT_EQ(tally[0].passed + tally[1].passed + tally[2].passed, r.passed);
   const auto j = to_json(r, false);
-  ASSERT_EQ(j["image_models"].size(), 2u);
+  ASSERT_EQ(j["image_models"].size(), 3u);
   EXPECT_EQ(j["image_models"][1]["model"], "any-dirty");
+  EXPECT_EQ(j["image_models"][2]["model"], "skewed");
   EXPECT_EQ(j["mutation"], "none");
 }
 
@@ -129,6 +132,7 @@ TEST(CrashEvidence, AnyDirtyCatchesWhatTheCacheImageMisses) {
   opt.trials = 100;
   opt.seed = test::evidence_seed();
   opt.mutation = mem::Mutation::kNoFence;
+  opt.images = {ImageModel::kCache, ImageModel::kAnyDirty};
   const auto t = tally_by_image(run_campaign(opt));
   ASSERT_EQ(t.size(), 2u);
   EXPECT_LT(t[1].passed, t[1].trials) << "any-dirty must detect the missing fences";
@@ -253,7 +257,7 @@ TEST(CrashEvidenceCli, MutantCampaignFailsAndControlsAreReported) {
       crash({"tmm", "--scheme", "wal-ii", "--n", "32", "--trials", "60", "--seed", "11", "--json"});
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
   const auto j = nlohmann::json::parse(clean.out);
-  EXPECT_EQ(j["image_models"].size(), 2u);
+  EXPECT_EQ(j["image_models"].size(), 3u);  // cache, any-dirty, skewed
   EXPECT_EQ(j["controls"]["mutants"], 3);
   EXPECT_GE(j["controls"]["detected"].get<int>(), 2);
   EXPECT_TRUE(j.contains("crashes_in_resumed_run"));
@@ -261,7 +265,8 @@ TEST(CrashEvidenceCli, MutantCampaignFailsAndControlsAreReported) {
   const auto text = crash({"tmm", "--scheme", "lp", "--n", "32", "--trials", "60", "--seed", "11"});
   EXPECT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("detects 1/1 mutants"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("any-dirty 30/30"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("any-dirty 20/20"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("skewed 20/20"), std::string::npos) << text.out;
 }
 
 TEST(CrashEvidenceCli, BadMutationOrImageIsAUsageError) {

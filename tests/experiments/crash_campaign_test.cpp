@@ -91,14 +91,14 @@ TEST_P(CrashCampaign, EveryTrialRecoversBitExactly) {
     EXPECT_NE(why.find("runs natively only"), std::string::npos) << why;
     return;
   }
-  const std::uint64_t seed = test::test_seed();
-  SCOPED_TRACE(test::seed_trace(seed));
+  const std::uint64_t seed = pmlab::test::test_seed();
+  SCOPED_TRACE(pmlab::test::seed_trace(seed));
   std::mt19937_64 rng(seed);
   std::uint64_t total = 0, recovery_crashes = 0, recomputed = 0, nonempty_recoveries = 0;
   std::set<CrashPointKind> kinds_seen;
   // 75 trials a size; the sanitizer run (PMLAB_TEST_SCALE < 1) takes fewer to look for memory
   // errors on every kernel x scheme, and leaves the statistical checks below to the full run.
-  const std::uint64_t per_size = test::scaled_trials(75, 15);
+  const std::uint64_t per_size = pmlab::test::scaled_trials(75, 15);
   const bool full = per_size == 75;
   for (int size = 0; size < 4; ++size) {
     const std::uint64_t n = random_n(kernel, /*large=*/size == 0, rng), bs = 1 + rng() % 7;
@@ -146,8 +146,8 @@ TEST_P(CrashCampaign, EveryTrialRecoversBitExactly) {
 TEST_P(CrashCampaign, TheNativeTailEqualsTheSimulatedOne) {
   const auto& [kernel, scheme] = GetParam();
   if (!sim_refusal(kernel, scheme).empty()) return;
-  const std::uint64_t seed = test::test_seed();
-  SCOPED_TRACE(test::seed_trace(seed));
+  const std::uint64_t seed = pmlab::test::test_seed();
+  SCOPED_TRACE(pmlab::test::seed_trace(seed));
   std::mt19937_64 rng(seed ^ 0x7a11);
   const std::uint64_t n = random_n(kernel, /*large=*/true, rng), bs = 1 + rng() % 7;
   CampaignOptions opt;

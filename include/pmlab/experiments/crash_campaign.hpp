@@ -55,7 +55,11 @@ enum class ImageModel : std::uint8_t {
 [[nodiscard]] const char* to_string(ImageModel m);
 [[nodiscard]] ImageModel image_model_from_string(const std::string& s);  // throws kInvalidArgument
 [[nodiscard]] mem::Mutation mutation_from_string(const std::string& s);  // throws kInvalidArgument
-inline const std::vector<ImageModel> kDefaultImageModels{ImageModel::kCache, ImageModel::kAnyDirty};
+// Every campaign's default: the cache's own image and both adversarial ones. Skewed joined the
+// default in session 35: without it `pmlab crash cg --scheme lp` missed its declared no-validate
+// control at every seed tried (docs/crash-campaigns.md, "Session 35").
+inline const std::vector<ImageModel> kDefaultImageModels{ImageModel::kCache, ImageModel::kAnyDirty,
+                                                         ImageModel::kSkewed};
 
 // Children forked at once by default, sanitized builds included. fork() under AddressSanitizer
 // copies its shadow mappings (~10 ms), which made in-process trials the cheaper default there
@@ -196,6 +200,9 @@ struct ImageTally {
 // first, so that mutant could never be seen (docs/seed002.md, "cp-nt-async").
 [[nodiscard]] run::MachineOverrides control_machine(const std::string& kernel,
                                                     const std::string& scheme);
+// Whether the row declares cp-barrier-after-write, whose campaigns keep the preset's caches
+// (control_machine, and `pmlab crash`'s default machine).
+[[nodiscard]] bool keeps_preset_caches(const std::string& kernel, const std::string& scheme);
 // The mutations that break the spec's scheme, i.e. that its campaign must detect: what the
 // scheme's row declares (Scheme::mutants; the named sets are in scheme/rows.hpp). Empty for a
 // row that declares none (base, a scheme without a persistence protocol).
@@ -216,6 +223,9 @@ struct ControlResult {
   // mechanism it removes (e.g. preflush-no-nack on a kernel whose cores never store to each
   // other's PreFlushed lines): why, and the miss is excused.
   std::string not_reached;
+  // Campaigns run: more than 1 when the first failed no trial and fresh ones were added
+  // (kControlTrialCap).
+  std::uint64_t campaigns = 1;
   [[nodiscard]] bool detected() const { return failed > 0; }
 };
 // The campaign a negative control runs: `opt` under mutation `m`. Two mutants are visible only
@@ -224,8 +234,16 @@ struct ControlResult {
 // by the publish's own persist a few ops later); cp-no-sfence also runs only the any-dirty model
 // when the campaign has it (the cache image keeps every flush, fenced or not).
 inline constexpr std::uint64_t kNarrowWindowTrialFactor = 4;
+// A control whose campaign failed no trial runs again on fresh trials (another seed), doubling
+// its total each time, up to this many times its first campaign's trials. A mutant the campaign
+// catches in 1 trial of 500 is then reported detected, with its rate, instead of missed in half
+// the seeds; one it cannot catch is still missed, after 8x the trials. The controls' trials,
+// failures and campaigns are printed, so the rate is what a reader judges
+// (docs/crash-campaigns.md, "Session 35").
+inline constexpr std::uint64_t kControlTrialCap = 8;
 [[nodiscard]] CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m);
-// The campaign `opt` (its mutation ignored) once per applicable mutation (control_options).
+// The campaign `opt` (its mutation ignored) once per applicable mutation (control_options),
+// extended on a miss up to kControlTrialCap times its trials.
 [[nodiscard]] std::vector<ControlResult> run_controls(const CampaignOptions& opt);
 [[nodiscard]] std::uint64_t mutants_detected(const std::vector<ControlResult>& c);
 // Why a missed mutant `m` is excused for `spec` (the fault-free run never reaches the mechanism
