@@ -1277,8 +1277,8 @@ void add_campaign(ControlResult& c, const CampaignResult& r) {
 // Fresh trials for a control `c` (run as `opt`) that failed none: campaigns doubling its total
 // until a trial fails or it has kControlTrialCap times its first campaign's trials
 // (crash_campaign.hpp says why). Each extension draws from its own seed, so its trials are new.
-void extend_missed_control(ControlResult& c, CampaignOptions opt, std::uint64_t seed) {
-  const std::uint64_t cap = c.trials * kControlTrialCap;
+void extend_missed_control(ControlResult& c, CampaignOptions opt) {
+  const std::uint64_t cap = c.trials * kControlTrialCap, seed = opt.seed;
   while (!c.detected() && c.trials < cap) {
     opt.trials = std::min(c.trials, cap - c.trials);
     opt.seed = seed + 0x9E3779B97F4A7C15ULL * c.campaigns;  // a fresh stream per extension
@@ -1302,7 +1302,7 @@ std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
       r.not_reached = not_reached_in(fault_free, m);
     }
     // A miss the fault-free run cannot reach stays excused as it is; more trials cannot help.
-    if (r.not_reached.empty()) extend_missed_control(r, c, opt.seed);
+    if (r.not_reached.empty()) extend_missed_control(r, c);
   }
   return out;
 }
