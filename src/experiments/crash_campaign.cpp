@@ -1168,11 +1168,8 @@ std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
 bool keeps_preset_caches(const std::string& kernel, const std::string& scheme) {
   // False for a kernel or scheme the catalog does not know: the campaign's own checks refuse
   // those, naming the known ones (`pmlab crash` asks before it checks anything).
-  const auto& drivers = run::kernel_drivers();
-  const auto k = std::find_if(drivers.begin(), drivers.end(),
-                              [&](const run::KernelDriver& d) { return d.name == kernel; });
-  if (k == drivers.end() ||
-      std::find(k->schemes.begin(), k->schemes.end(), scheme) == k->schemes.end())
+  const run::KernelDriver* k = run::kernel_driver_named(kernel);
+  if (k == nullptr || std::find(k->schemes.begin(), k->schemes.end(), scheme) == k->schemes.end())
     return false;
   // Decided by what the row declares, not by its name (crash_campaign.hpp says why).
   const SimKernel& sk = find_sim_kernel(kernel);

@@ -89,9 +89,14 @@ void require_layout_tag(const pool::Pool& pool, std::uint32_t ours) {
                           fmt::join(pool::describe_differences(stored, asked), "; ")));
 }
 
-const KernelDriver& find_kernel(const std::string& name) {
+const KernelDriver* kernel_driver_named(const std::string& name) {
   for (const auto& d : kernel_drivers())
-    if (d.name == name) return d;
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+const KernelDriver& find_kernel(const std::string& name) {
+  if (const KernelDriver* d = kernel_driver_named(name)) return *d;
   std::string known;
   for (const auto& d : kernel_drivers()) known += (known.empty() ? "" : ", ") + d.name;
   throw Error(ErrorCode::kInvalidArgument,

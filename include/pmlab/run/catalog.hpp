@@ -94,6 +94,8 @@ void require_layout_tag(const pool::Pool& pool, std::uint32_t ours);
 
 [[nodiscard]] const std::vector<KernelDriver>& kernel_drivers();
 [[nodiscard]] const KernelDriver& find_kernel(const std::string& name);  // throws pmlab::Error
+// The same lookup for callers that ask before the name is checked: nullptr when unknown.
+[[nodiscard]] const KernelDriver* kernel_driver_named(const std::string& name);
 
 [[nodiscard]] persist::PersistMode persist_mode_from_string(const std::string& s);
 [[nodiscard]] const char* to_string(persist::PersistMode m);
