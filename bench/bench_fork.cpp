@@ -1,6 +1,6 @@
 // What one forked crash trial pays the operating system before it does any work: fork(), the
 // child's copy-on-write faults, _exit() and waitpid(), with no pmlab code in the loop.
-// docs/crash-campaigns.md ("Session 32") compares it with a campaign's CPU per trial.
+// docs/crash-campaigns.md ("Light trials in batches") compares it with a campaign's CPU per trial.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <sys/wait.h>

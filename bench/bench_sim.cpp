@@ -59,7 +59,7 @@ void BM_SimTmm(benchmark::State& state) {
 BENCHMARK(BM_SimTmm)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond);
 
 // Eight threads taking turns of Q ops (--interleave-quantum Q): what a fiber switch costs. Q = 0
-// is whole-iteration turns without fibers, the reference (docs/simulator.md, "Session 29").
+// is whole-iteration turns without fibers, the reference (docs/simulator.md, "The interleaved threads' fibers").
 void BM_SimTmmInterleaved(benchmark::State& state) {
   Matrices m;
   pmlab::sim::SimParams p = pmlab::sim::preset("lp-isca18");

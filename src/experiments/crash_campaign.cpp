@@ -542,7 +542,7 @@ TrialResult new_trial(const CampaignOptions& opt, const FaultFree& ff, std::uint
 // (restart_is_cut), the simulator as the failure left it. The parent keeps each image at its
 // crash point and forks one child per batch of trials: one fork() and exit instead of one per
 // trial, which cost more than a light trial's own work (bench_fork; docs/crash-campaigns.md,
-// "Session 32"). In the child a light trial is finish_trial's last restart, natively, from its
+// "Light trials in batches"). In the child a light trial is finish_trial's last restart, natively, from its
 // image. A trial cut again first puts the simulator back as its power failure left it
 // (rewind_trial): the counters, the NVM image and memory, then the failure itself, which
 // empties the caches and resets their replacement state. What a power failure keeps (clocks,

@@ -10,7 +10,7 @@ namespace pmlab::experiments {
 
 // Why shared: fork() makes a private buffer's pages copy-on-write, so the campaign's parent
 // took a page fault for every page of every image it wrote after forking the previous batch
-// (69,000 of a tmm campaign's 92,000 faults; docs/crash-campaigns.md, "Session 33"). A shared
+// (69,000 of a tmm campaign's 92,000 faults; docs/crash-campaigns.md, "Trials cut again join the batches too"). A shared
 // mapping is not copied at fork(): the parent writes the slots in place, and a child maps the
 // pages of its batch's slots as it reads them. So a slot must not be written again before the
 // child that reads it has ended: its owner releases it then.

@@ -26,7 +26,7 @@ using namespace pmlab::experiments;
 
 class DefaultCrashCommand : public ::testing::TestWithParam<pmlab::test::CrashSafeCase> {};
 
-// Before session 35 this failed for cg lp (no-validate: 0 of 200 trials at every seed tried, the
+// Before b37cb2d this failed for cg lp (no-validate: 0 of 200 trials at every seed tried, the
 // default images lacked skewed), jacobi lp (no-flush missed at some seeds) and jacobi
 // cp-nt-async (cp-barrier-after-write: the CLI's small caches hid it).
 TEST_P(DefaultCrashCommand, DetectsEveryControlItsRowDeclares) {

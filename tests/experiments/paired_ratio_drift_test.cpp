@@ -124,7 +124,7 @@ const Scenario kOneMemberContaminated{
       return std::uniform_real_distribution<double>(1.0, 1.5)(rng);
     }};
 
-// The host as measured in session 18: nearly every run slowed a little, by a continuous amount
+// The host as measured on 2026-11-27 (docs/measurement.md, "The floor statistic"): nearly every run slowed a little, by a continuous amount
 // (95% of runs, exponential with mean 5%), each member independently, so even the floor of the
 // run times is not flat.
 const Scenario kContinuousOneSided{

@@ -133,7 +133,7 @@ TEST(SimLeanMiss, IsExactOnEveryMachineItAppliesTo) {
 // differs; with inline stores ignoring the deadline stop the periodic ones do; with the L1 way
 // hint (CoreState::l1_hint) accepted when its slot holds the line's neighbour (tags compared
 // with their low bit set) this test and SimFilter.IsExactForEveryPolicyAndHierarchyShape fail
-// (session 28): lines 0..63 alias in the hints of these 16-slot L1s.
+// (1b43802): lines 0..63 alias in the hints of these 16-slot L1s.
 void run_clocked_trace(Machine& m, std::uint64_t seed, bool ask_every_op) {
   std::mt19937_64 rng(seed);
   const auto cores = static_cast<std::uint64_t>(m.cores());

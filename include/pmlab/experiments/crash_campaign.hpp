@@ -55,9 +55,9 @@ enum class ImageModel : std::uint8_t {
 [[nodiscard]] const char* to_string(ImageModel m);
 [[nodiscard]] ImageModel image_model_from_string(const std::string& s);  // throws kInvalidArgument
 [[nodiscard]] mem::Mutation mutation_from_string(const std::string& s);  // throws kInvalidArgument
-// Every campaign's default: the cache's own image and both adversarial ones. Skewed joined the
-// default in session 35: without it `pmlab crash cg --scheme lp` missed its declared no-validate
-// control at every seed tried (docs/crash-campaigns.md, "Session 35").
+// Every campaign's default: the cache's own image and both adversarial ones. Without skewed,
+// `pmlab crash cg --scheme lp` misses its declared no-validate control at every seed tried
+// (docs/crash-campaigns.md, "The default command detects every declared control").
 inline const std::vector<ImageModel> kDefaultImageModels{ImageModel::kCache, ImageModel::kAnyDirty,
                                                          ImageModel::kSkewed};
 
@@ -67,7 +67,7 @@ inline const std::vector<ImageModel> kDefaultImageModels{ImageModel::kCache, Ima
 // the fault-free run simulated once, batchable campaigns run 2-10x faster forked than in
 // process under ASan too, and the batch path (images in shared memory, rewound trials) now runs
 // sanitized; campaigns whose trials cannot batch (hardware barriers) are slower forked, and the
-// sanitizer suite's time did not change (docs/crash-campaigns.md, "Session 34"). Results are
+// sanitizer suite's time did not change (docs/crash-campaigns.md, "Forked trials"). Results are
 // identical either way (jobs = 0 still runs every trial in this process).
 inline constexpr int kDefaultCampaignJobs = 2;
 
@@ -99,7 +99,7 @@ struct CampaignOptions {
   // again (most of them) needs only its image; one that is cut again also needs the simulator
   // as the power failure left it, which the child rebuilds from the image only on machines
   // where nothing that survives a power failure can change what follows it (docs/crash-
-  // campaigns.md, "Session 33"); elsewhere such trials fork at their crash points. Off: one
+  // campaigns.md, "Trials cut again join the batches too"); elsewhere such trials fork at their crash points. Off: one
   // child per trial, forked at its crash point (a measurement aid).
   bool batch_trials = true;
   // A test aid: the forked child that runs this trial kills itself (SIGKILL) before finishing
@@ -239,7 +239,7 @@ inline constexpr std::uint64_t kNarrowWindowTrialFactor = 4;
 // catches in 1 trial of 500 is then reported detected, with its rate, instead of missed in half
 // the seeds; one it cannot catch is still missed, after 8x the trials. The controls' trials,
 // failures and campaigns are printed, so the rate is what a reader judges
-// (docs/crash-campaigns.md, "Session 35").
+// (docs/crash-campaigns.md, "The default command detects every declared control").
 inline constexpr std::uint64_t kControlTrialCap = 8;
 [[nodiscard]] CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m);
 // The campaign `opt` (its mutation ignored) once per applicable mutation (control_options),

@@ -60,7 +60,7 @@ namespace detail {
 // laid out (which had made base and LP, the same loop, differ by 20-30% in time:
 // docs/lp-native-cost.md). Out of line and independent of the scheme's hook, so that base and LP
 // run this one function, byte for byte: when each scheme instantiated its own copy inside
-// conv_block, the two copies compiled slightly differently (session 15: LP -0.21% instructions,
+// conv_block, the two copies compiled slightly differently (LP -0.21% instructions,
 // yet +2.6% time on every code layout).
 template <std::size_t W, mem::Backend B>
 [[gnu::noinline]] void conv_row(B& be, const Operands& op, std::size_t i) {
@@ -113,7 +113,7 @@ void conv_rows(B& be, const Operands& op, std::size_t b, OnStored& on_stored) {
 // Computes output rows of block b and reports each finished row to `on_stored` (the protocol of
 // lp::kIgnoreStored): LP folds it from L1 there, so base and LP run the same element loop. Folding
 // each value as it was stored made the two loops differ and cost LP +5.3% on every code layout
-// (docs/lp-native-cost.md, session 15).
+// (docs/lp-native-cost.md).
 template <mem::Backend B, class OnStored>
 [[gnu::noinline]] void conv_block(B& be, const Operands& op, std::size_t b, OnStored&& on_stored) {
   if (op.width == kDefaultWidth)

@@ -93,7 +93,7 @@ void eliminate_row_here(B& be, double* row, const double* pivot, double m, std::
 // The native backend's copy, cloned for AVX2 (function multiversioning: the clone is chosen
 // when the program loads). Why: with SSE2's two doubles per register the loop spent its vector
 // ports on twice the instructions; AVX2 runs base's loop 2-3 times as fast at n = 512-1024
-// (docs/lp-native-cost.md, "Session 17"). Target "avx2" does not enable FMA, so every clone
+// (docs/lp-native-cost.md, "gauss's row loop cloned for AVX2"). Target "avx2" does not enable FMA, so every clone
 // rounds m·pivot[j] and the subtraction separately: the bits are the default clone's and the
 // simulator's.
 // Clang (the fuzz build) does not multiversion function templates: it gets the one loop.

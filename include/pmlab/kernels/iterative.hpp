@@ -265,7 +265,7 @@ template <mem::Backend B, class Op>
 // t - 2's output is made durable and only then `durable = t - 1` is recorded: the anchor.
 // Between anchors nothing is flushed, so the state's write-backs to memory are those of one
 // iteration in K, and the run's only fences are the anchors' (K = 1: every iteration, as the
-// design before session 19, which also cleared a bank durably at every iteration).
+// earlier three-buffer design, which also cleared a bank durably at every iteration).
 //
 // Why B = K + 2 suffices: `durable = d` is recorded at iteration d + 1's start, and the next
 // anchor at iteration d + K + 1's start precedes that iteration's writes, so while durable = d

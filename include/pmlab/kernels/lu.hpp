@@ -153,7 +153,7 @@ template <mem::Backend B>
 // Each tile op is out of line, knows nothing of the scheme and returns the block it stored, which
 // goes to `on_stored` here: base and LP run the very same machine code for every op and differ
 // only by the fold (as conv2d's conv_row; each scheme compiling its own copy of the loops made
-// the two differ in time beyond the fold's instructions: docs/lp-native-cost.md, session 16).
+// the two differ in time beyond the fold's instructions: docs/lp-native-cost.md).
 template <mem::Backend B, class OnStored>
 void Operands::apply(B& be, Tile t, std::size_t q, OnStored&& on_stored) const {
   if (q < std::min(t.i, t.j))

@@ -40,7 +40,7 @@ struct Operands {
 // locals, the loop nest gets the registers to itself: when inlined into parallel_for's lambda the
 // k loop spilled loop invariants to the stack and ran 25% more instructions than the raw-pointer
 // loop (docs/backend-overhead.md). It does not know the scheme, so base and LP run this one
-// function (docs/lp-native-cost.md, session 16).
+// function (docs/lp-native-cost.md).
 template <mem::Backend B>
 [[gnu::noinline]] lp::StoredBlock tile_step(B& be, const Operands& op, std::size_t kt,
                                             std::size_t it, std::size_t jj) {

@@ -54,7 +54,7 @@ class ChecksumTable {
   /// Asks the CPU to bring slot i's line in for writing, so that a commit at the end of a short
   /// region does not wait for it. Slots are written once per run and mostly cold: without this,
   /// Cholesky's 16 x 16 tile regions spent ~1% of their time in the commit's read-for-ownership
-  /// (docs/lp-native-cost.md, session 16). A hint only: no store, invisible to the simulator.
+  /// (docs/lp-native-cost.md). A hint only: no store, invisible to the simulator.
   void prefetch(std::size_t i) const { __builtin_prefetch(slots_ + i, 1, 3); }
   /// Bytes a table of `count` slots takes (the pool array to allocate).
   [[nodiscard]] static std::size_t bytes_for(std::size_t count) {

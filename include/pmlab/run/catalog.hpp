@@ -63,7 +63,7 @@ struct KernelDriver {
   // The block size `pmlab run|bench|sim` and `pmlab eval` use when none is given. For most kernels
   // it is a tile edge (16: LP's region is a 16 x 16 tile); a kernel whose bs counts the values of
   // a 1-D region says otherwise (K::kDefaultBs, optional): cg's 16-value regions put a checksum
-  // slot beside every 128 bytes (docs/lp-native-cost.md, "Session 22").
+  // slot beside every 128 bytes (docs/lp-native-cost.md, "At sizes beyond the host's L2").
   std::uint64_t default_bs = 16;
   // Throws pmlab::Error(kInvalidArgument) for impossible parameters or unknown schemes.
   std::function<void(const pool::RunParams&)> validate;

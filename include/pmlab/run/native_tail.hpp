@@ -43,7 +43,7 @@ class TailBackend {
   // misaligned address, but unlike memcpy (which may touch any object) a double's load or store
   // cannot alias ops_, so the compiler keeps the op count in a register through a kernel's loop
   // instead of storing it to memory at every access (a quarter of a crash trial's instructions
-  // went to tmm's loop here, docs/crash-campaigns.md, "Session 32").
+  // went to tmm's loop here, docs/crash-campaigns.md, "The native restart's op count in a register").
   template <class T>
   [[nodiscard]] T load(const T* p) {
     ++ops_;
