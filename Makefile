@@ -14,9 +14,13 @@ build: deps
 	@cmake --preset $(PRESET) >/dev/null
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
-# The main job: the papers' evaluation, quick sizes (a few minutes), report in results/.
+# The main job: the papers' evaluation, quick sizes (a few minutes), report in results/. The
+# run is then stored as docs/results/results.json and the results pages' generated tables are
+# rewritten from it (tools/results_tables.py), so that the pages show the latest run.
 run: build
 	@$(BUILD_DIR)/pmlab eval --quick --out results
+	@python3 tools/results_tables.py --results results/results.json --docs docs \
+		--store docs/results/results.json
 
 # The same at the papers' sizes (hours).
 run-full: build
