@@ -12,6 +12,7 @@ import json
 import math
 import sys
 import textwrap
+import traceback
 from pathlib import Path
 
 import matplotlib
@@ -954,10 +955,22 @@ def main(argv):
         return 2
     res = json.loads(Path(argv[1]).read_text())
     out = Path(argv[2])
-    for name, fig in render(res):
-        fig.savefig(out / name, dpi=DPI)
-        plt.close(fig)
-    return 0
+    failed = []
+    for name, draw in FIGURES:
+        # One figure's failure (results of an unexpected shape) leaves the others drawn; the
+        # exit status still tells eval that the plot failed.
+        try:
+            fig = draw(res)
+        except Exception:  # noqa: BLE001 - reported, and the status says so
+            traceback.print_exc()
+            failed.append(name)
+            continue
+        if fig is not None:
+            fig.savefig(out / name, dpi=DPI)
+            plt.close(fig)
+    if failed:
+        print(f"plot_results: not drawn: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
