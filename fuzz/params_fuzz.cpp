@@ -1,6 +1,7 @@
 // libFuzzer target: the command line's own parsers (unsigned integers, sizes, --periodic-flush,
-// machine overrides, checksum names) and the kernels' size validation. Each must accept or throw
-// its documented error; a validated size must give a pool layout without wrap-around.
+// every declared machine parameter, checksum names) and the kernels' size validation. Each must
+// accept or throw its documented error; a validated size must give a pool layout without
+// wrap-around.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -63,9 +64,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   expect_documented_errors([&] { (void)pmlab::lp::checksum_kind_from_string(d); });
   expect_documented_errors([&] {
     pmlab::cli::MachineArgs m;
-    m.llc_size = b;
-    m.ll = e;
-    m.d1 = a;
+    m.settings.set("llc-size", b);
+    // Any declared machine parameter with any text: parsed and range-checked by its declaration.
+    const auto& params = pmlab::sim::machine_params();
+    const auto& param = params[as_u64(c) % params.size()];
+    if (param.on_command_line()) m.settings.set(param.flag, e);
+    m.config = as_u64(d) % 2 == 0 ? "cachegrind" : "lp-isca18";
+    if (m.config == "cachegrind") {
+      m.ll = e;
+      m.d1 = a;
+    }
     (void)pmlab::cli::build_machine(m);
   });
 

@@ -31,14 +31,14 @@ experiments::CampaignOptions campaign(std::shared_ptr<const run::UserKernel> ker
   opt.spec.run.threads = 2;
   opt.spec.user = std::move(kernel);
   // Caches far smaller than the grids, so that a crash leaves them partly in NVM.
-  run::MachineOverrides o;
-  o.cores = 2;
-  o.l1_size = 1024;
-  o.l1_ways = 4;
-  o.l2_size = 0;
-  o.llc_size = 4096;
-  o.llc_ways = 8;
-  opt.spec.machine = run::machine_from("lp-isca18", o);
+  sim::MachineSettings o;
+  o.set("cores", 2);
+  o.set("l1-size", 1024);
+  o.set("l1-ways", 4);
+  o.set("l2-size", 0);
+  o.set("llc-size", 4096);
+  o.set("llc-ways", 8);
+  opt.spec.machine = sim::machine_from("lp-isca18", o);
   opt.trials = trials;
   opt.seed = seed;
   return opt;

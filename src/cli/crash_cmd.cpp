@@ -26,10 +26,7 @@ namespace {
 // keep the preset's caches (the command's callback). Every machine option can change it.
 MachineArgs campaign_machine() {
   MachineArgs m;
-  m.cores = 2;
-  m.l1_size = "4096";
-  m.l2_size = "0";
-  m.llc_size = "32768";
+  m.settings = {{"cores", "2"}, {"l1-size", "4096"}, {"l2-size", "0"}, {"llc-size", "32768"}};
   return m;
 }
 
@@ -413,12 +410,12 @@ void add_crash_command(CLI::App& app, int& exit_code) {
     // A machine file is the user's whole machine: the campaign's small-cache defaults apply to
     // presets only, and to a file only where given on the command line.
     const auto keep_unless_given = [&] {
-      if (cmd->get_option("--l1-size")->count() == 0) a->machine.l1_size.reset();
-      if (cmd->get_option("--l2-size")->count() == 0) a->machine.l2_size.reset();
-      if (cmd->get_option("--llc-size")->count() == 0) a->machine.llc_size.reset();
+      for (const char* flag : {"l1-size", "l2-size", "llc-size"})
+        if (cmd->get_option(std::string("--") + flag)->count() == 0)
+          a->machine.settings.erase(flag);
     };
     if (is_machine_file(a->machine.config)) {
-      if (cmd->get_option("--cores")->count() == 0) a->machine.cores.reset();
+      if (cmd->get_option("--cores")->count() == 0) a->machine.settings.erase("cores");
       keep_unless_given();
     } else if (experiments::keeps_preset_caches(a->kernel, a->scheme)) {
       // A row declaring cp-barrier-after-write keeps the preset's caches, as its eval and test

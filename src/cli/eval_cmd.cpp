@@ -43,8 +43,7 @@ int do_eval(const EvalArgs& a) {
   opt.jobs = a.jobs;
   if (a.config) {
     // Loaded before anything runs: a bad file is a usage error (exit 2) naming file and key.
-    opt.machine = is_machine_file(*a.config) ? sim::load_machine_file(*a.config)
-                                             : run::machine_from(*a.config, {});
+    opt.machine = sim::machine_from(*a.config);
     opt.machine->validate();
     opt.machine_name = *a.config;
   }

@@ -9,55 +9,26 @@
 #include <CLI/CLI.hpp>
 
 #include "pmlab/run/sim_session.hpp"
+#include "pmlab/sim/machine_params.hpp"
 #include "pmlab/sim/params.hpp"
 
 namespace pmlab::cli {
 
-// The options as typed, so sizes may carry K/M suffixes and replay commands can repeat them.
+// The options as typed: the preset or file, and every machine flag given, by name, as text
+// (sim::MachineSettings), so sizes keep their K/M suffixes and replay commands repeat them.
 struct MachineArgs {
   std::string config = "lp-isca18";
-  std::optional<int> cores;
-  std::optional<std::string> l1_size, l2_size, llc_size, d1, ll;
-  std::optional<std::uint32_t> l1_ways, l2_ways, llc_ways, wq_entries, write_units;
-  std::optional<std::string> replacement, llc_inclusion;
-  std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
-  std::optional<std::string> periodic_flush;  // CYCLES, or P% of the run
-  // NVM row-buffer model (sim/row_buffer.hpp); unset = the preset's.
-  std::optional<std::string> row_buffer, row_bytes;
-  std::optional<std::uint32_t> ranks, banks, rq_entries, min_writes_per_drain;
-  std::optional<double> wq_high, wq_low;
-  std::optional<std::uint32_t> wc_buffers;  // set: non-temporal stores modelled (0 = off)
-  // Seed 002's helper core: WBINVD rule and price (SimParams::whole_cache_flush, ...).
-  std::optional<std::string> whole_cache_flush;
-  std::optional<std::uint64_t> wbinvd_cycles;
-  // Core timing (SimParams::core) and thread interleaving (SimParams::interleave_quantum).
-  std::optional<std::string> core_model;
-  std::optional<std::string> write_queue;  // per-core or shared (SimParams::nvm.write_queue)
-  std::optional<std::uint32_t> issue_width, rob_entries, mshrs, insts_per_access;
-  std::optional<std::string> flush_after_fill;  // on or off (SimParams::core.flush_after_fill)
-  std::optional<std::uint64_t> interleave_quantum;
-  // Thesis Ch. 5: the flush round trip (SimParams::flush_mc_hop) and PreFlush.
-  std::optional<std::uint64_t> flush_mc_hop;
-  std::optional<std::string> preflush, preflush_mutant, preflush_loop, preflush_design,
-      preflush_marks;
-  std::optional<std::uint32_t> preflush_signatures, preflush_flushed_tags, preflush_sample,
-      preflush_dir_entries;
-  // Seed 004: what a persist barrier does (SimParams::persistency).
-  std::optional<std::string> barrier;
-  bool check_order = false;  // the persist-order oracle (SimParams::persistency.check_order)
-  bool dump_config = false;  // print the effective machine as a machine file and stop
-  // BSP bulk mode (persistency.bsp_epoch_stores, bsp_log, bsp_write_through).
-  std::optional<std::uint64_t> bsp_epoch;
-  std::optional<std::string> bsp_log;
-  bool bsp_write_through = false;
-  bool timed_locks = false;  // --timed-locks
+  sim::MachineSettings settings;      // a command's defaults, then what the command line gave
+  std::optional<std::string> d1, ll;  // --config cachegrind: cachegrind's --D1/--LL geometry
+  bool dump_config = false;           // print the effective machine as a machine file and stop
 };
 
 // --config: a preset name, or a machine file (a path holding '/' or ending in .json).
 [[nodiscard]] bool is_machine_file(const std::string& config);
 
-// Adds --config and the "machine overrides" group to `cmd`. Values already set in `a` are the
-// command's defaults (shown in --help).
+// Adds --config and the "machine overrides" group to `cmd`: a flag per declared machine parameter
+// (sim/machine_params.hpp), parsed and range-checked by its declaration. Values already in
+// `a.settings` are the command's defaults (shown in --help).
 void add_machine_options(CLI::App& cmd, MachineArgs& a);
 
 // The preset with every set override applied, validated; throws pmlab::Error

@@ -56,8 +56,7 @@ const std::vector<std::string>& hardware_barriers() {
 }
 
 json barrier_study_bench(const std::string& bench, const BarrierStudyOptions& o) {
-  run::MachineOverrides mo;
-  mo.cores = o.threads;
+  const sim::MachineSettings mo{{"cores", std::to_string(o.threads)}};
   const double transactions = static_cast<double>(o.threads) * static_cast<double>(o.ops);
   json rows = json::array();
   double lb_cycles = 0;
@@ -70,7 +69,7 @@ json barrier_study_bench(const std::string& bench, const BarrierStudyOptions& o)
     spec.run.seed = o.seed;
     spec.run.threads = static_cast<std::uint32_t>(o.threads);
     spec.run.set_kernel_param("ops", o.ops);
-    spec.machine = run::machine_from("micro15", mo);
+    spec.machine = sim::machine_from("micro15", mo);
     spec.machine.persistency.barrier = sim::barrier_from_string(c.barrier);
     spec.machine.persistency.invalidating_epoch_flush = c.invalidating;
     spec.machine.persistency.timed_locks = o.timed_locks;
@@ -124,8 +123,7 @@ std::vector<BspConfig> bsp_configs() {
 }  // namespace
 
 json bsp_study_bench(const std::string& bench, const BarrierStudyOptions& o) {
-  run::MachineOverrides mo;
-  mo.cores = o.threads;
+  const sim::MachineSettings mo{{"cores", std::to_string(o.threads)}};
   json rows = json::array();
   double np_cycles = 0;
   for (const BspConfig& c : bsp_configs()) {
@@ -137,7 +135,7 @@ json bsp_study_bench(const std::string& bench, const BarrierStudyOptions& o) {
     spec.run.seed = o.seed;
     spec.run.threads = static_cast<std::uint32_t>(o.threads);
     spec.run.set_kernel_param("ops", o.ops);
-    spec.machine = run::machine_from("micro15", mo);
+    spec.machine = sim::machine_from("micro15", mo);
     auto& per = spec.machine.persistency;
     per.barrier = sim::barrier_from_string(c.barrier);
     per.bsp_epoch_stores = c.epoch_stores;

@@ -542,8 +542,8 @@ TrialResult new_trial(const CampaignOptions& opt, const FaultFree& ff, std::uint
 // (restart_is_cut), the simulator as the failure left it. The parent keeps each image at its
 // crash point and forks one child per batch of trials: one fork() and exit instead of one per
 // trial, which cost more than a light trial's own work (bench_fork; docs/crash-campaigns.md,
-// "Light trials in batches"). In the child a light trial is finish_trial's last restart, natively, from its
-// image. A trial cut again first puts the simulator back as its power failure left it
+// "Light trials in batches"). In the child a light trial is finish_trial's last restart, natively,
+// from its image. A trial cut again first puts the simulator back as its power failure left it
 // (rewind_trial): the counters, the NVM image and memory, then the failure itself, which
 // empties the caches and resets their replacement state. What a power failure keeps (clocks,
 // statistics, periodic cleaning's schedule) it cannot put back, so such trials join batches
@@ -1176,15 +1176,10 @@ bool keeps_preset_caches(const std::string& kernel, const std::string& scheme) {
   return sk.mutants && sk.mutants(scheme).contains(mem::Mutation::kCpBarrierAfterWrite);
 }
 
-run::MachineOverrides control_machine(const std::string& kernel, const std::string& scheme) {
-  run::MachineOverrides o;
-  o.cores = 2;
+sim::MachineSettings control_machine(const std::string& kernel, const std::string& scheme) {
+  sim::MachineSettings o{{"cores", "2"}};
   if (keeps_preset_caches(kernel, scheme)) return o;
-  o.l1_size = 1024;
-  o.llc_size = 4096;
-  o.l1_ways = 4;
-  o.l2_size = 0;
-  return o;
+  return o.set("l1-size", "1024").set("llc-size", "4096").set("l1-ways", "4").set("l2-size", "0");
 }
 
 void require_applicable(const SimRunSpec& spec, mem::Mutation m) {

@@ -96,13 +96,13 @@ std::uint64_t block_size_for(const std::string& kernel) {
 }
 
 run::SimRunSpec sim_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n,
-                         const Machine& m, const run::MachineOverrides& o) {
+                         const Machine& m, const sim::MachineSettings& o) {
   run::SimRunSpec spec;
   spec.run.kernel = kernel;
   spec.run.scheme = scheme;
   spec.run.n = n;
   spec.run.bs = block_size_for(kernel);
-  spec.machine = m.given ? run::machine_from(*m.given, o) : run::machine_from(m.name, o);
+  spec.machine = m.given ? sim::machine_from(*m.given, o) : sim::machine_from(m.name, o);
   spec.run.threads = static_cast<std::uint32_t>(spec.machine.threads);
   // Like the papers, NVM writes are LLC write-backs plus flushes: lines still dirty at the end
   // are not counted (no drain). Every size below therefore overflows the LLC, or base would
@@ -207,7 +207,7 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
     const run::KernelDriver& k = run::find_kernel(cell.kernel);
     const std::uint64_t bs = k.default_bs;
     // Quick: 17 s per cell keeps `make run` under 10 minutes on 2 cores (at 20 s it took
-    // 10 min 15 s in session 20, native 215 s of it).
+    // 10 min 15 s on 2026-11-27, native 215 s of it).
     const double budget = full ? 120.0 : 17.0;
     // tmm also times base against itself (the A/A row): the method's own bias at this load,
     // printed beside the kernels' ratios.
@@ -250,8 +250,9 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
                          // Quick mode keeps pact17's footprint/LLC ratio of the papers'
                          // n = 1024 tmm (24 MiB / 8 MiB = 3) at n = 256: its 8 MiB LLC is
                          // scaled to 512 KiB. --full runs the preset unchanged.
-                         run::MachineOverrides o;
-                         if (!full && !machine.given && preset == "pact17") o.llc_size = 512u << 10;
+                         sim::MachineSettings o;
+                         if (!full && !machine.given && preset == "pact17")
+                           o.set("llc-size", "512K");
                          auto spec = sim_spec(name, "base", sz.sim_n, machine, o);
                          if (!simulable(spec))
                            return json{{"kernel", name},
@@ -400,8 +401,7 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
   for (const std::string llc : {"256K", "512K", "1M"}) {
     steps.push_back(
         {"sensitivity", "LLC " + llc, full ? 200.0 : 3.0, [=] {
-           run::MachineOverrides o;
-           o.llc_size = llc == "256K" ? 256u << 10 : llc == "512K" ? 512u << 10 : 1u << 20;
+           const sim::MachineSettings o{{"llc-size", llc}};
            auto rows = sim_rows(sim_spec("tmm", "base", sens_n, lp_isca18, o), {"lp", "ep-ii"});
            return json{{"study", "llc"}, {"value", llc}, {"n", sens_n}, {"rows", rows}};
          }});
@@ -409,9 +409,8 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
   for (auto [r, w] : {std::pair{60.0, 150.0}, {150.0, 300.0}, {300.0, 600.0}}) {
     steps.push_back(
         {"sensitivity", fmt::format("NVM {}/{} ns", r, w), full ? 200.0 : 3.0, [=] {
-           run::MachineOverrides o;
-           o.nvm_read_ns = r;
-           o.nvm_write_ns = w;
+           sim::MachineSettings o;
+           o.set("nvm-read-ns", r).set("nvm-write-ns", w);
            auto rows = sim_rows(sim_spec("tmm", "base", sens_n, lp_isca18, o), {"lp", "ep-ii"});
            return json{{"study", "nvm"},
                        {"value", fmt::format("{:.0f}/{:.0f}", r, w)},
@@ -427,8 +426,7 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
   // evictions stall, and the run's cycles and dirty stretches grow 2.5x for no reason the
   // paper has (docs/simulator.md, "Periodic flush"; the write counts differ by 0.01%). Also on
   // a --config machine: the study is about the cleaning, not about the queue.
-  run::MachineOverrides one_queue;
-  one_queue.write_queue = sim::WriteQueueModel::kShared;
+  const sim::MachineSettings one_queue{{"write-queue", "shared"}};
   steps.push_back(
       {"sensitivity", "periodic flush", full ? 900.0 : 12.0, [=] {
          auto spec = sim_spec("tmm", "base", sens_n, lp_isca18, one_queue);
@@ -442,12 +440,13 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
          };
          json points = json::array();
          for (double frac : {0.0008, 0.01, 0.1, 0.33}) {
-           run::MachineOverrides o = one_queue;
-           o.periodic_flush_cycles = std::max<std::uint64_t>(
+           sim::MachineSettings o = one_queue;
+           const auto period = std::max<std::uint64_t>(
                1, static_cast<std::uint64_t>(frac * static_cast<double>(lp.cycles.value())));
+           o.set("periodic-flush", period);
            const auto r = run::simulate(sim_spec("tmm", "lp", sens_n, lp_isca18, o)).stats;
            points.push_back({{"fraction_of_run", frac},
-                             {"period_cycles", *o.periodic_flush_cycles},
+                             {"period_cycles", period},
                              {"writes_vs_base", ratio(static_cast<double>(r.nvm.writes),
                                                       static_cast<double>(base.nvm.writes))},
                              {"periodic_writes", r.nvm.writes_for(sim::WriteCause::kPeriodic)},
@@ -468,8 +467,7 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
   for (int t : {1, 2, 4, 8, 16}) {
     steps.push_back(
         {"sensitivity", fmt::format("{} threads", t), full ? 200.0 : 3.0, [=] {
-           run::MachineOverrides o;
-           o.cores = t;
+           const sim::MachineSettings o{{"cores", std::to_string(t)}};
            auto spec = sim_spec("tmm", "base", sens_n, lp_isca18, o);
            spec.run.threads = static_cast<std::uint32_t>(t);
            auto rows = sim_rows(spec, {"lp", "ep-ii", "ep-jj"});

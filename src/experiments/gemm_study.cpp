@@ -23,9 +23,9 @@ const std::vector<GemmConfig>& gemm_configs() {
 }
 
 json gemm_study_variant(const std::string& variant, const GemmStudyOptions& o) {
-  run::MachineOverrides mo;
-  if (o.llc_bytes > 0) mo.llc_size = o.llc_bytes;
-  const sim::SimParams machine = run::machine_from("thesis-ch4", mo);
+  sim::MachineSettings mo;
+  if (o.llc_bytes > 0) mo.set("llc-size", o.llc_bytes);
+  const sim::SimParams machine = sim::machine_from("thesis-ch4", mo);
   const std::uint64_t llc = machine.llc.size_bytes;
   // §4.7 (Hong-Kung style): at most M = LLC words of C can stay in cache, so at least n^2 - M
   // words must have been written to memory by the end of a run (no end-of-run drain here).

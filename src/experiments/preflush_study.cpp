@@ -31,9 +31,7 @@ run::SimRunSpec base_spec(const std::string& kernel, const std::string& scheme,
   spec.run.n = o.n;
   spec.run.bs = o.bs;
   spec.run.seed = o.seed;
-  run::MachineOverrides mo;
-  mo.cores = o.threads;
-  spec.machine = run::machine_from("pact17", mo);
+  spec.machine = sim::machine_from("pact17", {{"cores", std::to_string(o.threads)}});
   spec.run.threads = static_cast<std::uint32_t>(o.threads);
   spec.machine.flush_mc_hop = o.mc_hop;
   spec.drain = false;

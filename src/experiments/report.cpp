@@ -510,7 +510,7 @@ std::string sensitivity_section(const json& res, const std::string& machine) {
         "| T (fraction of the run) | T (cycles) | extra writes vs base | periodic write-backs "
         "| longest a line stayed dirty (cycles) |\n|---|---|---|---|---|\n",
         s["n"].get<std::uint64_t>(),
-        // Results from before session 21 ran this study on the per-core write-queue shares.
+        // Results from before commit 9dae19b (2026-11-27) ran this study on the per-core write-queue shares.
         s.value("write_queue", "") == "shared"
             ? "; every run with one write queue for the machine (`--write-queue shared`: with "
               "per-core shares the sweeping core's share would stall it)"

@@ -205,8 +205,7 @@ std::optional<run::SimRunSpec> sized_spec(const std::string& kernel, bool full, 
   std::vector<std::uint64_t> ns = full ? std::vector<std::uint64_t>{512, 1024, 256, 128, 64}
                                        : std::vector<std::uint64_t>{256, 128, 512, 64, 32};
   if (n0 != 0) ns.insert(ns.begin(), n0);
-  run::MachineOverrides o;
-  o.wc_buffers = 10;  // non-temporal copies modelled as such (cp-nt)
+  const sim::MachineSettings o{{"wc-buffers", "10"}};  // non-temporal copies modelled (cp-nt)
   for (const std::uint64_t n : ns) {
     for (const std::uint64_t bs : {16u, 8u}) {
       run::SimRunSpec spec;
@@ -214,7 +213,7 @@ std::optional<run::SimRunSpec> sized_spec(const std::string& kernel, bool full, 
       spec.run.scheme = "base";
       spec.run.n = n;
       spec.run.bs = bs;
-      spec.machine = run::machine_from("lp-isca18", o);
+      spec.machine = sim::machine_from("lp-isca18", o);
       spec.machine.whole_cache_flush = sim::WholeCacheFlush::kNever;
       spec.run.threads = static_cast<std::uint32_t>(spec.machine.threads);
       try {

@@ -1,5 +1,5 @@
-// Simulated kernel x scheme runs: machine overrides, the table of per-kernel sim entry points,
-// the scratch-pool session.
+// Simulated kernel x scheme runs: the table of per-kernel sim entry points, the scratch-pool
+// session.
 #include "pmlab/run/sim_session.hpp"
 
 #include <time.h>
@@ -19,61 +19,6 @@
 #include "pmlab/sim/presets.hpp"
 
 namespace pmlab::run {
-
-// ---------------------------------------------------------------------------------------------
-// Machine: a preset plus overrides.
-
-sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o) {
-  // pact17's shared L2 is "1MB tile/core": it scales with the core count.
-  return machine_from((preset == "pact17" && o.cores) ? sim::pact17(*o.cores) : sim::preset(preset),
-                      o);
-}
-
-sim::SimParams machine_from(sim::SimParams p, const MachineOverrides& o) {
-  if (o.cores) {
-    p.cores = *o.cores;
-    p.threads = std::min(p.threads, *o.cores);
-  }
-  if (o.l1_size) p.l1.size_bytes = *o.l1_size;
-  if (o.l1_ways) p.l1.ways = *o.l1_ways;
-  if (o.l2_size && *o.l2_size == 0) {
-    p.l2.reset();
-  } else if (o.l2_size) {
-    if (!p.l2) {
-      // No preset has a private L2: its latency is put halfway between L1 and the LLC.
-      const auto lat = (p.l1.hit_latency.value() + p.llc.hit_latency.value() + 1) / 2;
-      p.l2 = sim::LevelParams{"L2", *o.l2_size, 8, Cycles{lat}, p.l1.replacement};
-    }
-    p.l2->size_bytes = *o.l2_size;
-  }
-  if (o.l2_ways) {
-    if (!p.l2)
-      throw Error(ErrorCode::kInvalidArgument, "--l2-ways needs a private L2: give --l2-size too");
-    p.l2->ways = *o.l2_ways;
-  }
-  if (p.l2 && p.llc.name == "L2") p.llc.name = "L3";
-  if (!p.l2 && p.llc.name == "L3") p.llc.name = "L2";
-  if (o.llc_size) p.llc.size_bytes = *o.llc_size;
-  if (o.llc_ways) p.llc.ways = *o.llc_ways;
-  if (o.replacement) {
-    p.l1.replacement = p.llc.replacement = *o.replacement;
-    if (p.l2) p.l2->replacement = *o.replacement;
-  }
-  if (o.inclusive_llc) p.inclusive_llc = *o.inclusive_llc;
-  if (o.nvm_read_ns) p.nvm.read_ns = *o.nvm_read_ns;
-  if (o.nvm_write_ns) p.nvm.write_ns = *o.nvm_write_ns;
-  if (o.freq_ghz) p.freq_ghz = *o.freq_ghz;
-  if (o.write_queue_entries) p.nvm.write_queue_entries = *o.write_queue_entries;
-  if (o.write_units) p.nvm.write_units = *o.write_units;
-  if (o.periodic_flush_cycles) p.periodic_flush_cycles = Cycles{*o.periodic_flush_cycles};
-  if (o.write_queue) p.nvm.write_queue = *o.write_queue;
-  if (o.wc_buffers) {
-    p.nt_stores = *o.wc_buffers > 0;
-    if (p.nt_stores) p.wc_buffers = *o.wc_buffers;
-  }
-  p.validate();
-  return p;
-}
 
 const SimKernel& find_sim_kernel(const std::string& name) {
   for (const auto& k : sim_kernels())

@@ -38,6 +38,8 @@ Hierarchy::Hierarchy(const SimParams& p)
       fence_latency_(p.fence_latency.value()),
       interval_(p.core.model == CoreModel::kInterval),
       flush_after_fill_(interval_ && p.core.flush_after_fill),
+      sq_(interval_ && p.core.store_queue),
+      sq_tso_(p.core.sq_tso),
       l1_latency_(p.l1.hit_latency.value()),
       rob_entries_(p.core.rob_entries),
       issue_(interval_ ? p.core.issue_width : 1),
@@ -50,6 +52,7 @@ Hierarchy::Hierarchy(const SimParams& p)
       ic.mshr.assign(p.core.mshrs + 1, 0);  // + the scan's sentinel
       ic.mshrs = p.core.mshrs;
       ic.fill_line.assign(p.core.mshrs, kNoFill);
+      if (sq_) ic.sq.assign(p.core.sq_entries, 0);
     }
   }
   const std::uint64_t sets = p.l1.sets();
@@ -204,7 +207,10 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
   }
   if (interval_) {
     dispatch(core, params_.core.insts_per_access);
-    if (lat > l1_latency_) long_latency(core, lat, !is_store, line);
+    if (lat > l1_latency_) {
+      if (sq_ && is_store) sq_push(core, sq_send(core, cs.clock) + lat);
+      long_latency(core, lat, !is_store, line);
+    }
   } else {
     cs.clock += lat;
   }
@@ -444,8 +450,9 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   } else {
     cs.clock += flush_issue_;
   }
-  const std::uint64_t t =
+  std::uint64_t t =
       flush_after_fill_ ? after_fill(core, line, cs.clock) : cs.clock;  // the core's clock goes on
+  if (sq_) t = sq_send(core, t);
   if (flush_after_fill_) icore_[static_cast<std::size_t>(core)].fill_line[mshr] = kNoFill;
   // PreFlush considers clflushopt and clwb only (thesis §5.1), not the serialising clflush.
   if (!pf_.empty() && mode != FlushMode::kClflush) [[unlikely]] {
@@ -493,6 +500,7 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
   }
   if (dirty) ++dirty_flushes_;
   const std::uint64_t done = flush_round_trip(line, t, dirty, core, since);
+  if (sq_) sq_push(core, done);
   if (mode == FlushMode::kClflush)
     cs.clock = done;  // serialising: waits for itself
   else
@@ -661,6 +669,9 @@ void Hierarchy::fence(int core) {
         std::max(cs.flush_done, nvm_write(l, WriteCause::kNonTemporal,
                                           cs.clock + llc_.latency().value(), core, detail::kNever));
   });
+  // With a store queue sfence waits for every older entry, store misses included.
+  if (sq_)
+    cs.flush_done = std::max(cs.flush_done, icore_[static_cast<std::size_t>(core)].sq_last_done);
   if (cs.flush_done > cs.clock) {
     fence_stall_ += cs.flush_done - cs.clock;
     cs.clock = cs.flush_done;
@@ -791,6 +802,7 @@ void Hierarchy::reset_stats() {
   shared_wq_.reset();
   loads_ = stores_ = flushes_ = dirty_flushes_ = fences_ = fence_stall_ = 0;
   rob_stall_ = mshr_stall_ = 0;
+  sq_full_stall_ = sq_full_events_ = mshr_full_events_ = 0;
   for (auto& pf : pf_) pf.reset_stats();
   pf_writes_ = pf_violations_ = 0;
   if (epochs_) epochs_->reset_stats();
@@ -932,6 +944,36 @@ std::uint64_t Hierarchy::after_fill(int core, std::uint64_t line, std::uint64_t 
   return t;
 }
 
+std::uint64_t Hierarchy::sq_send(int core, std::uint64_t t) {
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
+  if (ic.sq_count == ic.sq.size()) {  // full: dispatch waits for the oldest entry
+    const std::uint64_t oldest = ic.sq[ic.sq_head];
+    ++sq_full_events_;
+    if (oldest > cs.clock) {
+      sq_full_stall_ += oldest - cs.clock;
+      cs.clock = oldest;
+    }
+    ic.sq_head = (ic.sq_head + 1) % ic.sq.size();
+    --ic.sq_count;
+  }
+  t = std::max(t, cs.clock);
+  return sq_tso_ ? std::max(t, ic.sq_last_done) : t;
+}
+
+void Hierarchy::sq_push(int core, std::uint64_t done) {
+  IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
+  // Entries that completed by now leave first (in order: the oldest is at the head).
+  const std::uint64_t now = cores_[static_cast<std::size_t>(core)].clock;
+  while (ic.sq_count > 0 && ic.sq[ic.sq_head] <= now) {
+    ic.sq_head = (ic.sq_head + 1) % ic.sq.size();
+    --ic.sq_count;
+  }
+  ic.sq[(ic.sq_head + ic.sq_count) % ic.sq.size()] = done;
+  ++ic.sq_count;
+  ic.sq_last_done = std::max(ic.sq_last_done, done);
+}
+
 std::uint64_t Hierarchy::drained(int core) const {
   const detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
   const IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
@@ -947,6 +989,8 @@ void Hierarchy::reset_interval() {
     ic.last_retire = 0;
     std::fill(ic.mshr.begin(), ic.mshr.end(), 0);
     std::fill(ic.fill_line.begin(), ic.fill_line.end(), kNoFill);
+    ic.sq_head = ic.sq_count = 0;
+    ic.sq_last_done = 0;
     cores_[c].slot = 0;
     cores_[c].rob_limit = detail::kNever;
   }
@@ -996,6 +1040,9 @@ SimStats Hierarchy::stats() const {
   s.fence_stall_cycles = fence_stall_;
   s.rob_stall_cycles = rob_stall_;
   s.mshr_stall_cycles = mshr_stall_;
+  s.mshr_full_events = mshr_full_events_;
+  s.sq_full_stall_cycles = sq_full_stall_;
+  s.sq_full_events = sq_full_events_;
   s.nvm = nvm_;
   if (params_.nvm.row_buffer.enabled) s.nvm.row_buffer = rb_.snapshot();
   s.coherence = coh_;

@@ -113,6 +113,12 @@ class Hierarchy {
     // The line each MSHR's store miss is filling (kNoFill: a load, a flush or free); kept and
     // read only under CoreParams::flush_after_fill, so the default access path does not pay.
     std::vector<std::uint64_t> fill_line;
+    // The store queue (CoreParams::store_queue): completion times of the entries in program
+    // order, a ring of sq_entries; and the latest completion of any entry (what sfence and,
+    // under TSO, the next entry wait for).
+    std::vector<std::uint64_t> sq;
+    std::size_t sq_head = 0, sq_count = 0;
+    std::uint64_t sq_last_done = 0;
   };
   static constexpr std::uint64_t kNoFill = ~std::uint64_t{0};
   // Dispatches `insts` more instructions of `core`, with any the inline path left pending
@@ -128,6 +134,11 @@ class Hierarchy {
   // miss on that line, if any (CoreParams::flush_after_fill).
   [[nodiscard]] std::uint64_t after_fill(int core, std::uint64_t line, std::uint64_t t) const;
   [[gnu::always_inline]] inline std::size_t acquire_mshr(int core);
+  // Store queue: waits (stalling dispatch) for a free entry, then returns when an operation
+  // ready at `t` is sent (under TSO after the previous entry completes); sq_push records its
+  // completion.
+  std::uint64_t sq_send(int core, std::uint64_t t);
+  void sq_push(int core, std::uint64_t done);
   // When everything the core has issued is complete (the clock a barrier waits for).
   [[nodiscard]] std::uint64_t drained(int core) const;
   void reset_interval();  // forgets outstanding operations (barrier, power failure, reset)
@@ -235,6 +246,9 @@ class Hierarchy {
   std::uint64_t fence_latency_;
   bool interval_;
   bool flush_after_fill_;  // CoreParams::flush_after_fill (interval model only)
+  bool sq_;                // CoreParams::store_queue (interval model only)
+  bool sq_tso_;
+  std::uint64_t sq_full_stall_ = 0, sq_full_events_ = 0, mshr_full_events_ = 0;
   std::uint64_t l1_latency_, rob_entries_;
   detail::IssueWidth issue_;  // dispatch_width(), with its shift (detail::dispatch_pending)
   std::vector<IntervalCore> icore_;

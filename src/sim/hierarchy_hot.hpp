@@ -33,15 +33,15 @@ inline std::size_t Hierarchy::acquire_mshr(int core) {
   // The first free MSHR, found by a scan that does nothing else: on tmm at n = 512 it stops
   // after 3.2 entries on average and all 16 are busy once in 270,000 misses (callgrind). Keeping
   // the running minimum in the same loop cost 34 instructions per miss, half of them for that
-  // rare case, which now scans a second time (docs/simulator.md, "Session 23"). Starting the
+  // rare case, which now scans a second time (docs/simulator.md, "Speed"). Starting the
   // scan after the MSHR taken last would stop sooner (~15 instead of ~35 instructions per miss
   // on tmm with a 16K L1) and is unobservable while a core's clock only grows, but the seed-002
   // helper swaps its own clock into a worker's core (threads >= cores), and there the free MSHR
   // chosen changes later stalls (measured: jacobi ipv, 13,301,457 against 13,305,662 cycles).
   // Nor is it exact to take any free MSHR only until a clock first moves back: the entries freed
-  // before then hold other stale times, which the earlier clock sees as busy (session 25).
+  // before then hold other stale times, which the earlier clock sees as busy (commit 798ba8a).
   // The sentinel after the last MSHR (always 0) stops the scan: 5 instructions per entry
-  // instead of 7 with the bound check (session 25).
+  // instead of 7 with the bound check (commit 798ba8a).
   const std::uint64_t now = cs.clock;
   const std::uint64_t* const t = ic.mshr.data();
   const std::size_t n = ic.mshrs;
@@ -53,6 +53,7 @@ inline std::size_t Hierarchy::acquire_mshr(int core) {
     if (t[i] < t[first]) first = i;
   const std::uint64_t earliest = t[first];
   mshr_stall_ += earliest - now;  // wait for it
+  ++mshr_full_events_;
   cs.clock = earliest;
   return first;
 }

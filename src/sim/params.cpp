@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/sim/machine_params.hpp"
 
 namespace pmlab::sim {
 
@@ -61,15 +62,10 @@ WriteQueueModel write_queue_model_from_string(std::string_view s) {
 }
 
 void CoreParams::validate() const {
-  if (issue_width < 1 || issue_width > 64)
-    bad(fmt::format("core.issue_width must be in [1, 64] (got {})", issue_width));
-  if (rob_entries < 1 || rob_entries > 4096)
-    bad(fmt::format("core.rob_entries must be in [1, 4096] (got {})", rob_entries));
-  if (mshrs < 1 || mshrs > 256) bad(fmt::format("core.mshrs must be in [1, 256] (got {})", mshrs));
-  if (insts_per_access < 1 || insts_per_access > 1024)
-    bad(fmt::format("core.insts_per_access must be in [1, 1024] (got {})", insts_per_access));
   if (flush_after_fill && model != CoreModel::kInterval)
     bad("core.flush_after_fill needs the interval core model (--core-model interval)");
+  if (store_queue && model != CoreModel::kInterval)
+    bad("core.store_queue needs the interval core model (--core-model interval)");
 }
 
 std::uint64_t PreflushParams::storage_bytes(std::uint64_t l1_sets, std::uint64_t l1_ways) const {
@@ -90,14 +86,6 @@ std::uint64_t PreflushParams::storage_bytes(std::uint64_t l1_sets, std::uint64_t
 }
 
 void PreflushParams::validate() const {
-  if (signatures < 1 || signatures > 65536)
-    bad(fmt::format("preflush.signatures must be in [1, 65536] (got {})", signatures));
-  if (flushed_tags < 1 || flushed_tags > 65536)
-    bad(fmt::format("preflush.flushed_tags must be in [1, 65536] (got {})", flushed_tags));
-  if (sample_every < 1)
-    bad(fmt::format("preflush.sample_every must be at least 1 (got {})", sample_every));
-  if (dir_entries < 1 || dir_entries > 65536)
-    bad(fmt::format("preflush.dir_entries must be in [1, 65536] (got {})", dir_entries));
   if (trace && line_change)
     bad("preflush: the line-change loop extension keys on store PCs, so it needs the optimised "
         "design, not the trace design");
@@ -118,12 +106,6 @@ void LevelParams::validate() const {
 }
 
 void NvmParams::validate() const {
-  if (!(read_ns > 0.0) || !std::isfinite(read_ns))
-    bad(fmt::format("nvm.read_ns must be a positive number of nanoseconds (got {})", read_ns));
-  if (!(write_ns > 0.0) || !std::isfinite(write_ns))
-    bad(fmt::format("nvm.write_ns must be a positive number of nanoseconds (got {})", write_ns));
-  if (write_queue_entries == 0) bad("nvm.write_queue_entries must be at least 1");
-  if (write_units == 0) bad("nvm.write_units must be at least 1");
   row_buffer.validate();
 }
 
@@ -160,19 +142,9 @@ Barrier barrier_from_string(std::string_view s) {
 }
 
 void PersistencyParams::validate() const {
-  if (max_inflight < 1 || max_inflight > 64)
-    bad(fmt::format("persistency.max_inflight must be in [1, 64] (got {})", max_inflight));
-  if (idt_regs < 1 || idt_regs > 64)
-    bad(fmt::format("persistency.idt_regs must be in [1, 64] (got {})", idt_regs));
-  if (epoch_ack.value() > 1'000'000)
-    bad(fmt::format("persistency.epoch_ack must be at most 1000000 cycles (got {})",
-                    epoch_ack.value()));
   if (bsp() && !hardware())
     bad("persistency.bsp_epoch_stores / bsp_write_through (BSP bulk mode) need a hardware "
         "persist barrier: lb, lb-idt, lb-pf or lb++");
-  if (bsp_epoch_stores > 100'000'000)
-    bad(fmt::format("persistency.bsp_epoch_stores must be at most 100000000 (got {})",
-                    bsp_epoch_stores));
   if (bsp_log && bsp_epoch_stores == 0)
     bad("persistency.bsp_log needs bsp_epoch_stores > 0 (BSP bulk mode)");
   if (bsp_write_through && bsp_epoch_stores != 0)
@@ -200,14 +172,9 @@ WholeCacheFlush whole_cache_flush_from_string(std::string_view s) {
 }
 
 void SimParams::validate() const {
-  if (cores < 1 || cores > kMaxCores)
-    bad(fmt::format("cores must be between 1 and {} (got {})", kMaxCores, cores));
-  if (threads < 1 || threads > kMaxCores)
-    bad(fmt::format("threads must be between 1 and {} (got {})", kMaxCores, threads));
-  if (!(freq_ghz > 0.0) || !std::isfinite(freq_ghz) || freq_ghz > 100.0)
-    bad(fmt::format("freq_ghz must be in (0, 100] (got {})", freq_ghz));
-  if (nt_stores && (wc_buffers < 1 || wc_buffers > 64))
-    bad(fmt::format("wc_buffers must be between 1 and 64 (got {})", wc_buffers));
+  // Each parameter's own range is declared with it (machine_params.cpp); what follows are the
+  // rules that tie parameters together.
+  check_declared_ranges(*this);
   l1.validate();
   if (l2) l2->validate();
   llc.validate();
@@ -221,11 +188,6 @@ void SimParams::validate() const {
   // The epoch engine keeps its tags in the LLC and models neither PreFlush nor WC buffers.
   if (persistency.hardware() && (!inclusive_llc || preflush.enabled || nt_stores))
     bad("a hardware persist barrier (lb*) needs an inclusive LLC and no preflush or nt_stores");
-  if (wbinvd_cycles_per_line > 1'000'000)
-    bad(fmt::format("wbinvd_cycles_per_line must be at most 1000000 (got {})",
-                    wbinvd_cycles_per_line));
-  if (flush_mc_hop > 1'000'000)
-    bad(fmt::format("flush_mc_hop must be at most 1000000 cycles (got {})", flush_mc_hop));
   if (!inclusive_llc && cores != 1)
     bad(
         fmt::format("a non-inclusive {} needs cores = 1 (got {}): with several cores the inclusive "

@@ -33,6 +33,8 @@ SimParams lp_isca18() {
   p.core.issue_width = 4;
   p.core.rob_entries = 196;
   p.core.mshrs = 16;
+  // "LSQ: 48" read as the store queue (gem5 sizes its LQ and SQ apart); off unless asked.
+  p.core.sq_entries = 48;
   p.validate();
   return p;
 }
@@ -56,6 +58,7 @@ SimParams pact17(int cores) {
   p.core.issue_width = 8;
   p.core.rob_entries = 192;
   p.core.mshrs = 16;
+  p.core.sq_entries = 32;  // Table 3.1: "32-entry ... store queue"; off unless asked
   p.validate();
   return p;
 }
@@ -92,6 +95,7 @@ SimParams micro15(int cores) {
   p.core.issue_width = 8;
   p.core.rob_entries = 192;
   p.core.mshrs = 16;
+  p.core.sq_entries = 32;          // Table 1's "32-entry write buffer"; off unless asked
   p.persistency.max_inflight = 8;  // §4.3: 8 in-flight epochs, 4 IDT register pairs
   p.persistency.idt_regs = 4;
   p.validate();

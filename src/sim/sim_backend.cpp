@@ -274,7 +274,7 @@ void SimBackend::run_interleaved(std::size_t begin, std::size_t end, void* fn, B
     if (f.done) continue;
     // Not value-initialised: zeroing 512 KiB per fiber touched every page of every stack, and
     // a test that builds thousands of short-lived interleaved backends spent most of its time
-    // in the kernel's page faults (docs/simulator.md, "Session 29").
+    // in the kernel's page faults (docs/simulator.md, "Speed").
     if (!f.stack) f.stack = std::make_unique_for_overwrite<char[]>(kFiberStackBytes);
     // The stack grows down from its end; the first jump passes the Fibers to entry().
     f.ctx = bctx::make_fcontext(f.stack.get() + kFiberStackBytes, kFiberStackBytes, &Fibers::entry);

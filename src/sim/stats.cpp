@@ -78,6 +78,12 @@ nlohmann::json to_json(const SimStats& s) {
   j["instructions"] = s.instructions;
   j["rob_stall_cycles"] = s.rob_stall_cycles;
   j["mshr_stall_cycles"] = s.mshr_stall_cycles;
+  // Only when there are any, so the JSON of every existing configuration stays as it was.
+  if (s.mshr_full_events != 0) j["mshr_full_events"] = s.mshr_full_events;
+  if (s.sq_full_events != 0) {
+    j["sq_full_events"] = s.sq_full_events;
+    j["sq_full_stall_cycles"] = s.sq_full_stall_cycles;
+  }
   j["nvm_reads"] = s.nvm.reads;
   j["nvm_writes"] = s.nvm.writes;
   auto& by_cause = j["nvm_writes_by_cause"] = nlohmann::json::object();

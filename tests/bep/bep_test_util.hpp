@@ -26,14 +26,14 @@ inline run::SimRunSpec bench_spec(const std::string& kernel, const std::string& 
   spec.run.threads = threads;
   spec.run.seed = 7;
   spec.run.set_kernel_param("ops", ops);
-  run::MachineOverrides o;
-  o.cores = 4;
-  o.l1_size = 1024;
-  o.llc_size = llc_size;
-  o.l1_ways = 4;
-  o.llc_ways = llc_ways;
-  o.l2_size = 0;
-  spec.machine = run::machine_from("lp-isca18", o);
+  sim::MachineSettings o;
+  o.set("cores", 4);
+  o.set("l1-size", 1024);
+  o.set("llc-size", llc_size);
+  o.set("l1-ways", 4);
+  o.set("llc-ways", llc_ways);
+  o.set("l2-size", 0);
+  spec.machine = sim::machine_from("lp-isca18", o);
   spec.machine.persistency.barrier = barrier;
   return spec;
 }

@@ -30,23 +30,23 @@ SimRunSpec bep_spec(const std::string& bench, sim::Barrier b, std::uint64_t l1 =
   spec.run.bs = 8;
   spec.run.threads = 4;
   spec.run.set_kernel_param("ops", 12);
-  MachineOverrides o;
-  o.cores = 4;
-  o.l1_size = l1;
-  o.l1_ways = l1_ways;
-  o.llc_size = llc;
-  o.llc_ways = llc_ways;
-  o.l2_size = 0;
-  spec.machine = machine_from("lp-isca18", o);
+  sim::MachineSettings o;
+  o.set("cores", 4);
+  o.set("l1-size", l1);
+  o.set("l1-ways", l1_ways);
+  o.set("llc-size", llc);
+  o.set("llc-ways", llc_ways);
+  o.set("l2-size", 0);
+  spec.machine = sim::machine_from("lp-isca18", o);
   spec.machine.persistency.barrier = b;
   return spec;
 }
 
 // PreFlush on pact17 with the thesis' flush round trip (docs/preflush.md), 2 cores, clwb.
 SimRunSpec preflush_spec(SimRunSpec spec) {
-  MachineOverrides o;
-  o.cores = 2;
-  spec.machine = machine_from("pact17", o);
+  sim::MachineSettings o;
+  o.set("cores", 2);
+  spec.machine = sim::machine_from("pact17", o);
   spec.machine.flush_mc_hop = 20;
   spec.machine.preflush.enabled = true;
   spec.flush = sim::FlushMode::kClwb;
@@ -61,9 +61,9 @@ SimRunSpec handoff_spec(const std::string& scheme, std::uint64_t rounds) {
   spec.run.n = rounds;
   spec.run.bs = 1;
   spec.run.threads = 2;
-  MachineOverrides o;
-  o.cores = 2;
-  spec.machine = machine_from("lp-isca18", o);
+  sim::MachineSettings o;
+  o.set("cores", 2);
+  spec.machine = sim::machine_from("lp-isca18", o);
   return spec;
 }
 

@@ -28,7 +28,7 @@ inline SimRunSpec negative_control_spec(const std::string& kernel, const std::st
   spec.run.n = n;
   spec.run.bs = 8;
   spec.run.threads = 2;
-  spec.machine = machine_from("lp-isca18", experiments::control_machine(kernel, scheme));
+  spec.machine = sim::machine_from("lp-isca18", experiments::control_machine(kernel, scheme));
   return spec;
 }
 

@@ -98,12 +98,12 @@ SimRunSpec cli_default_spec(const std::string& kernel, const std::string& scheme
   spec.run.n = 64;
   spec.run.bs = 8;
   spec.run.threads = 2;
-  MachineOverrides o;
-  o.cores = 2;
-  o.l1_size = 4096;
-  o.l2_size = 0;
-  o.llc_size = 32768;
-  spec.machine = machine_from("lp-isca18", o);
+  sim::MachineSettings o;
+  o.set("cores", 2);
+  o.set("l1-size", 4096);
+  o.set("l2-size", 0);
+  o.set("llc-size", 32768);
+  spec.machine = sim::machine_from("lp-isca18", o);
   return spec;
 }
 

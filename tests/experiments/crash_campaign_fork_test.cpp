@@ -24,13 +24,13 @@ SimRunSpec tiny_spec(const std::string& scheme, std::uint64_t n, std::uint64_t b
   spec.run.n = n;
   spec.run.bs = bs;
   spec.run.threads = threads;
-  MachineOverrides o;
-  o.cores = 2;
-  o.l1_size = 1024;  // tiny caches: the runs evict, so crashes leave partial state
-  o.llc_size = 4096;
-  o.l1_ways = 4;
-  o.l2_size = 0;
-  spec.machine = machine_from("lp-isca18", o);
+  sim::MachineSettings o;
+  o.set("cores", 2);
+  o.set("l1-size", 1024);  // tiny caches: the runs evict, so crashes leave partial state
+  o.set("llc-size", 4096);
+  o.set("l1-ways", 4);
+  o.set("l2-size", 0);
+  spec.machine = sim::machine_from("lp-isca18", o);
   return spec;
 }
 
@@ -265,11 +265,11 @@ TEST(CrashCampaignFork, PeriodicFlushBoundsTheWorkLost) {
   const auto redone = [](std::uint64_t period) {
     CampaignOptions opt;
     opt.spec = tiny_spec("lp", 32, 4, 2);
-    MachineOverrides o;
-    o.cores = 2;
-    o.l2_size = 0;
-    o.periodic_flush_cycles = period;
-    opt.spec.machine = machine_from("lp-isca18", o);  // 512 KiB LLC: nothing is ever evicted
+    sim::MachineSettings o;
+    o.set("cores", 2);
+    o.set("l2-size", 0);
+    o.set("periodic-flush", period);
+    opt.spec.machine = sim::machine_from("lp-isca18", o);  // 512 KiB LLC: nothing is ever evicted
     opt.trials = 60;
     opt.seed = 3;
     opt.recovery_crash_rate = 0;

@@ -29,14 +29,14 @@ SimRunSpec small_spec(const std::string& kernel, const std::string& scheme, std:
   spec.run.bs = bs;
   spec.run.threads = threads;
   lp::set_checksum(spec.run, kind);
-  MachineOverrides o;
-  o.cores = 2;
-  o.l1_size = 1024;  // tiny caches: CI-sized runs evict, so crashes leave partial state
-  o.llc_size = 4096;
-  o.l1_ways = 4;
-  o.llc_ways = 8;
-  o.l2_size = 0;
-  spec.machine = machine_from("lp-isca18", o);
+  sim::MachineSettings o;
+  o.set("cores", 2);
+  o.set("l1-size", 1024);  // tiny caches: CI-sized runs evict, so crashes leave partial state
+  o.set("llc-size", 4096);
+  o.set("l1-ways", 4);
+  o.set("llc-ways", 8);
+  o.set("l2-size", 0);
+  spec.machine = sim::machine_from("lp-isca18", o);
   return spec;
 }
 

@@ -22,12 +22,12 @@ CampaignOptions campaign(const std::string& kernel, const std::string& scheme) {
   opt.spec.run.n = kernel == "cg" ? 40 : 16;
   opt.spec.run.bs = kernel == "cg" ? 8 : 4;
   opt.spec.run.threads = 2;
-  MachineOverrides o;  // pmlab crash's own small machine
-  o.cores = 2;
-  o.l1_size = 4096;
-  o.llc_size = 32768;
-  o.l2_size = 0;
-  opt.spec.machine = machine_from("lp-isca18", o);
+  sim::MachineSettings o;  // pmlab crash's own small machine
+  o.set("cores", 2);
+  o.set("l1-size", 4096);
+  o.set("llc-size", 32768);
+  o.set("l2-size", 0);
+  opt.spec.machine = sim::machine_from("lp-isca18", o);
   opt.trials = 80;
   opt.seed = 5;
   return opt;

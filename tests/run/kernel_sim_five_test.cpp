@@ -25,12 +25,12 @@ const std::vector<std::string> kKernels{"cholesky", "lu", "gauss", "conv2d", "ff
 
 // Small caches, so that these sizes evict and write back during the run.
 sim::SimParams small_machine() {
-  MachineOverrides o;
-  o.cores = 2;
-  o.l1_size = 4096;
-  o.l2_size = 0;
-  o.llc_size = 32768;
-  return machine_from("lp-isca18", o);
+  sim::MachineSettings o;
+  o.set("cores", 2);
+  o.set("l1-size", 4096);
+  o.set("l2-size", 0);
+  o.set("llc-size", 32768);
+  return sim::machine_from("lp-isca18", o);
 }
 
 pool::RunParams params(const std::string& kernel, const std::string& scheme, std::uint64_t n,

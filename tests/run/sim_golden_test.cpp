@@ -31,13 +31,13 @@ struct GoldenMachine {
 };
 
 std::vector<GoldenMachine> golden_machines() {
-  MachineOverrides small;
-  small.cores = 2;
-  small.l1_size = 2048;
-  small.l2_size = 0;
-  small.llc_size = 16384;
-  return {{"lp-isca18-small", machine_from("lp-isca18", small)},
-          {"pact17", machine_from("pact17", {})}};
+  sim::MachineSettings small;
+  small.set("cores", 2);
+  small.set("l1-size", 2048);
+  small.set("l2-size", 0);
+  small.set("llc-size", 16384);
+  return {{"lp-isca18-small", sim::machine_from("lp-isca18", small)},
+          {"pact17", sim::machine_from("pact17", {})}};
 }
 
 // The recorded table's runs (changing them would change every golden figure).

@@ -64,14 +64,14 @@ experiments::CampaignOptions stencil_campaign(std::shared_ptr<const run::UserKer
   experiments::CampaignOptions opt;
   opt.spec.run = stencil_params("lp", 20, 3, 5, 2);
   opt.spec.user = std::move(kernel);
-  run::MachineOverrides o;
-  o.cores = 2;
-  o.l1_size = 1024;  // tiny caches: the grids (3 KiB each) are evicted part by part
-  o.llc_size = 4096;
-  o.l1_ways = 4;
-  o.llc_ways = 8;
-  o.l2_size = 0;
-  opt.spec.machine = run::machine_from("lp-isca18", o);
+  sim::MachineSettings o;
+  o.set("cores", 2);
+  o.set("l1-size", 1024);  // tiny caches: the grids (3 KiB each) are evicted part by part
+  o.set("llc-size", 4096);
+  o.set("l1-ways", 4);
+  o.set("llc-ways", 8);
+  o.set("l2-size", 0);
+  opt.spec.machine = sim::machine_from("lp-isca18", o);
   opt.trials = 120;
   opt.seed = 7;
   return opt;

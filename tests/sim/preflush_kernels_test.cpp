@@ -35,9 +35,9 @@ Totals run_all(bool own_store_check, sim::FlushMode flush, int threads,
       spec.run.bs = 8;
       spec.run.threads = threads;
       spec.run.seed = 5;
-      MachineOverrides o;
-      o.cores = threads;
-      spec.machine = machine_from("pact17", o);
+      sim::MachineSettings o;
+      o.set("cores", threads);
+      spec.machine = sim::machine_from("pact17", o);
       spec.machine.flush_mc_hop = 20;
       spec.machine.preflush.enabled = true;
       spec.machine.preflush.own_store_check = own_store_check;
@@ -77,9 +77,9 @@ CampaignOptions tmm_wal_campaign() {
   c.spec.run.n = 32;
   c.spec.run.bs = 8;
   c.spec.run.threads = 2;
-  MachineOverrides o;
-  o.cores = 2;
-  c.spec.machine = machine_from("pact17", o);
+  sim::MachineSettings o;
+  o.set("cores", 2);
+  c.spec.machine = sim::machine_from("pact17", o);
   c.spec.machine.flush_mc_hop = 20;
   c.spec.flush = sim::FlushMode::kClwb;
   return c;

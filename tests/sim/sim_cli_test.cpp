@@ -266,11 +266,11 @@ TEST(SimCliSession, CrashApplyRecoverFinishIsBitExact) {
   spec.run.n = 48;
   spec.run.bs = 16;
   spec.run.threads = 3;
-  run::MachineOverrides small;
-  small.cores = 4;
-  small.l1_size = 4096;
-  small.llc_size = 32768;
-  spec.machine = run::machine_from("lp-isca18", small);
+  sim::MachineSettings small;
+  small.set("cores", 4);
+  small.set("l1-size", 4096);
+  small.set("llc-size", 32768);
+  spec.machine = sim::machine_from("lp-isca18", small);
   for (const char* scheme : {"lp", "ep-jj", "wal-ii"}) {
     spec.run.scheme = scheme;
     run::SimSession s(spec);

@@ -175,22 +175,22 @@ TEST(SimHelper, WbinvdIsRefusedNatively) {
 
 // Two threads on lp-isca18 with a third core for the helper; `o` sets the rest.
 run::SimRunSpec helper_spec(const std::string& kernel, const std::string& scheme, std::uint64_t n,
-                            std::uint64_t bs, run::MachineOverrides o = {}) {
+                            std::uint64_t bs, sim::MachineSettings o = {}) {
   run::SimRunSpec spec;
   spec.run.kernel = kernel;
   spec.run.scheme = scheme;
   spec.run.n = n;
   spec.run.bs = bs;
   spec.run.threads = 2;
-  o.cores = 3;  // two threads, the helper on core 2
-  spec.machine = run::machine_from("lp-isca18", o);
+  o.set("cores", 3);  // two threads, the helper on core 2
+  spec.machine = sim::machine_from("lp-isca18", o);
   return spec;
 }
 
 run::SimRunSpec ipv_spec(const std::string& wcf = "never") {
-  run::MachineOverrides o;
-  o.l1_size = 1024;
-  o.llc_size = 4096;
+  sim::MachineSettings o;
+  o.set("l1-size", 1024);
+  o.set("llc-size", 4096);
   auto spec = helper_spec("tmm", "ipv", 32, 8, o);
   spec.machine.whole_cache_flush = whole_cache_flush_from_string(wcf);
   return spec;

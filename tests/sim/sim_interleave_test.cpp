@@ -115,11 +115,11 @@ run::SimRunSpec small_spec(const run::KernelDriver& k, const std::string& scheme
   spec.run.bs = 8;
   spec.run.threads = 3;
   spec.run.seed = 5;
-  run::MachineOverrides small;
-  small.cores = 4;
-  small.l1_size = 2048;
-  small.llc_size = 16384;
-  spec.machine = run::machine_from("lp-isca18", small);
+  sim::MachineSettings small;
+  small.set("cores", 4);
+  small.set("l1-size", 2048);
+  small.set("llc-size", 16384);
+  spec.machine = sim::machine_from("lp-isca18", small);
   spec.machine.interleave_quantum = quantum;
   spec.machine.core.model = model;
   spec.verify = true;

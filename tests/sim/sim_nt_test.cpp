@@ -106,9 +106,9 @@ TEST(SimNt, TmmCheckpointReadsNothingOfItsAreaUnderTheNtModel) {
     spec.run.scheme = scheme;
     spec.run.n = 64;
     spec.run.bs = 16;
-    run::MachineOverrides o;
-    o.wc_buffers = wc_buffers;
-    spec.machine = run::machine_from("lp-isca18", o);
+    sim::MachineSettings o;
+    o.set("wc-buffers", wc_buffers);
+    spec.machine = sim::machine_from("lp-isca18", o);
     spec.run.threads = static_cast<std::uint32_t>(spec.machine.threads);
     return run::simulate(spec).stats.nvm.reads;
   };

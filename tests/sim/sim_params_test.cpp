@@ -40,15 +40,18 @@ TEST(SimParams, RejectsImpossibleValuesWithTheFieldName) {
       {[](SimParams& p) { p.cores = 65; }, "cores"},
       {[](SimParams& p) { p.threads = 0; }, "threads"},
       {[](SimParams& p) { p.freq_ghz = 0.0; }, "freq_ghz"},
-      {[](SimParams& p) { p.l1.ways = 0; }, "L1: ways"},
-      {[](SimParams& p) { p.l1.size_bytes = 0; }, "L1: size_bytes"},
+      {[](SimParams& p) { p.l1.ways = 0; }, "l1.ways"},
+      {[](SimParams& p) { p.l1.size_bytes = 0; }, "l1.size_bytes"},
       {[](SimParams& p) { p.llc.size_bytes = 1000; }, "not a multiple"},
       {[](SimParams& p) { p.nvm.read_ns = -1.0; }, "nvm.read_ns"},
       {[](SimParams& p) { p.nvm.write_ns = 0.0; }, "nvm.write_ns"},
       {[](SimParams& p) { p.nvm.write_queue_entries = 0; }, "write_queue_entries"},
       {[](SimParams& p) { p.nvm.write_units = 0; }, "write_units"},
       {[](SimParams& p) { p.llc.size_bytes = 32 * 1024; }, "inclusive"},
-      {[](SimParams& p) { p.l2 = LevelParams{"L2", 32 * 1024, 8, Cycles{5}}; }, "inclusive"},
+      {[](SimParams& p) {
+         p.l2 = LevelParams{"L2", 32 * 1024, 8, Cycles{5}};
+       },
+       "inclusive"},
   };
   for (const auto& [mutate, needle] : cases) {
     auto params = std::make_unique<SimParams>();
@@ -101,7 +104,7 @@ TEST(SimPresets, Pact17MatchesThesisTable31) {
   EXPECT_EQ(p.llc.size_bytes, 8u * 1024 * 1024);  // 1MB per core x 8
   EXPECT_EQ(p.llc.ways, 16u);
   EXPECT_EQ(p.llc.hit_latency, Cycles{20});
-  EXPECT_EQ(p.nvm_read_cycles(), Cycles{120});  // 60 ns at 2 GHz
+  EXPECT_EQ(p.nvm_read_cycles(), Cycles{120});   // 60 ns at 2 GHz
   EXPECT_EQ(p.nvm_write_cycles(), Cycles{300});  // 150 ns at 2 GHz
   EXPECT_EQ(pact17(4).llc.size_bytes, 4u * 1024 * 1024);
 }
@@ -114,7 +117,11 @@ TEST(SimPresets, CachegrindLikeBuilderAndUnknownNames) {
   EXPECT_EQ(p.llc.name, "LL");
   EXPECT_EQ(p.llc.sets(), 8192u);
   EXPECT_EQ(p.llc.replacement, Replacement::kLru);
-  expect_invalid([] { (void)cachegrind_like({32 * 1024, 8, 32}, {8 * 1024 * 1024, 16, 64}); }, "line size 32");
+  expect_invalid(
+      [] {
+        (void)cachegrind_like({32 * 1024, 8, 32}, {8 * 1024 * 1024, 16, 64});
+      },
+      "line size 32");
   expect_invalid([] { (void)preset("gem5"); }, "lp-isca18, pact17");
 }
 

@@ -20,10 +20,10 @@ Figures lp_tmm(WriteQueueModel queue, std::uint64_t period) {
   spec.run.scheme = "lp";
   spec.run.n = 192;  // A, B, C (864 KiB) overflow the 512 KiB LLC, as at the papers' sizes
   spec.run.bs = 16;
-  run::MachineOverrides o;
-  o.write_queue = queue;
-  o.periodic_flush_cycles = period;
-  spec.machine = run::machine_from("lp-isca18", o);  // 8 cores
+  sim::MachineSettings o;
+  o.set("write-queue", std::string(sim::to_string(queue)));
+  o.set("periodic-flush", period);
+  spec.machine = sim::machine_from("lp-isca18", o);  // 8 cores
   spec.run.threads = static_cast<std::uint32_t>(spec.machine.threads);
   const auto s = run::simulate(spec).stats;
   return {s.cycles.value(), s.nvm.writes, s.volatility.max_cycles};

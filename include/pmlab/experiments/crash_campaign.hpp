@@ -99,8 +99,8 @@ struct CampaignOptions {
   // again (most of them) needs only its image; one that is cut again also needs the simulator
   // as the power failure left it, which the child rebuilds from the image only on machines
   // where nothing that survives a power failure can change what follows it (docs/crash-
-  // campaigns.md, "Trials cut again join the batches too"); elsewhere such trials fork at their crash points. Off: one
-  // child per trial, forked at its crash point (a measurement aid).
+  // campaigns.md, "Trials cut again join the batches too"); elsewhere such trials fork at their
+  // crash points. Off: one child per trial, forked at its crash point (a measurement aid).
   bool batch_trials = true;
   // A test aid: the forked child that runs this trial kills itself (SIGKILL) before finishing
   // it, to check that a dead child fails its own trial and no other.
@@ -198,8 +198,8 @@ struct ImageTally {
 // barrier mutant (cp-barrier-after-write, cp-nt-async's) keeps lp-isca18's caches: behind tiny
 // ones the work before an iteration's first store misses and the helper's copy always ends
 // first, so that mutant could never be seen (docs/seed002.md, "cp-nt-async").
-[[nodiscard]] run::MachineOverrides control_machine(const std::string& kernel,
-                                                    const std::string& scheme);
+[[nodiscard]] sim::MachineSettings control_machine(const std::string& kernel,
+                                                   const std::string& scheme);
 // Whether the row declares cp-barrier-after-write, whose campaigns keep the preset's caches
 // (control_machine, and `pmlab crash`'s default machine).
 [[nodiscard]] bool keeps_preset_caches(const std::string& kernel, const std::string& scheme);

@@ -18,6 +18,7 @@
 #include "pmlab/pool/pool.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/native_tail.hpp"
+#include "pmlab/sim/machine_params.hpp"
 #include "pmlab/sim/params.hpp"
 #include "pmlab/sim/sim_backend.hpp"
 #include "pmlab/sim/stats.hpp"
@@ -40,26 +41,6 @@ struct SimRunSpec {
 
 // Every check SimSession makes (kernel, scheme, sizes, threads, machine), without allocating.
 void validate(const SimRunSpec& spec);
-
-// Changes to a preset, each applied only when set (the CLI's --l1-size etc.; eval's sweeps).
-struct MachineOverrides {
-  std::optional<int> cores;
-  std::optional<std::uint64_t> l1_size, l2_size, llc_size;  // l2_size 0 removes the private L2
-  std::optional<std::uint32_t> l1_ways, l2_ways, llc_ways;
-  std::optional<sim::Replacement> replacement;  // every level
-  std::optional<bool> inclusive_llc;
-  std::optional<double> nvm_read_ns, nvm_write_ns, freq_ghz;
-  std::optional<std::uint32_t> write_queue_entries, write_units;
-  std::optional<std::uint64_t> periodic_flush_cycles;  // 0 = off
-  std::optional<sim::WriteQueueModel> write_queue;
-  std::optional<std::uint32_t> wc_buffers;  // set: non-temporal stores modelled (0 = off)
-};
-
-// preset(name) with `o` applied, validated; throws pmlab::Error(kInvalidArgument) naming the field.
-[[nodiscard]] sim::SimParams machine_from(std::string_view preset, const MachineOverrides& o);
-// `base` (e.g. a machine file's) with `o` applied the same way; --cores does not rescale a
-// file's LLC (only the pact17 preset by name does).
-[[nodiscard]] sim::SimParams machine_from(sim::SimParams base, const MachineOverrides& o);
 
 // The simulator's entry points for one kernel; KernelDriver (arrays, init, verify) is shared
 // with the native side. make_sim_kernel<K>() (driver/sim_kernel.hpp) builds them from the same

@@ -67,7 +67,7 @@ struct alignas(64) CoreState {
   // because every access adds the same amount to insts and to clock * issue_width + slot. The
   // inline path stops for the reorder buffer (insts >= rob_limit) and, on a store, for the
   // periodic-cleaning deadline: deadline_stop is the insts at which clock would reach it
-  // (kNever when cleaning is off). docs/simulator.md, "Session 23".
+  // (kNever when cleaning is off). docs/simulator.md, "Speed".
   std::uint64_t dispatched_insts = 0;
   std::uint64_t deadline_stop = kNever;
   // L1 hit fast path (Machine::load/store), set up when the L1 is LRU with a power-of-two set
@@ -343,8 +343,8 @@ class Machine {
   // hidden), and dispatch stops when the reorder buffer is full behind an incomplete load.
   // Memory model: the L1 latency in cycles, dispatched one per cycle (issue_ is 1 there), and
   // rob_limit stays kNever. Both models take this one path with no test of the model: 2
-  // instructions per access fewer than a branch to `clock += latency` (session 26); the eager
-  // update of slot and clock cost ~15 (session 23).
+  // instructions per access fewer than a branch to `clock += latency` (commit 4a14bb5); the eager
+  // update of slot and clock cost ~15 (commit 240b346).
   void served_load(detail::CoreState& c) {
     c.insts += served_step_;
     if (c.insts >= c.rob_limit) [[unlikely]]

@@ -87,6 +87,16 @@ struct CoreParams {
   // not own yet. Off by default (the recorded interval figures were made without it); matters
   // where a fence follows a store miss closely (a log persisted line by line).
   bool flush_after_fill = false;
+  // Store queue (LP paper Table II "LSQ 48"; thesis Table 3.1 "store queue 32"): a store miss
+  // and a clflushopt/clwb each hold an entry from dispatch until the memory system acknowledges
+  // it (a flush: the controller's acceptance and the ack's trip back), dispatch stalls while all
+  // are busy, and sfence waits for every older entry. Under sq_tso the entries complete one at a
+  // time in program order (gem5's O3 LSQ on x86: a store is sent only when no older one is in
+  // flight). Off by default; L1 store hits are not modelled in it (they would complete in the L1
+  // latency). docs/simulator.md "Store queue".
+  bool store_queue = false;
+  std::uint32_t sq_entries = 48;
+  bool sq_tso = true;
 
   void validate() const;
 };

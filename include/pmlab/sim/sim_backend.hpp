@@ -37,7 +37,7 @@ concept SimScalar = std::is_trivially_copyable_v<T> && sizeof(T) <= kCacheLineBy
 // Whether an access to a T may cross a line boundary. A T whose alignment is its size (double,
 // std::uint64_t, ...: then a power of two <= 64, which divides the line) lies inside one line
 // whenever it is aligned, as every T object is, so its accesses skip the straddle test: 4
-// instructions per access, 7 % of tmm's simulated inner loop (session 26). A type aligned below
+// instructions per access, 7 % of tmm's simulated inner loop (commit 4a14bb5). A type aligned below
 // its size (a packed struct) can cross a boundary and keeps the test.
 template <class T>
 inline constexpr bool kMayStraddle = alignof(T) < sizeof(T);

@@ -184,6 +184,11 @@ struct SimStats {
   std::uint64_t instructions = 0;
   std::uint64_t rob_stall_cycles = 0;
   std::uint64_t mshr_stall_cycles = 0;
+  std::uint64_t mshr_full_events = 0;  // misses and flushes that found every MSHR busy
+  // Store queue (CoreParams::store_queue): dispatch waited for a free entry, cycles and times
+  // (the LP paper's Table VI "FUW" for EagerRecompute).
+  std::uint64_t sq_full_stall_cycles = 0;
+  std::uint64_t sq_full_events = 0;
   std::vector<LevelStats> levels;  // L1 (summed over cores), [L2], LLC
   NvmStats nvm;
   CoherenceStats coherence;

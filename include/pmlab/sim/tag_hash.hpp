@@ -37,7 +37,7 @@ inline constexpr std::uint8_t kNoHash = 0xFF;
   // a zero one, so every candidate is confirmed by its full tag.
   for (std::uint64_t m = (x - kOnes) & ~x & kHighs; m != 0; m &= m - 1) {
     // Unsigned before the division: the way's index is then zero-extended for free, where the
-    // int division took a sign extension too (one instruction per candidate, session 26).
+    // int division took a sign extension too (one instruction per candidate, commit 4a14bb5).
     const std::size_t s = base + static_cast<std::uint32_t>(std::countr_zero(m)) / 8;
     if (tags[s] == line) return s;
   }
