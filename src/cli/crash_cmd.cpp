@@ -17,6 +17,7 @@
 #include "pmlab/core/progress.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/lp/checksum_param.hpp"
+#include "pmlab/sim/machine_file.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -183,6 +184,8 @@ int do_crash(const CrashArgs& a) {
   if (with_controls) controls = experiments::run_controls(opt);
   auto j = experiments::to_json(r, a.per_trial);
   j["seed"] = opt.seed;
+  // Every declared parameter's effective value, as a machine file holds it.
+  j["machine_parameters"] = sim::to_machine_file(spec.machine);
   if (with_controls) j["controls"] = experiments::to_json(controls);
   if (a.json) {
     for (auto& f : j["failures"])

@@ -21,6 +21,7 @@
 #include "pmlab/lp/checksum_param.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
+#include "pmlab/sim/machine_file.hpp"
 #include "pmlab/sim/presets.hpp"
 
 namespace pmlab::cli {
@@ -169,6 +170,8 @@ int do_sim(const SimArgs& a) {
                      {"flush", a.flush},
                      {"drain", a.drain},
                      {"machine", sim::to_json(machine)},
+                     // Every declared parameter's effective value, as a machine file holds it.
+                     {"machine_parameters", sim::to_machine_file(machine)},
                      {"periodic_flush",
                       {{"cycles", periodic.cycles},
                        {"percent_of_run", periodic.percent ? nlohmann::json(*periodic.percent)

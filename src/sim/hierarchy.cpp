@@ -499,7 +499,7 @@ void Hierarchy::flush(int core, std::uint64_t line, FlushMode mode) {
     since = take_since(kNoSlot, line);
   }
   if (dirty) ++dirty_flushes_;
-  const std::uint64_t done = flush_round_trip(line, t, dirty, core, since);
+  const std::uint64_t done = flush_round_trip(line, t, dirty, s != kNoSlot, core, since);
   if (sq_) sq_push(core, done);
   if (mode == FlushMode::kClflush)
     cs.clock = done;  // serialising: waits for itself
@@ -570,10 +570,15 @@ void Hierarchy::store_nt(int core, std::uint64_t line, unsigned off, unsigned si
     periodic_tick(core);
 }
 
-std::uint64_t Hierarchy::flush_round_trip(std::uint64_t line, std::uint64_t t, bool dirty, int core,
-                                          std::uint64_t since) {
+std::uint64_t Hierarchy::flush_round_trip(std::uint64_t line, std::uint64_t t, bool dirty,
+                                          bool cached, int core, std::uint64_t since) {
   const std::uint64_t hl = llc_.latency().value();
   const std::uint64_t hop = params_.flush_mc_hop;
+  if (params_.home_agent && !dirty)  // seed 002 Table 1: the home agent's extra step
+    return t + 2 * hl + 2 * hop +
+           (cached ? params_.remote_snoop_cycles : params_.dir_lookup_cycles);
+  if (params_.home_agent)  // a dirty line: the round trip of the thesis even when hop is 0
+    return nvm_write(line, WriteCause::kFlush, t + hl + hop, core, since) + hop + hl;
   if (hop == 0)  // first-order model: done at the LLC, or when the controller accepts the line
     return dirty ? nvm_write(line, WriteCause::kFlush, t + hl, core, since) : t + hl;
   if (!dirty) return t + 2 * hl;  // the directory answers even for a clean or absent line
@@ -628,7 +633,7 @@ void Hierarchy::preflush_store(int core, std::uint64_t line, std::size_t l1_slot
     ++pf_writes_;
     image_.note_preflush(LineAddr(line), core);  // before the write: its prior bytes
   }
-  const std::uint64_t done = flush_round_trip(line, t, dirty, core, since);
+  const std::uint64_t done = flush_round_trip(line, t, dirty, s != kNoSlot, core, since);
   if (dirty) image_.preflush_done(LineAddr(line), done);
   pf.preflushed(line, pr.key, done);
   if (pf_marks_) return;

@@ -187,9 +187,10 @@ class Hierarchy {
   void evict_llc(std::size_t slot, int core);
   // A flush's completion: it reaches the directory at t + LLC latency; a dirty line is then
   // written (counted under `cause`); with SimParams::flush_mc_hop the ACK comes back from the
-  // controller (thesis §2.3.2).
-  std::uint64_t flush_round_trip(std::uint64_t line, std::uint64_t t, bool dirty, int core,
-                                 std::uint64_t since);
+  // controller (thesis §2.3.2). `cached`: the LLC holds the line (its state decides the home
+  // agent's extra step, SimParams::home_agent).
+  std::uint64_t flush_round_trip(std::uint64_t line, std::uint64_t t, bool dirty, bool cached,
+                                 int core, std::uint64_t since);
   // PreFlush: the store just completed; asks the core's predictor and may PreFlush the line.
   void preflush_store(int core, std::uint64_t line, std::size_t l1_slot, std::uint32_t pc,
                       bool reached_directory);

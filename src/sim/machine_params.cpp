@@ -413,6 +413,17 @@ std::vector<MachineParam> declare() {
             "controller accepts the line); C = every flush goes to the directory and back, a "
             "dirty one also C cycles each way to the controller",
             PMLAB_REF(flush_mc_hop)));
+  add(spelled_bool("home-agent", "home_agent", {"off", "on"},
+                   "Flush latency by line state (seed 002 Table 1): on = a flush of a clean line "
+                   "adds --remote-snoop, of an uncached line --dir-lookup (a directory in DRAM, "
+                   "Haswell-EP); off = the directory answers at once (gem5 Ruby)",
+                   PMLAB_REF(home_agent)));
+  add(field("dir-lookup", "dir_lookup_cycles", "cycles", {0, 1e6},
+            "Home agent: a directory lookup in memory, paid by a flush of an uncached line",
+            PMLAB_REF(dir_lookup_cycles)));
+  add(field("remote-snoop", "remote_snoop_cycles", "cycles", {0, 1e6},
+            "Home agent: a snoop of the other socket, paid by a flush of a clean line",
+            PMLAB_REF(remote_snoop_cycles)));
   add(spelled_bool("preflush", "preflush.enabled", {"off", "on"},
                    "PreFlush flush predictor (thesis Ch. 5): on or off",
                    PMLAB_REF(preflush.enabled)));
@@ -650,7 +661,7 @@ ParamValue MachineParam::parse_text(const std::string& text) const {
                               "M, G = 2^10, 2^20, 2^30 bytes)",
                               who, text)
                 : fmt::format("{}: '{}' is not an integer", who, text));
-      if (x > kU64 / static_cast<double>(mult))
+      if (x > std::numeric_limits<std::uint64_t>::max() / mult)
         bad(fmt::format("{}: '{}' is too large, out of range {}", who, text, range_text()));
       v = std::uint64_t{x * mult};
       break;

@@ -117,8 +117,26 @@ TEST(Seed002Study, ThePlotScriptDrawsFromTheSectionsEntries) {
 
 TEST(Seed002Study, SimulatedFlushCostsCoverEveryStateAndKind) {
   const auto t = seed002_flush_states({});
-  ASSERT_EQ(t["sim"].size(), 12u);
+  RecordProperty("table1", t["sim"].dump());
+  ASSERT_EQ(t["sim"].size(), 24u);  // 2 machines x 3 instructions x 4 states
   for (const auto& r : t["sim"]) EXPECT_GT(r["cycles"].get<double>(), 0.0) << r.dump();
+  // Seed 002's order (Table 1 measures clflush) on its own machine, a home agent with a DRAM
+  // directory: dirty < clean < not cached. clflushopt and clwb overlap, so their per-line cost is
+  // the write queue's bandwidth for dirty lines (docs/seed002.md "Table 1"): not checked.
+  const auto cycles = [&](const std::string& machine, const std::string& flush,
+                          const std::string& state) {
+    for (const auto& r : t["sim"])
+      if (r["machine"] == machine && r["flush"] == flush && r["state"] == state)
+        return r["cycles"].get<double>();
+    ADD_FAILURE() << machine << " " << flush << " " << state;
+    return 0.0;
+  };
+  EXPECT_LT(cycles("haswell-ep", "clflush", "modified"),
+            cycles("haswell-ep", "clflush", "exclusive"));
+  EXPECT_LT(cycles("haswell-ep", "clflush", "exclusive"),
+            cycles("haswell-ep", "clflush", "invalid"));
+  // On the papers' gem5 directory no state costs more than a dirty line.
+  EXPECT_GE(cycles("lp-isca18", "clflush", "modified"), cycles("lp-isca18", "clflush", "invalid"));
   EXPECT_FALSE(t["native"]["rows"].empty());
 }
 

@@ -52,11 +52,17 @@ TEST(MachineParams, NamesAreUniqueAndEveryParameterIsReachable) {
   std::set<std::string_view> flags, keys;
   for (const auto& m : machine_params()) {
     EXPECT_TRUE(m.on_command_line() || m.in_machine_file()) << m.display_name();
-    if (m.on_command_line()) EXPECT_TRUE(flags.insert(m.flag).second) << m.flag;
-    if (m.in_machine_file()) EXPECT_TRUE(keys.insert(m.key).second) << m.key;
+    if (m.on_command_line()) {
+      EXPECT_TRUE(flags.insert(m.flag).second) << m.flag;
+    }
+    if (m.in_machine_file()) {
+      EXPECT_TRUE(keys.insert(m.key).second) << m.key;
+    }
     EXPECT_FALSE(m.help.empty()) << m.display_name();
     EXPECT_TRUE(m.get && m.set) << m.display_name();
-    if (m.ranged) EXPECT_LE(m.min, m.max) << m.display_name();
+    if (m.ranged) {
+      EXPECT_LE(m.min, m.max) << m.display_name();
+    }
   }
   // Every key the machine file writes is declared (nothing is written by hand).
   const json file = to_machine_file(lp_isca18());

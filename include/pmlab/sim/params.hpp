@@ -262,6 +262,14 @@ struct SimParams {
   // goes down to the directory and comes back (2 LLC latencies), and a dirty one also travels C
   // cycles each way between the directory and the controller.
   std::uint64_t flush_mc_hop = 0;
+  // Flush latency by line state (seed 002 Table 1: dirty < clean < not cached). With a home
+  // agent that keeps its directory in memory (Haswell-EP) a flush of a line the LLC does not hold
+  // looks the directory up in DRAM (dir_lookup_cycles) and one of a clean line snoops the other
+  // socket (remote_snoop_cycles), both on top of the round trip of flush_mc_hop. Off: gem5's
+  // Ruby directory (the inclusive LLC) answers at once, as the papers' simulators do.
+  bool home_agent = false;
+  std::uint64_t dir_lookup_cycles = 0;
+  std::uint64_t remote_snoop_cycles = 0;
   PreflushParams preflush;
   PersistencyParams persistency;  // seed 004's persist barriers (software EP unless asked)
   // Seed 002's helper core (SimBackend::helper_flush_async; only schemes with a helper, ipv,

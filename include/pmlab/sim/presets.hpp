@@ -31,6 +31,12 @@ namespace pmlab::sim {
 // until --barrier picks lb, lb-idt, lb-pf or lb++ (8 in-flight epochs, 4 IDT registers).
 [[nodiscard]] SimParams micro15(int cores = 32);
 
+// Seed 002's Table 1 machine (Huang et al.: Xeon E5-2630 v3, 2.4 GHz, L1 32 KB, L2 256 KB, L3
+// 20 MB, DDR4) for flush latency by line state: a home agent with its directory in DRAM
+// (SimParams::home_agent). Ways, latencies and the home agent's two costs are pmlab's choices,
+// stated in presets.cpp.
+[[nodiscard]] SimParams haswell_ep();
+
 // Geometry of one cachegrind cache (--D1=size,assoc,line / --LL=...).
 struct CacheGeometry {
   std::uint64_t size_bytes = 0;
