@@ -1,9 +1,12 @@
 // `pmlab bench`: native execution time of every persistency scheme vs base, measured side by side.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -11,9 +14,12 @@
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "kernel_options.hpp"
+#include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
+#include "pmlab/core/suggest.hpp"
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/run/catalog.hpp"
+#include "usage_comforts.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -38,7 +44,43 @@ struct BenchArgs {
   std::string statistic = "trimmed";
 };
 
+// The schemes timed against base (base itself is the reference, timed with each of them):
+// refuses an unknown one with the name probably meant, before any work starts.
+std::vector<std::string> timed_schemes(const BenchArgs& a) {
+  const auto& known = run::find_kernel(a.kernel).schemes;
+  std::vector<std::string> out;
+  for (const auto& s : a.schemes.empty() ? known : a.schemes) {
+    if (std::find(known.begin(), known.end(), s) == known.end())
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("unknown scheme '{}' for {}{} (known: {})", s, a.kernel,
+                              did_you_mean(s, known), fmt::join(known, ", ")));
+    if (s != "base" && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  if (a.aa) out.emplace_back("base-aa");
+  return out;
+}
+
+std::string rough_duration(double seconds) {
+  if (seconds < 120) return fmt::format("{:.0f} s", seconds);
+  if (seconds < 2 * 3600) return fmt::format("{:.0f} min", seconds / 60);
+  return fmt::format("{:.1f} h", seconds / 3600);
+}
+
+// A line before long work, so that a plain `pmlab bench tmm` does not start twenty minutes of
+// measurement unannounced: each timed scheme runs until its ratio resolves or --budget is spent.
+// Printed, not asked: scripts run bench unattended.
+void announce_bench(const BenchArgs& a, const std::vector<std::string>& timed) {
+  const double most = static_cast<double>(timed.size()) * a.budget;
+  if (a.single_pass || most < 60) return;
+  fmt::print(stderr, "bench {}: {} scheme{} × {:g} s budget ≈ {} at most{}\n", a.kernel,
+             timed.size(), timed.size() == 1 ? "" : "s", a.budget, rough_duration(most),
+             a.schemes.empty() && timed.size() > 1 ? "; --scheme S for one" : "");
+}
+
 int do_bench(const BenchArgs& a) {
+  const std::vector<std::string> timed = timed_schemes(a);
+  warn_if_threads_exceed_cores(a.threads, fmt::format("--threads {}", a.threads));
+  announce_bench(a, timed);
   experiments::BenchOptions o;
   o.kernel = a.kernel;
   o.schemes = a.schemes;
@@ -100,17 +142,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "Records load average and CPU/wall per repetition, and checks every result is "
       "bit-identical to the fault-free reference. Pools go to a temporary directory that is "
       "removed after (docs/measurement.md).");
-  std::string kernels, schemes_of_kernels;
-  for (const auto& d : run::kernel_drivers()) {
-    kernels += (kernels.empty() ? "" : ", ") + d.name;
-    schemes_of_kernels += fmt::format(" {}: {};", d.name, fmt::join(d.schemes, ","));
-  }
+  std::string kernels;
+  for (const auto& d : run::kernel_drivers()) kernels += (kernels.empty() ? "" : ", ") + d.name;
   cmd->add_option("kernel", args->kernel, "Kernel to benchmark: " + kernels)->required();
   // --scheme: the other verbs' spelling, accepted here too (one scheme or a list).
   cmd->add_option("--schemes,--scheme", args->schemes,
-                  "Comma-separated schemes of the kernel (default: all; base is always "
-                  "included):" +
-                      schemes_of_kernels)
+                  "Comma-separated schemes of the kernel (default: all, each for up to --budget; "
+                  "base is always included; each kernel's are listed below)")
       ->delimiter(',');
   cmd->add_option("--n", args->n, "Matrix dimension")->capture_default_str();
   cmd->add_option("--bs", args->bs,
@@ -118,7 +156,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                   "values per checksum match a 16 x 16 tile)");
   cmd->add_option("--threads", args->threads,
                   "OpenMP threads (1: no thread team, nothing spin-waits; above 1 set "
-                  "OMP_WAIT_POLICY=passive on a shared machine)")
+                  "OMP_WAIT_POLICY=passive on a shared machine; more than the host's cores "
+                  "time-share: warned)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--target", args->target_percent,

@@ -62,19 +62,24 @@ std::string flag_text(const run::KernelParamSpec& spec, std::uint64_t value) {
 }  // namespace
 
 void KernelOptions::add_to(CLI::App& cmd) {
+  // Only `run` keeps a pool; the other verbs' runs live in memory or temporary pools.
+  const bool stored = cmd.get_name() == "run";
   for (const auto& k : run::kernel_drivers())
     for (const auto& spec : k.params) {
       if (values_.contains(spec.name) || flags_.contains(spec.name))
         continue;  // declared by several kernels: one option
-      const std::string help =
-          fmt::format("{} only: {}; stored in the pool (resuming with another value is refused)",
-                      fmt::join(kernels_taking(spec.name), ", "), spec.help);
+      const std::string help = fmt::format(
+          "{} only: {}{}", fmt::join(kernels_taking(spec.name), ", "), spec.help,
+          stored ? "; stored in the pool (resuming with another value is refused)" : "");
+      CLI::Option* opt = nullptr;
       if (spec.flag) {
-        cmd.add_flag("--" + spec.name, flags_[spec.name], help);
+        opt = cmd.add_flag("--" + spec.name, flags_[spec.name], help);
       } else {
-        auto* opt = cmd.add_option("--" + spec.name, values_[spec.name], help);
+        opt = cmd.add_option("--" + spec.name, values_[spec.name], help);
         if (!spec.choices.empty()) opt->check(CLI::IsMember(spec.choices));
       }
+      // Listed apart from the verb's own options: each applies to the kernels it names.
+      opt->group("Kernel parameters");
     }
 }
 

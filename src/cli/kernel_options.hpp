@@ -15,8 +15,9 @@ namespace pmlab::cli {
 
 class KernelOptions {
  public:
-  // One --<name> option per parameter name any kernel of the catalog declares; its help names
-  // the kernels that take it.
+  // One --<name> option per parameter name any kernel of the catalog declares, in the help
+  // group "Kernel parameters"; its help names the kernels that take it (and, for `run`, that the
+  // pool stores it).
   void add_to(CLI::App& cmd);
 
   [[nodiscard]] bool any_given() const;

@@ -1,25 +1,30 @@
 // pmlab's command-line entry point: parses the verb, maps errors to documented exit codes.
 #include <cstdio>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/scheme/copy_mode.hpp"
 #include "pmlab/sim/crash_image.hpp"
 #include "strict_numbers.hpp"
+#include "usage_comforts.hpp"
 
 int main(int argc, char** argv) {
   using namespace pmlab::cli;
   CLI::App app{
-      "pmlab: failure-safe loop kernels on persistent memory (Lazy Persistency and its rivals),\n"
+      "pmlab: failure-safe loop kernels on persistent memory (Lazy Persistency and its rivals), "
       "natively and in a persistence simulator.\n\n"
-      "Exit codes: 0 ok, 1 verification failed, 2 bad usage or parameters,\n"
-      "3 pool corrupt/mismatched/busy or I/O error, 4 internal error,\n"
-      "5 (crash) a negative control was not detected,\n"
-      "130 interrupted (Ctrl-C or SIGTERM; temporary files removed)."};
+      "Exit codes: 0 ok, 1 verification failed, 2 bad usage or parameters, 3 pool "
+      "corrupt/mismatched/busy or I/O error, 4 internal error, 5 (crash) a negative control was "
+      "not detected, 130 interrupted (Ctrl-C or SIGTERM; temporary files removed)."};
   app.require_subcommand(1);
   app.set_version_flag("--version", PMLAB_VERSION);
+  // Before the verbs are added: each copies its parent's formatter (and footer) when added.
+  app.formatter(make_help_formatter());
   int exit_code = kExitOk;
   add_run_command(app, exit_code);
   add_sim_command(app, exit_code);
@@ -27,6 +32,8 @@ int main(int argc, char** argv) {
   add_crash_command(app, exit_code);
   add_eval_command(app, exit_code);
   add_info_command(app, exit_code);
+  // After them, so that it stays pmlab's own.
+  app.footer("`pmlab VERB --help` describes a verb's options; `man pmlab` every verb's.");
   // Seed 002's checkpoint rows (cp-clflush, cp-par-clflush, cp-nt): a per-process interval.
   for (const char* verb : {"run", "sim", "bench", "crash"})
     app.get_subcommand(verb)
@@ -35,9 +42,26 @@ int main(int argc, char** argv) {
             "Outer iterations between checkpoints of cp-clflush, cp-par-clflush and cp-nt "
             "(default 1, the paper's cadence; cp keeps the kernel's own interval)")
         ->check(CLI::PositiveNumber);
+  // The verbs that take a kernel: a mistyped name is refused at once with the one probably
+  // meant, and their help ends with every kernel's schemes (what --scheme accepts).
+  for (const char* verb : {"run", "sim", "bench", "crash"}) {
+    CLI::App* sub = app.get_subcommand(verb);
+    check_kernel_name(*sub);
+    sub->footer(schemes_by_kernel(std::string_view(verb) == "crash"));
+  }
   harden_unsigned_options(app);
+  if (const std::string m = unknown_verb_message(app, argc, argv); !m.empty()) {
+    fmt::print(stderr, "pmlab: error: {}\nRun with --help for more information.\n", m);
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    // "The following arguments were not expected: lp --shceme": name the option meant.
+    const std::string m = unknown_option_message(app);
+    if (m.empty()) return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    fmt::print(stderr, "pmlab: error: {}\nRun with --help for more information.\n", m);
+    return kExitUsage;
   } catch (const CLI::ConversionError& e) {
     // CLI11's "Could not convert: --threads = 99999999999" names no reason: say which.
     fmt::print(stderr, "pmlab: error: {}\nRun with --help for more information.\n",

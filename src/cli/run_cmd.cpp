@@ -23,6 +23,7 @@
 #include "pmlab/core/progress.hpp"
 #include "pmlab/lp/checksum_param.hpp"
 #include "pmlab/run/catalog.hpp"
+#include "usage_comforts.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -160,6 +161,10 @@ int do_run(const RunArgs& a, const Given& g) {
   }
   run::require_layout_tag(*pool, k.layout_tag(params));  // written by another pmlab?
   pool->require_layout(k.arrays(params));                // a header can pass its CRC and still lie
+  if (pool->state() != pool::RunState::kDone)
+    warn_if_threads_exceed_cores(params.threads,
+                                 g.threads ? fmt::format("--threads {}", params.threads)
+                                           : fmt::format("the pool's {} threads", params.threads));
   run::RunReport report;
   try {
     // No bar for a run already done, nor for a kernel that declares no outer-step count.
@@ -273,17 +278,17 @@ void add_run_command(CLI::App& app, int& exit_code) {
   std::string kernels;
   for (const auto& d : run::kernel_drivers()) kernels += (kernels.empty() ? "" : ", ") + d.name;
   cmd->add_option("kernel", args->kernel, "Kernel to run: " + kernels);
-  std::string scheme_help = "Persistency scheme, per kernel:";
-  for (const auto& d : run::kernel_drivers())
-    scheme_help += " " + d.name + ": " + fmt::format("{}", fmt::join(d.schemes, ", ")) + ";";
-  auto* o_scheme = cmd->add_option("--scheme", args->scheme, scheme_help)->capture_default_str();
+  auto* o_scheme = cmd->add_option("--scheme", args->scheme,
+                                   "Persistency scheme (each kernel's are listed below)")
+                       ->capture_default_str();
   auto* o_n = cmd->add_option("--n", args->n, "Problem size n (matrix dimension; any n >= 1)")
                   ->capture_default_str();
   auto* o_bs = cmd->add_option("--bs", args->bs,
                                "Block/tile size bs (any bs >= 1; n need not be a multiple; "
                                "default 16, cg 256: its bs is LP's region of one vector)");
-  auto* o_thr =
-      cmd->add_option("--threads", args->threads, "OpenMP threads")->capture_default_str();
+  auto* o_thr = cmd->add_option("--threads", args->threads,
+                                "OpenMP threads (more than the host's cores time-share: warned)")
+                    ->capture_default_str();
   auto* o_ck =
       cmd->add_option("--checksum", args->checksum,
                       "LP checksum: modular, parity, adler32, modular-parity, crc32c (adler32 can "

@@ -49,6 +49,7 @@
 #include <fmt/format.h>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/core/suggest.hpp"
 #include "pmlab/lp/checksum_table.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/mutation.hpp"
@@ -172,13 +173,15 @@ template <class Table>
   return std::apply([&](const auto&... s) { return ((s.name == name) || ...); }, table);
 }
 
-// Throws kInvalidArgument naming the known schemes unless `name` is one of them.
+// Throws kInvalidArgument naming the known schemes, and the one probably meant, unless `name`
+// is one of them.
 template <class Table>
 void require_scheme(const Table& table, std::string_view kernel, std::string_view name) {
-  if (!has_scheme(table, name))
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("unknown scheme '{}' for {} (known: {})", name, kernel,
-                            fmt::join(scheme_names(table), ", ")));
+  if (has_scheme(table, name)) return;
+  const auto known = scheme_names(table);
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("unknown scheme '{}' for {}{} (known: {})", name, kernel,
+                          did_you_mean(name, known), fmt::join(known, ", ")));
 }
 
 // The mutants row `name` declares (kInvalidArgument for an unknown name).
