@@ -1,6 +1,6 @@
-# API reference with Doxygen (`make docs` / the `docs` target): every public header, plus a strict
-# pass over the headers a user needs to protect a loop, where any warning (an undocumented
-# member, a malformed command) fails the build.
+# API reference with Doxygen (`make docs` / the `docs` target, installed under share/doc/pmlab/api
+# when built): every public header, plus a strict pass over the headers a user needs to protect a
+# loop, where any warning (an undocumented member, a malformed command) fails the build.
 find_package(Doxygen QUIET)
 if(DOXYGEN_FOUND)
   set(PMLAB_DOXYGEN_OUT ${PROJECT_BINARY_DIR}/docs)
@@ -18,6 +18,9 @@ if(DOXYGEN_FOUND)
             ${DOXYGEN_EXECUTABLE} ${PROJECT_BINARY_DIR}/Doxyfile
     COMMENT "API reference: ${PMLAB_DOXYGEN_OUT}/html/index.html"
     VERBATIM)
+  # Installed when built (`make docs` before `cmake --install`); an install without it skips it.
+  install(DIRECTORY ${PMLAB_DOXYGEN_OUT}/html/ DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/pmlab/api
+          OPTIONAL)
 else()
   add_custom_target(docs
     COMMAND ${CMAKE_COMMAND} -E echo "docs: doxygen not found (scripts/setup-deps installs it)"
