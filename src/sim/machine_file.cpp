@@ -7,11 +7,13 @@
 #include <limits>
 #include <sstream>
 #include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/core/suggest.hpp"
 #include "pmlab/sim/machine_params.hpp"
 
 namespace pmlab::sim {
@@ -114,9 +116,12 @@ void refuse_unknown_keys(const json& doc, const std::string& prefix, const std::
       refuse_unknown_keys(v, path, source);
       continue;
     }
+    std::vector<std::string_view> keys;
+    for (const auto& m : machine_params())
+      if (m.in_machine_file()) keys.push_back(m.key);
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("machine file {}: '{}' is not a known key here (see docs/cli.md)",
-                            source, path));
+                fmt::format("machine file {}: '{}' is not a known key here{} (see docs/cli.md)",
+                            source, path, did_you_mean(path, keys)));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/core/suggest.hpp"
 #include "pmlab/sim/machine_file.hpp"
 #include "pmlab/sim/presets.hpp"
 
@@ -708,8 +709,12 @@ MachineSettings::MachineSettings(std::initializer_list<std::pair<std::string, st
 
 MachineSettings& MachineSettings::set(std::string_view flag, std::string text) {
   const MachineParam* m = find_machine_param(flag);
-  if (m == nullptr || !m->on_command_line() || m->flag != flag)
-    bad(fmt::format("unknown machine setting '{}'", flag));
+  if (m == nullptr || !m->on_command_line() || m->flag != flag) {
+    std::vector<std::string_view> flags;
+    for (const auto& p : machine_params())
+      if (p.on_command_line()) flags.push_back(p.flag);
+    bad(fmt::format("unknown machine setting '{}'{}", flag, did_you_mean(flag, flags)));
+  }
   for (auto& [k, v] : items_)
     if (k == flag) {
       v = std::move(text);

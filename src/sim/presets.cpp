@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/core/suggest.hpp"
 
 namespace pmlab::sim {
 
@@ -163,8 +164,9 @@ SimParams preset(std::string_view name) {
   if (name == "haswell-ep") return haswell_ep();
   if (name == "micro15") return micro15();
   if (name == "cachegrind") return cachegrind_like({64 * kKiB, 8, 64}, {512 * kKiB, 8, 64});
-  throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown simulator preset '{}' (known: {})",
-                                                       name, fmt::join(preset_names(), ", ")));
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("unknown simulator preset '{}'{} (known: {})", name,
+                          did_you_mean(name, preset_names()), fmt::join(preset_names(), ", ")));
 }
 
 }  // namespace pmlab::sim
