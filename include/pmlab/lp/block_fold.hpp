@@ -10,11 +10,11 @@ namespace pmlab::lp {
 /// `rows` rows of `cols` doubles, row r at p + r * ld, stored row after row; with `lower`, row
 /// r holds only its first min(r + 1, cols) values (a diagonal tile's lower triangle).
 struct StoredBlock {
-  const double* p = nullptr;
-  std::size_t rows = 0;
-  std::size_t cols = 0;
-  std::size_t ld = 0;
-  bool lower = false;
+  const double* p = nullptr;  ///< the tile's first value
+  std::size_t rows = 0;       ///< rows in the tile
+  std::size_t cols = 0;       ///< values per full row
+  std::size_t ld = 0;         ///< doubles from one row's start to the next's
+  bool lower = false;         ///< only the lower triangle (row r: min(r + 1, cols) values)
   /// How many values row r holds.
   [[nodiscard]] std::size_t row_len(std::size_t r) const {
     return lower && r + 1 < cols ? r + 1 : cols;
