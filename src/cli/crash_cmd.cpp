@@ -417,7 +417,7 @@ void add_crash_command(CLI::App& app, int& exit_code) {
         if (cmd->get_option(std::string("--") + flag)->count() == 0)
           a->machine.settings.erase(flag);
     };
-    if (is_machine_file(a->machine.config)) {
+    if (sim::is_machine_file_path(a->machine.config)) {
       if (cmd->get_option("--cores")->count() == 0) a->machine.settings.erase("cores");
       keep_unless_given();
     } else if (experiments::keeps_preset_caches(a->kernel, a->scheme)) {

@@ -47,10 +47,6 @@ std::uint64_t parse_size(const std::string& flag, const std::string& text) {
   return sim::parse_bytes(flag, text);
 }
 
-bool is_machine_file(const std::string& config) {
-  return sim::is_machine_file_path(config);
-}
-
 void dump_machine(const sim::SimParams& p) {
   fmt::print("{}\n", sim::to_machine_file(p).dump(2));
 }

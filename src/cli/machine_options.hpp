@@ -23,9 +23,6 @@ struct MachineArgs {
   bool dump_config = false;           // print the effective machine as a machine file and stop
 };
 
-// --config: a preset name, or a machine file (a path holding '/' or ending in .json).
-[[nodiscard]] bool is_machine_file(const std::string& config);
-
 // Adds --config and the "machine overrides" group to `cmd`: a flag per declared machine parameter
 // (sim/machine_params.hpp), parsed and range-checked by its declaration. Values already in
 // `a.settings` are the command's defaults (shown in --help).

@@ -574,14 +574,18 @@ std::uint64_t Hierarchy::flush_round_trip(std::uint64_t line, std::uint64_t t, b
                                           bool cached, int core, std::uint64_t since) {
   const std::uint64_t hl = llc_.latency().value();
   const std::uint64_t hop = params_.flush_mc_hop;
-  if (params_.home_agent && !dirty)  // seed 002 Table 1: the home agent's extra step
-    return t + 2 * hl + 2 * hop +
-           (cached ? params_.remote_snoop_cycles : params_.dir_lookup_cycles);
-  if (params_.home_agent)  // a dirty line: the round trip of the thesis even when hop is 0
-    return nvm_write(line, WriteCause::kFlush, t + hl + hop, core, since) + hop + hl;
-  if (hop == 0)  // first-order model: done at the LLC, or when the controller accepts the line
-    return dirty ? nvm_write(line, WriteCause::kFlush, t + hl, core, since) : t + hl;
-  if (!dirty) return t + 2 * hl;  // the directory answers even for a clean or absent line
+  // First-order model (no hop, no home agent): done at the LLC, or when the controller accepts
+  // the line. With a hop every flush goes to the directory and back, a dirty one also `hop`
+  // each way to the controller; a home agent adds the hops and its own step for a clean or
+  // uncached line (seed 002 Table 1).
+  const bool round_trip = hop != 0 || params_.home_agent;
+  if (!dirty) {
+    if (params_.home_agent)
+      return t + 2 * hl + 2 * hop +
+             (cached ? params_.remote_snoop_cycles : params_.dir_lookup_cycles);
+    return t + (round_trip ? 2 * hl : hl);
+  }
+  if (!round_trip) return nvm_write(line, WriteCause::kFlush, t + hl, core, since);
   return nvm_write(line, WriteCause::kFlush, t + hl + hop, core, since) + hop + hl;
 }
 

@@ -82,21 +82,28 @@ struct Range {
 };
 constexpr Range kNoRange{-1, -1};
 
-template <class Ref>
-MachineParam field(std::string_view flag, std::string_view key, std::string_view unit, Range r,
-                   std::string_view help, Ref ref) {
-  using T = std::remove_cvref_t<decltype(ref(std::declval<SimParams&>()))>;
+// What every declaration has: names, kind, unit, range (without one, `type_max` bounds it), help.
+MachineParam declared(std::string_view flag, std::string_view key, ParamKind kind,
+                      std::string_view unit, Range r, double type_max, std::string_view help) {
   MachineParam m;
   m.flag = flag;
   m.key = key;
-  m.kind = kind_of<T>();
+  m.kind = kind;
   m.unit = unit;
   m.help = help;
   m.ranged = r.min >= 0;
   m.min = m.ranged ? r.min : 0;
-  m.max = m.ranged ? r.max : type_max<T>();
-  m.type_max = type_max<T>();
+  m.max = m.ranged ? r.max : type_max;
+  m.type_max = type_max;
   m.min_open = r.open_min;
+  return m;
+}
+
+template <class Ref>
+MachineParam field(std::string_view flag, std::string_view key, std::string_view unit, Range r,
+                   std::string_view help, Ref ref) {
+  using T = std::remove_cvref_t<decltype(ref(std::declval<SimParams&>()))>;
+  MachineParam m = declared(flag, key, kind_of<T>(), unit, r, type_max<T>(), help);
   m.get = [ref](const SimParams& p) -> std::optional<ParamValue> {
     return to_value(ref(const_cast<SimParams&>(p)));
   };
@@ -127,11 +134,7 @@ template <class Ref,
           class E = std::remove_cvref_t<decltype(std::declval<Ref>()(std::declval<SimParams&>()))>>
 MachineParam choice(std::string_view flag, std::string_view key, std::vector<E> values,
                     std::string_view help, Ref ref) {
-  MachineParam m;
-  m.flag = flag;
-  m.key = key;
-  m.kind = ParamKind::kChoice;
-  m.help = help;
+  MachineParam m = declared(flag, key, ParamKind::kChoice, "", kNoRange, 0, help);
   for (E e : values) m.spellings.push_back(to_string(e));
   m.get = [ref](const SimParams& p) -> std::optional<ParamValue> {
     return std::string(to_string(ref(const_cast<SimParams&>(p))));
@@ -143,22 +146,15 @@ MachineParam choice(std::string_view flag, std::string_view key, std::vector<E> 
   return m;
 }
 
-// A value that is not a field of its own: `set` changes the fields it stands for.
-MachineParam control(std::string_view flag, ParamKind kind, std::string_view unit, Range r,
-                     std::vector<std::string_view> spellings, std::string_view help,
+// A value that is not a plain field: `set` changes the fields it stands for (a command-line
+// control has no key; its fields keep their own).
+MachineParam control(std::string_view flag, std::string_view key, ParamKind kind,
+                     std::string_view unit, Range r, std::vector<std::string_view> spellings,
+                     std::string_view help,
                      std::function<std::optional<ParamValue>(const SimParams&)> get,
                      std::function<void(SimParams&, const ParamValue&)> set) {
-  MachineParam m;
-  m.flag = flag;
-  m.kind = kind;
-  m.unit = unit;
-  m.ranged = r.min >= 0;
-  m.min = m.ranged ? r.min : 0;
-  m.max = m.ranged ? r.max : kU64;
-  m.type_max = kU64;
-  m.min_open = r.open_min;
+  MachineParam m = declared(flag, key, kind, unit, r, kU64, help);
   m.spellings = std::move(spellings);
-  m.help = help;
   m.get = std::move(get);
   m.set = std::move(set);
   return m;
@@ -219,10 +215,11 @@ std::vector<MachineParam> declare() {
   add(choice("", "l1.replacement", {Replacement::kLru, Replacement::kRandom, Replacement::kSrrip},
              "L1 replacement policy", PMLAB_REF(l1.replacement)));
   add(control(
-      "l2-size", ParamKind::kSize, "bytes", {0, kTiB}, {},
+      "l2-size", "l2.size_bytes", ParamKind::kSize, "bytes", {0, kTiB}, {},
       "Adds/resizes a private L2 per core (0 removes it); the LLC is then L3",
       [](const SimParams& p) -> std::optional<ParamValue> {
-        return std::uint64_t{p.l2 ? p.l2->size_bytes : 0};
+        if (!p.l2) return std::nullopt;  // no private L2: the file writes "l2": null
+        return std::uint64_t{p.l2->size_bytes};
       },
       [](SimParams& p, const ParamValue& v) {
         const auto bytes = std::get<std::uint64_t>(v);
@@ -234,11 +231,6 @@ std::vector<MachineParam> declare() {
         ensure_l2(p);
         p.l2->size_bytes = bytes;
       }));
-  d.back().key = "l2.size_bytes";
-  d.back().get = [](const SimParams& p) -> std::optional<ParamValue> {
-    if (!p.l2) return std::nullopt;
-    return std::uint64_t{p.l2->size_bytes};
-  };
   {
     MachineParam ways = l2_field(field(
         "l2-ways", "l2.ways", "", {1, 1024}, "Private L2 associativity",
@@ -267,7 +259,7 @@ std::vector<MachineParam> declare() {
   add(choice("", "llc.replacement", {Replacement::kLru, Replacement::kRandom, Replacement::kSrrip},
              "LLC replacement policy", PMLAB_REF(llc.replacement)));
   add(control(
-      "replacement", ParamKind::kChoice, "", kNoRange, {"lru", "random", "srrip"},
+      "replacement", "", ParamKind::kChoice, "", kNoRange, {"lru", "random", "srrip"},
       "Replacement policy of every level",
       [](const SimParams& p) -> std::optional<ParamValue> {
         return std::string(to_string(p.l1.replacement));
@@ -352,7 +344,7 @@ std::vector<MachineParam> declare() {
   add(field("", "wc_buffers", "", {1, 64}, "Write-combining buffers per core",
             PMLAB_REF(wc_buffers)));
   add(control(
-      "wc-buffers", ParamKind::kInt, "", {0, 64}, {},
+      "wc-buffers", "", ParamKind::kInt, "", {0, 64}, {},
       "Model non-temporal stores with this many write-combining buffers per core (no fill, no "
       "RFO, lost at a power failure unless drained); 0 or absent: stores + flushes",
       [](const SimParams& p) -> std::optional<ParamValue> {
@@ -460,7 +452,7 @@ std::vector<MachineParam> declare() {
                    "on the L1 line, NACKed by coherence invalidation, lost with the line)",
                    PMLAB_REF(preflush.l1_marks)));
   add(control(
-      "preflush-mutant", ParamKind::kChoice, "", kNoRange, {"no-own-store", "no-nack"},
+      "preflush-mutant", "", ParamKind::kChoice, "", kNoRange, {"no-own-store", "no-nack"},
       "Negative control: no-own-store (skip the own-store misprediction check) or no-nack "
       "(skip the directory's NACK); transparency then fails",
       [](const SimParams&) -> std::optional<ParamValue> { return std::nullopt; },
@@ -538,6 +530,17 @@ std::string bound_text(const MachineParam& m, double v) {
   return fmt::format("{}", static_cast<std::uint64_t>(v));
 }
 
+// "[1, 64]", "(0, 100]": the accepted range as messages and help spell it (unranged: the type's).
+std::string range_text(const MachineParam& m) {
+  return fmt::format("{}{}, {}]", m.ranged && m.min_open ? "(" : "[",
+                     bound_text(m, m.ranged ? m.min : 0), bound_text(m, m.max));
+}
+
+bool in_range(const MachineParam& m, double x) {
+  if (std::isnan(x) || x > m.max) return false;
+  return !m.ranged || (m.min_open ? x > m.min : x >= m.min);
+}
+
 }  // namespace
 
 std::string MachineParam::display_name() const {
@@ -550,8 +553,7 @@ std::string MachineParam::full_help() const {
   if (kind == ParamKind::kSize)
     h += "; bytes, or with a K/M/G suffix";
   else if (ranged && (kind == ParamKind::kInt || kind == ParamKind::kDouble))
-    h += fmt::format("; {}in {}{}, {}]", u, min_open ? "(" : "[", bound_text(*this, min),
-                     bound_text(*this, max));
+    h += fmt::format("; {}in {}", u, range_text(*this));
   else if (!u.empty())
     h += "; " + std::string(unit);
   return h;
@@ -584,10 +586,8 @@ void MachineParam::check_range(const ParamValue& v, std::string_view who) const 
     x = *f;
   else
     return;
-  const bool low = min_open ? !(x > min) : x < min;
-  if (low || x > max || std::isnan(x))
-    bad(fmt::format("{} must be in {}{}, {}] (got {})", who, min_open ? "(" : "[",
-                    bound_text(*this, min), bound_text(*this, max),
+  if (!in_range(*this, x))
+    bad(fmt::format("{} must be in {} (got {})", who, range_text(*this),
                     kind == ParamKind::kDouble ? number_text(x) : to_text(v)));
 }
 
@@ -596,11 +596,6 @@ ParamValue MachineParam::parse_text(const std::string& text) const {
   const std::string who = on_command_line() && in_machine_file()
                               ? fmt::format("{} ({})", display_name(), key)
                               : display_name();
-  const auto range_text = [&] {
-    return ranged ? fmt::format("{}{}, {}]", min_open ? "(" : "[", bound_text(*this, min),
-                                bound_text(*this, max))
-                  : fmt::format("[0, {}]", bound_text(*this, max));
-  };
   ParamValue v;
   switch (kind) {
     case ParamKind::kBool: {
@@ -639,13 +634,13 @@ ParamValue MachineParam::parse_text(const std::string& text) const {
       // Digits only: stoull would take " 5" and wrap "-1" around to 2^64 - 1.
       if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
         bad(fmt::format("{}: '{}' is out of range: a non-negative integer in {} expected", who,
-                        text, range_text()));
+                        text, range_text(*this)));
       std::size_t pos = 0;
       unsigned long long x = 0;
       try {
         x = std::stoull(text, &pos, 10);
       } catch (const std::exception&) {
-        bad(fmt::format("{}: {} is out of range {}", who, text, range_text()));
+        bad(fmt::format("{}: {} is out of range {}", who, text, range_text(*this)));
       }
       std::string suffix = text.substr(pos);
       for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -663,7 +658,7 @@ ParamValue MachineParam::parse_text(const std::string& text) const {
                               who, text)
                 : fmt::format("{}: '{}' is not an integer", who, text));
       if (x > std::numeric_limits<std::uint64_t>::max() / mult)
-        bad(fmt::format("{}: '{}' is too large, out of range {}", who, text, range_text()));
+        bad(fmt::format("{}: '{}' is too large, out of range {}", who, text, range_text(*this)));
       v = std::uint64_t{x * mult};
       break;
     }
@@ -671,8 +666,8 @@ ParamValue MachineParam::parse_text(const std::string& text) const {
   const double x = std::holds_alternative<double>(v)
                        ? std::get<double>(v)
                        : static_cast<double>(std::get<std::uint64_t>(v));
-  const bool low = ranged && (min_open ? !(x > min) : x < min);
-  if (low || x > max) bad(fmt::format("{}: {} is out of range {}", who, text, range_text()));
+  if (!in_range(*this, x))
+    bad(fmt::format("{}: {} is out of range {}", who, text, range_text(*this)));
   return v;
 }
 

@@ -11,30 +11,16 @@
 #include <string>
 #include <vector>
 
-#include "../support/process.hpp"
+#include "../support/cli_fixture.hpp"
 
 namespace pmlab::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-class CliSuggestions : public ::testing::Test {
+class CliSuggestions : public PmlabCliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("pmlab-suggest-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
-            std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  ProcessResult pmlab(std::vector<std::string> args) const {
-    args.insert(args.begin(), PMLAB_BINARY);
-    return run_process(args, (dir_ / "log").string());
-  }
-  [[nodiscard]] std::string pool() const { return (dir_ / "p").string(); }
-  fs::path dir_;
+  CliSuggestions() : PmlabCliTest("pmlab-suggest") {}
 };
 
 bool contains(const std::string& haystack, const std::string& needle) {

@@ -9,30 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "../support/process.hpp"
+#include "../support/cli_fixture.hpp"
 
 namespace pmlab::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-class UsageErrors : public ::testing::Test {
+class UsageErrors : public PmlabCliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("pmlab-usage-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
-            std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  ProcessResult pmlab(std::vector<std::string> args) const {
-    args.insert(args.begin(), PMLAB_BINARY);
-    return run_process(args, dir_.string() + ".log");
-  }
-  [[nodiscard]] bool empty_dir() const { return fs::is_empty(dir_); }
-  fs::path dir_;
+  UsageErrors() : PmlabCliTest("pmlab-usage") {}
 };
 
 TEST_F(UsageErrors, NegativeSizeIsNamedNegative) {
