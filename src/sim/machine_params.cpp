@@ -527,6 +527,8 @@ std::string number_text(double v) {
 
 std::string bound_text(const MachineParam& m, double v) {
   if (m.kind == ParamKind::kDouble) return number_text(v);
+  // kU64 rounds up to 2^64 as a double, one past what uint64_t holds: converting it is undefined.
+  if (v >= kU64) return fmt::format("{}", std::numeric_limits<std::uint64_t>::max());
   return fmt::format("{}", static_cast<std::uint64_t>(v));
 }
 
