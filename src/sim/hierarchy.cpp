@@ -44,6 +44,12 @@ Hierarchy::Hierarchy(const SimParams& p)
       rob_entries_(p.core.rob_entries),
       issue_(interval_ ? p.core.issue_width : 1),
       rb_(p.nvm.row_buffer) {
+  if (p.nvm.write_queue == WriteQueueModel::kBanks) {
+    const RowBufferParams& r = p.nvm.row_buffer;
+    const auto cyc = [&p](double ns) { return p.nvm_timing_cycles(ns).value(); };
+    timed_.emplace(r, NvmTiming{cyc(r.t_rcd_ns), cyc(r.t_cl_ns), cyc(r.t_wr_ns), cyc(r.t_rp_ns),
+                                cyc(r.t_burst_ns)});
+  }
   if (interval_) {
     icore_.resize(cores_.size());
     for (auto& ic : icore_) {
@@ -297,11 +303,17 @@ std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_sto
   ++llc_.counters().misses;
   if (!volatile_.empty() && is_volatile(line)) {
     ++nvm_.dram_reads;  // same latency (the model has one memory), not an NVM read
+    lat = llc_lat + nvm_read_cycles_;
+  } else if (timed_) {
+    ++nvm_.reads;
+    // The request reaches the controller after the LLC lookup, at this core's clock.
+    const std::uint64_t arrival = cores_[static_cast<std::size_t>(core)].clock + llc_lat;
+    lat = llc_lat + (timed_->read(line, arrival) - arrival);
   } else {
     ++nvm_.reads;
     if (params_.nvm.row_buffer.enabled) rb_.on_read(line);
+    lat = llc_lat + nvm_read_cycles_;
   }
-  lat = llc_lat + nvm_read_cycles_;
   s = llc_.victim_for(line);
   llc_slot = s;
   if (llc_.tag(s) != kInvalidTag) evict_llc(s, core);
@@ -435,6 +447,7 @@ std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::ui
   ++nvm_.writes;
   ++nvm_.writes_by_cause[static_cast<std::size_t>(cause)];
   image_.capture_line(LineAddr(line));
+  if (timed_) return timed_->write(line, t);
   if (params_.nvm.row_buffer.enabled) rb_.on_write(line);
   return queue_write(core, t);
 }
@@ -788,6 +801,7 @@ void Hierarchy::power_fail() {
   for (auto& q : wq_) q.reset();
   shared_wq_.reset();
   rb_.power_fail();
+  if (timed_) timed_->power_fail();
   wc_.clear();  // bytes still in write-combining buffers are lost
   for (auto& pf : pf_) pf.clear();
   pf_dir_.clear();
@@ -817,6 +831,7 @@ void Hierarchy::reset_stats() {
   if (epochs_) epochs_->reset_stats();
   nvm_ = NvmStats{};
   rb_.reset_stats();
+  if (timed_) timed_->reset_stats();
   coh_ = CoherenceStats{};
   vol_ = VolatilityStats{};
   // Clocks restart at 0: lines dirty now count as dirty since 0, the sweep starts over.
@@ -1053,7 +1068,10 @@ SimStats Hierarchy::stats() const {
   s.sq_full_stall_cycles = sq_full_stall_;
   s.sq_full_events = sq_full_events_;
   s.nvm = nvm_;
-  if (params_.nvm.row_buffer.enabled) s.nvm.row_buffer = rb_.snapshot();
+  if (timed_)
+    s.nvm.row_buffer = timed_->snapshot();
+  else if (params_.nvm.row_buffer.enabled)
+    s.nvm.row_buffer = rb_.snapshot();
   s.coherence = coh_;
   for (int lv = 0; lv < npriv_; ++lv) {
     LevelStats sum{priv(0, lv).name()};

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "pmlab/sim/stats.hpp"
 #include "preflush.hpp"
 #include "shared_write_queue.hpp"
+#include "timed_nvm.hpp"
 #include "write_queue.hpp"
 
 namespace pmlab::sim {
@@ -240,6 +242,7 @@ class Hierarchy {
     return shared_queue_ ? shared_wq_.accept(t)
                          : wq_[static_cast<std::size_t>(core)].accept(t, share_);
   }
+  std::optional<TimedNvm> timed_;  // WriteQueueModel::kBanks: reads and writes timed by bank
   CrashImage image_;
   WcBuffers wc_;  // non-temporal stores' write-combining buffers
   std::uint64_t nvm_read_cycles_;

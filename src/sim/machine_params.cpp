@@ -293,11 +293,13 @@ std::vector<MachineParam> declare() {
   add(field("write-units", "nvm.write_units", "", {1, 4096}, "Concurrent NVM writes (banks)",
             PMLAB_REF(nvm.write_units)));
   add(choice("write-queue", "nvm.write_queue",
-             {WriteQueueModel::kPerCore, WriteQueueModel::kShared},
-             "How the cores share the controller's write queue: per-core (default: each core "
-             "running a loop owns 1/cores of its entries and units) or shared (one queue booked "
-             "by time, so one core's burst of flushes may use every unit while the others "
-             "compute)",
+             {WriteQueueModel::kPerCore, WriteQueueModel::kShared, WriteQueueModel::kBanks},
+             "How the controller times NVM: per-core (default: each core running a loop owns "
+             "1/cores of the write queue's entries and units), shared (one queue booked by "
+             "time, so one core's burst of flushes may use every unit while the others "
+             "compute), or banks (with --row-buffer on: reads and writes timed by row hit or "
+             "miss on the row-buffer model's banks and data bus, --t-rcd/--t-cl/--t-wr/--t-rp/"
+             "--t-burst; writes drain between --wq-high and --wq-low)",
              PMLAB_REF(nvm.write_queue)));
   add(spelled_bool("row-buffer", "nvm.row_buffer.enabled", {"off", "on"},
                    "NVM row-buffer model (thesis Ch. 4 row writes): on or off (thesis-ch4: on)",
@@ -326,6 +328,18 @@ std::vector<MachineParam> declare() {
   add(field("", "nvm.row_buffer.merge", "", kNoRange,
             "Row buffer: a write to a queued line updates that entry",
             PMLAB_REF(nvm.row_buffer.merge)));
+  add(field("t-rcd", "nvm.row_buffer.t_rcd_ns", "ns", {0, 1e6},
+            "Timed banks (--write-queue banks): row activation to column access",
+            PMLAB_REF(nvm.row_buffer.t_rcd_ns)));
+  add(field("t-cl", "nvm.row_buffer.t_cl_ns", "ns", {0, 1e6},
+            "Timed banks: column access of a read", PMLAB_REF(nvm.row_buffer.t_cl_ns)));
+  add(field("t-wr", "nvm.row_buffer.t_wr_ns", "ns", {0, 1e6},
+            "Timed banks: write recovery, paid when a row holding written data closes",
+            PMLAB_REF(nvm.row_buffer.t_wr_ns)));
+  add(field("t-rp", "nvm.row_buffer.t_rp_ns", "ns", {0, 1e6},
+            "Timed banks: precharge before another row opens", PMLAB_REF(nvm.row_buffer.t_rp_ns)));
+  add(field("t-burst", "nvm.row_buffer.t_burst_ns", "ns", {0, 1e6, true},
+            "Timed banks: one 64-byte line on the data bus", PMLAB_REF(nvm.row_buffer.t_burst_ns)));
   // -- Flushes, fences, cleaning, non-temporal stores -----------------------------------------
   add(field("", "flush_issue_latency", "cycles", kNoRange,
             "Cycles a clflush/clflushopt/clwb occupies the issuing core",

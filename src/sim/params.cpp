@@ -52,13 +52,22 @@ CoreModel core_model_from_string(std::string_view s) {
 }
 
 std::string_view to_string(WriteQueueModel m) {
-  return m == WriteQueueModel::kShared ? "shared" : "per-core";
+  switch (m) {
+    case WriteQueueModel::kShared:
+      return "shared";
+    case WriteQueueModel::kBanks:
+      return "banks";
+    case WriteQueueModel::kPerCore:
+      break;
+  }
+  return "per-core";
 }
 
 WriteQueueModel write_queue_model_from_string(std::string_view s) {
-  for (WriteQueueModel m : {WriteQueueModel::kPerCore, WriteQueueModel::kShared})
+  for (WriteQueueModel m :
+       {WriteQueueModel::kPerCore, WriteQueueModel::kShared, WriteQueueModel::kBanks})
     if (s == to_string(m)) return m;
-  bad(fmt::format("unknown write-queue model '{}' (expected per-core or shared)", s));
+  bad(fmt::format("unknown write-queue model '{}' (expected per-core, shared or banks)", s));
 }
 
 void CoreParams::validate() const {
@@ -107,6 +116,9 @@ void LevelParams::validate() const {
 
 void NvmParams::validate() const {
   row_buffer.validate();
+  if (write_queue == WriteQueueModel::kBanks && !row_buffer.enabled)
+    bad("nvm.write_queue = banks times the row-buffer model's banks: it needs the row-buffer "
+        "model on (--row-buffer on)");
 }
 
 Cycles SimParams::nvm_read_cycles() const {
@@ -114,6 +126,9 @@ Cycles SimParams::nvm_read_cycles() const {
 }
 Cycles SimParams::nvm_write_cycles() const {
   return Cycles(ns_to_cycles(nvm.write_ns, freq_ghz));
+}
+Cycles SimParams::nvm_timing_cycles(double ns) const {
+  return Cycles(ns_to_cycles(ns, freq_ghz));
 }
 
 std::string_view to_string(Barrier b) {
@@ -250,6 +265,14 @@ nlohmann::json to_json(const SimParams& p) {
   if (p.nvm.row_buffer.enabled) j["nvm"]["row_buffer"] = to_json(p.nvm.row_buffer);
   if (p.nvm.write_queue != WriteQueueModel::kPerCore)
     j["nvm"]["write_queue"] = std::string(to_string(p.nvm.write_queue));
+  if (p.nvm.write_queue == WriteQueueModel::kBanks) {
+    const RowBufferParams& r = p.nvm.row_buffer;
+    j["nvm"]["timing_ns"] = {{"t_rcd", r.t_rcd_ns},
+                             {"t_cl", r.t_cl_ns},
+                             {"t_wr", r.t_wr_ns},
+                             {"t_rp", r.t_rp_ns},
+                             {"t_burst", r.t_burst_ns}};
+  }
   // Only when set, so the JSON of every existing configuration stays as it was.
   if (p.flush_mc_hop != 0) j["flush_mc_hop"] = p.flush_mc_hop;
   if (p.core.flush_after_fill) j["core"]["flush_after_fill"] = true;

@@ -80,13 +80,16 @@ RowAddress RowBufferModel::map(std::uint64_t line) const {
   return a;
 }
 
-bool RowBufferModel::open(std::uint32_t bank, std::uint64_t row) {
+RowOutcome RowBufferModel::open(std::uint32_t bank, std::uint64_t row) {
   Bank& b = banks_[bank];
-  if (b.open_row == row) return true;
+  if (b.open_row == row) return RowOutcome::kHit;
+  const RowOutcome o = b.open_row == kNoRow ? RowOutcome::kClosed
+                       : b.dirty            ? RowOutcome::kDirtyClose
+                                            : RowOutcome::kConflict;
   if (b.dirty) ++st_.row_writes;  // closing a row that holds modified data
   b.open_row = row;
   b.dirty = false;
-  return false;
+  return o;
 }
 
 std::size_t RowBufferModel::queued_index(std::uint64_t line) const {
@@ -95,28 +98,32 @@ std::size_t RowBufferModel::queued_index(std::uint64_t line) const {
   return kNpos;
 }
 
-void RowBufferModel::on_read(std::uint64_t line) {
+RowOutcome RowBufferModel::on_read(std::uint64_t line) {
   ++st_.reads;
   if (queued_index(line) != kNpos) {
     ++st_.wq_read_hits;  // forwarded from the write queue: no bank access
-    return;
+    return RowOutcome::kForwarded;
   }
   const RowAddress a = map(line);
-  if (open(a.bank_id, a.row))
+  const RowOutcome o = open(a.bank_id, a.row);
+  if (o == RowOutcome::kHit)
     ++st_.row_hits_read;
   else
     ++st_.activations_read;
+  return o;
 }
 
-void RowBufferModel::on_write(std::uint64_t line) {
+bool RowBufferModel::on_write(std::uint64_t line, std::uint64_t arrival) {
   ++st_.writes;
+  served_.clear();
   if (p_.merge && queued_index(line) != kNpos) {
     ++st_.wq_merges;
-    return;
+    return true;
   }
   const RowAddress a = map(line);
-  wq_.push_back({line, a.row, a.bank_id});
+  wq_.push_back({line, a.row, arrival, a.bank_id});
   if (wq_.size() >= p_.high_mark()) drain(p_.low_mark(), p_.min_writes_per_drain);
+  return false;
 }
 
 void RowBufferModel::serve_one() {
@@ -128,10 +135,12 @@ void RowBufferModel::serve_one() {
     }
   const Entry e = wq_[pick];
   wq_.erase(wq_.begin() + static_cast<std::ptrdiff_t>(pick));
-  if (open(e.bank, e.row))
+  const RowOutcome o = open(e.bank, e.row);
+  if (o == RowOutcome::kHit)
     ++st_.row_hits_write;
   else
     ++st_.activations_write;
+  served_.push_back({e.line, e.arrival, e.bank, o});
   banks_[e.bank].dirty = true;
   ++st_.device_writes;
 }
@@ -147,6 +156,7 @@ void RowBufferModel::drain(std::size_t stop_at, std::uint64_t min_writes) {
 }
 
 void RowBufferModel::drain_all() {
+  served_.clear();
   drain(0, 0);
 }
 
@@ -165,19 +175,25 @@ void RowBufferModel::power_fail() {
 }
 
 nlohmann::json to_json(const RowBufferStats& s) {
-  return {{"row_writes", s.row_writes},
-          {"rows_dirty_at_end", s.rows_dirty_at_end},
-          {"row_writes_total", s.row_writes_total()},
-          {"activations_read", s.activations_read},
-          {"activations_write", s.activations_write},
-          {"row_hits_read", s.row_hits_read},
-          {"row_hits_write", s.row_hits_write},
-          {"device_writes", s.device_writes},
-          {"wq_merges", s.wq_merges},
-          {"wq_read_hits", s.wq_read_hits},
-          {"drains", s.drains},
-          {"reads", s.reads},
-          {"writes", s.writes}};
+  nlohmann::json j = {{"row_writes", s.row_writes},
+                      {"rows_dirty_at_end", s.rows_dirty_at_end},
+                      {"row_writes_total", s.row_writes_total()},
+                      {"activations_read", s.activations_read},
+                      {"activations_write", s.activations_write},
+                      {"row_hits_read", s.row_hits_read},
+                      {"row_hits_write", s.row_hits_write},
+                      {"device_writes", s.device_writes},
+                      {"wq_merges", s.wq_merges},
+                      {"wq_read_hits", s.wq_read_hits},
+                      {"drains", s.drains},
+                      {"reads", s.reads},
+                      {"writes", s.writes}};
+  if (!s.timed) return j;  // the untimed model's JSON stays as it was
+  j["read_cycles"] = s.read_cycles;
+  j["wq_full_events"] = s.wq_full_events;
+  j["wq_full_cycles"] = s.wq_full_cycles;
+  j["write_service_cycles"] = s.write_service_cycles;
+  return j;
 }
 
 nlohmann::json to_json(const RowBufferParams& p) {

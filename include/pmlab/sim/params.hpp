@@ -41,7 +41,10 @@ struct LevelParams {
 //    record.
 //  kShared: one queue for the machine, booked by time (shared_write_queue.hpp), so a core's
 //    burst of flushes can use every write unit while the other cores compute.
-enum class WriteQueueModel : std::uint8_t { kPerCore, kShared };
+//  kBanks: the row-buffer model's banks, rows and data bus timed by the device's timings
+//    (timed_nvm.hpp): reads cost by row hit or miss, writes drain between the queue's marks.
+//    Needs the row-buffer model on; write_ns, read_ns and write_units are then unused.
+enum class WriteQueueModel : std::uint8_t { kPerCore, kShared, kBanks };
 [[nodiscard]] std::string_view to_string(WriteQueueModel m);
 [[nodiscard]] WriteQueueModel write_queue_model_from_string(std::string_view s);  // throws
 
@@ -280,6 +283,7 @@ struct SimParams {
 
   [[nodiscard]] Cycles nvm_read_cycles() const;
   [[nodiscard]] Cycles nvm_write_cycles() const;
+  [[nodiscard]] Cycles nvm_timing_cycles(double ns) const;  // a device timing at the core clock
   [[nodiscard]] int levels() const { return l2 ? 3 : 2; }
   void validate() const;  // throws pmlab::Error(kInvalidArgument) naming the bad field
 };

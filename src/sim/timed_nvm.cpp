@@ -1,0 +1,157 @@
+// The NVM controller timed by banks, rows and a data bus: reads, write acceptance, drains.
+#include "timed_nvm.hpp"
+
+#include <algorithm>
+
+namespace pmlab::sim {
+
+namespace {
+// Drained writes remembered for the queue's occupancy: enough to cover every entry twice.
+constexpr std::size_t kDrainedKept = 2;
+}  // namespace
+
+TimedNvm::TimedNvm(const RowBufferParams& geometry, const NvmTiming& cycles)
+    : rows_(geometry),
+      c_(cycles),
+      entries_(geometry.wq_entries),
+      banks_(geometry.bank_count()),
+      last_write_(geometry.bank_count(), 0) {}
+
+std::uint64_t TimedNvm::bank_cycles(RowOutcome o) const {
+  switch (o) {
+    case RowOutcome::kForwarded:
+    case RowOutcome::kHit:
+      return 0;
+    case RowOutcome::kClosed:
+      return c_.rcd;
+    case RowOutcome::kConflict:
+      return c_.rp + c_.rcd;
+    case RowOutcome::kDirtyClose:  // plus write recovery, which serve() times
+      return c_.rp + c_.rcd;
+  }
+  return 0;
+}
+
+// The bank is held from the first free time at or after `t` through its row work, the column
+// access and the burst; the burst takes the bus at the first free time after the column access.
+// Write recovery (gem5 DRAMCtrl's tWR): a bank precharges no sooner than t_wr after the last
+// write burst into its open row, so a dirty row closed long after its writes costs nothing
+// more. A last write later than `t` belongs to a core whose clock is ahead: in time order it
+// has not happened yet, and delays nothing.
+std::uint64_t TimedNvm::serve(std::uint32_t bank, RowOutcome o, std::uint64_t t,
+                              std::uint64_t column) {
+  if (o == RowOutcome::kDirtyClose && last_write_[bank] <= t)
+    t = std::max(t, last_write_[bank] + c_.wr);
+  const std::uint64_t before_bus = bank_cycles(o) + column;
+  const std::uint64_t start = banks_[bank].book(t, before_bus + c_.burst);
+  return bus_.book(start + before_bus, c_.burst) + c_.burst;
+}
+
+std::uint64_t TimedNvm::read(std::uint64_t line, std::uint64_t t) {
+  const RowOutcome o = rows_.on_read(line);
+  const std::uint64_t done = o == RowOutcome::kForwarded
+                                 ? bus_.book(t, c_.burst) + c_.burst
+                                 : serve(rows_.map(line).bank_id, o, t, c_.cl);
+  read_cycles_ += done - t;
+  return done;
+}
+
+// The first time at or after `t` at which fewer than entries_ writes occupy the queue. Only
+// writes accepted by then count: a write booked by a core whose clock is ahead does not hold an
+// entry in this core's past.
+std::uint64_t TimedNvm::first_free_entry(std::uint64_t t) const {
+  for (;;) {
+    std::size_t held = 0;
+    std::uint64_t next_free = kQueued;
+    for (const Occupant& o : occupants_) {
+      if (o.accepted > t || o.done <= t) continue;
+      ++held;
+      next_free = std::min(next_free, o.done);  // kQueued for a write no drain served yet
+    }
+    if (held < entries_ || next_free == kQueued) return t;
+    t = next_free;
+  }
+}
+
+std::uint64_t TimedNvm::write(std::uint64_t line, std::uint64_t t) {
+  const std::uint64_t accepted = first_free_entry(t);
+  if (accepted > t) {
+    ++wq_full_events_;
+    wq_full_cycles_ += accepted - t;
+  }
+  if (rows_.on_write(line, accepted)) return t;  // merged into the queued write of this line
+  occupants_.push_back({accepted, kQueued});
+  queued_lines_.push_back(line);
+  if (!rows_.served().empty()) complete_served(accepted);
+  return accepted;
+}
+
+// A drain started at `drain_start` served rows_.served() in FR-FCFS order: each write waits
+// for its bank and the bus, and frees its queue entry when its burst ends.
+void TimedNvm::complete_served(std::uint64_t drain_start) {
+  // occupants_ holds the drained writes first, then the queued ones in arrival order.
+  const std::size_t first_queued = occupants_.size() - queued_lines_.size();
+  for (const RowBufferModel::Served& s : rows_.served()) {
+    const std::uint64_t done =
+        serve(s.bank, s.outcome, std::max(drain_start, s.arrival), /*column=*/0);
+    last_write_[s.bank] = done;
+    write_service_cycles_ += done - s.arrival;
+    const auto q = std::find(queued_lines_.begin(), queued_lines_.end(), s.line);
+    if (q == queued_lines_.end()) continue;  // cannot happen: the model served a queued line
+    occupants_[first_queued + static_cast<std::size_t>(q - queued_lines_.begin())].done = done;
+    *q = ~std::uint64_t{0};  // served: no longer matched by line
+  }
+  // Keep the queued writes last (stable), the drained ones before them, and forget the oldest
+  // drained ones beyond kDrainedKept x entries.
+  std::vector<Occupant> drained(occupants_.begin(),
+                                occupants_.begin() + static_cast<std::ptrdiff_t>(first_queued));
+  std::vector<Occupant> queued;
+  std::vector<std::uint64_t> lines;
+  for (std::size_t i = 0; i < queued_lines_.size(); ++i) {
+    const Occupant& o = occupants_[first_queued + i];
+    if (o.done == kQueued) {
+      queued.push_back(o);
+      lines.push_back(queued_lines_[i]);
+    } else {
+      drained.push_back(o);
+    }
+  }
+  const std::size_t keep = kDrainedKept * entries_;
+  if (drained.size() > keep)
+    drained.erase(drained.begin(), drained.end() - static_cast<std::ptrdiff_t>(keep));
+  occupants_ = std::move(drained);
+  occupants_.insert(occupants_.end(), queued.begin(), queued.end());
+  queued_lines_ = std::move(lines);
+}
+
+RowBufferStats TimedNvm::snapshot() const {
+  RowBufferStats s = rows_.snapshot();
+  s.timed = true;
+  s.read_cycles = read_cycles_;
+  s.wq_full_events = wq_full_events_;
+  s.wq_full_cycles = wq_full_cycles_;
+  s.write_service_cycles = write_service_cycles_;
+  return s;
+}
+
+void TimedNvm::power_fail() {
+  rows_.power_fail();
+  for (auto& b : banks_) b.clear();
+  std::fill(last_write_.begin(), last_write_.end(), 0);
+  bus_.clear();
+  occupants_.clear();
+  queued_lines_.clear();
+}
+
+void TimedNvm::reset_stats() {
+  rows_.reset_stats();
+  rows_.restart_clock();
+  for (auto& b : banks_) b.clear();
+  std::fill(last_write_.begin(), last_write_.end(), 0);
+  bus_.clear();
+  // The queued writes stay queued; their times belonged to the old clocks.
+  for (Occupant& o : occupants_) o = {0, o.done == kQueued ? kQueued : 0};
+  read_cycles_ = wq_full_events_ = wq_full_cycles_ = write_service_cycles_ = 0;
+}
+
+}  // namespace pmlab::sim
