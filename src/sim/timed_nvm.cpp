@@ -57,20 +57,17 @@ std::uint64_t TimedNvm::read(std::uint64_t line, std::uint64_t t) {
 }
 
 // The first time at or after `t` at which fewer than entries_ writes occupy the queue. Only
-// writes accepted by then count: a write booked by a core whose clock is ahead does not hold an
-// entry in this core's past.
-std::uint64_t TimedNvm::first_free_entry(std::uint64_t t) const {
-  for (;;) {
-    std::size_t held = 0;
-    std::uint64_t next_free = kQueued;
-    for (const Occupant& o : occupants_) {
-      if (o.accepted > t || o.done <= t) continue;
-      ++held;
-      next_free = std::min(next_free, o.done);  // kQueued for a write no drain served yet
-    }
-    if (held < entries_ || next_free == kQueued) return t;
-    t = next_free;
-  }
+// writes accepted by `t` count: one accepted later arrived later (or belongs to a core whose
+// clock is ahead) and does not take an entry before this one. With `held` entries busy at `t`,
+// the write waits for the (held - entries_ + 1)-th of them to complete.
+std::uint64_t TimedNvm::first_free_entry(std::uint64_t t) {
+  busy_done_.clear();
+  for (const Occupant& o : occupants_)
+    if (o.accepted <= t && o.done > t) busy_done_.push_back(o.done);  // kQueued: not yet served
+  if (busy_done_.size() < entries_) return t;
+  const auto k = busy_done_.begin() + static_cast<std::ptrdiff_t>(busy_done_.size() - entries_);
+  std::nth_element(busy_done_.begin(), k, busy_done_.end());
+  return *k == kQueued ? t : *k;  // every busy entry unserved cannot happen (drains at the mark)
 }
 
 std::uint64_t TimedNvm::write(std::uint64_t line, std::uint64_t t) {

@@ -52,7 +52,7 @@ class TimedNvm {
 
   [[nodiscard]] std::uint64_t bank_cycles(RowOutcome o) const;  // before the column access
   std::uint64_t serve(std::uint32_t bank, RowOutcome o, std::uint64_t t, std::uint64_t column);
-  [[nodiscard]] std::uint64_t first_free_entry(std::uint64_t t) const;
+  [[nodiscard]] std::uint64_t first_free_entry(std::uint64_t t);
   void complete_served(std::uint64_t drain_start);
 
   RowBufferModel rows_;
@@ -63,6 +63,7 @@ class TimedNvm {
   BusyCalendar bus_;
   std::vector<Occupant> occupants_;          // queued writes and the latest drained ones
   std::vector<std::uint64_t> queued_lines_;  // parallel to the queued occupants, arrival order
+  std::vector<std::uint64_t> busy_done_;     // first_free_entry's scratch
   std::uint64_t read_cycles_ = 0, wq_full_events_ = 0, wq_full_cycles_ = 0;
   std::uint64_t write_service_cycles_ = 0;
 };
