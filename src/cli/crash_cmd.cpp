@@ -15,9 +15,11 @@
 #include "machine_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
+#include "pmlab/core/strong_types.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/lp/checksum_param.hpp"
 #include "pmlab/sim/machine_file.hpp"
+#include "pmlab/sim/machine_params.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -29,6 +31,20 @@ MachineArgs campaign_machine() {
   MachineArgs m;
   m.settings = {{"cores", "2"}, {"l1-size", "4096"}, {"l2-size", "0"}, {"llc-size", "32768"}};
   return m;
+}
+
+// The campaign's 32 KiB LLC holds whole sets of the machine's ways: the most sets that fit
+// (haswell-ep's 20 ways: 25 sets, 32,000 bytes). A machine that cannot be built is left as
+// given, for the campaign to report.
+void fit_campaign_llc(MachineArgs& m) {
+  constexpr std::uint64_t kCampaignLlc = 32768;
+  sim::MachineSettings without = m.settings;
+  without.erase("llc-size");
+  try {
+    const std::uint64_t way_line = sim::machine_from(m.config, without).llc.ways * kCacheLineBytes;
+    m.settings.set("llc-size", way_line * std::max<std::uint64_t>(1, kCampaignLlc / way_line));
+  } catch (const Error&) {
+  }
 }
 
 // The campaigns' default image models (experiments::kDefaultImageModels), by name.
@@ -425,6 +441,8 @@ void add_crash_command(CLI::App& app, int& exit_code) {
       // campaigns do (experiments::control_machine): behind small ones the helper's copy always
       // ends first and that control could never fail (docs/seed002.md, "cp-nt-async").
       keep_unless_given();
+    } else if (cmd->get_option("--llc-size")->count() == 0) {
+      fit_campaign_llc(a->machine);
     }
     const InterruptScope interrupts(OnInterrupt::kExitNow);  // pools in memory, children die too
     exit_code = do_crash(*a);

@@ -160,6 +160,23 @@ TEST_F(MachineFileCli, DumpedMachineRunsTheSameAsThePresetWithItsOverrides) {
   EXPECT_EQ(json::parse(crash.out).at("llc"), json::parse(dumped.out).at("llc"));
 }
 
+// The campaign's small LLC is whole sets of every preset's ways: 32 KiB where the ways divide
+// it, the most sets that fit otherwise (haswell-ep's 20 ways: 25 sets).
+TEST_F(MachineFileCli, CrashFitsItsSmallLlcToEveryPresetsWays) {
+  for (const auto name : sim::preset_names()) {
+    if (name == "cachegrind") continue;  // needs --D1/--LL
+    const auto r = pmlab({"crash", "tmm", "--config", std::string(name), "--dump-config"});
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    const json llc = json::parse(r.out).at("llc");
+    const std::uint64_t way_line = llc.at("ways").get<std::uint64_t>() * 64;
+    EXPECT_EQ(llc.at("size_bytes").get<std::uint64_t>(), way_line * (32768 / way_line)) << name;
+  }
+  const auto given =
+      pmlab({"crash", "tmm", "--config", "haswell-ep", "--llc-size", "40960", "--dump-config"});
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_EQ(json::parse(given.out).at("llc").at("size_bytes"), 40960);
+}
+
 TEST_F(MachineFileCli, BadFilesExitTwoNamingTheKey) {
   std::ofstream(dir_ / "typo.json") << R"({"pmlab_machine": 1, "l1": {"wayz": 8}})";
   auto r = pmlab({"sim", "tmm", "--config", (dir_ / "typo.json").string()});

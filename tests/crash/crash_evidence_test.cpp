@@ -97,8 +97,8 @@ TEST_P(AnyDirtyImage, DirtyLinesMayReachNvmWholeCleanOnesStay) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BothOdds, AnyDirtyImage, ::testing::Values(Odds::kHalf, Odds::kSkewed),
-                         [](const auto& info) {
-                           return std::string(info.param == Odds::kHalf ? "Half" : "Skewed");
+                         [](const auto& odds) {
+                           return std::string(odds.param == Odds::kHalf ? "Half" : "Skewed");
                          });
 
 // --- Campaign reports ----------------------------------------------------------------------
