@@ -16,6 +16,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "pmlab/core/crc32c.hpp"
 #include "pmlab/core/error.hpp"
@@ -155,6 +156,36 @@ LayoutRecord read_record(const pool::Pool& pool) {
   return rec;
 }
 
+// Refuses, in a loop's words, a pool at `path` whose header says it holds another run (the
+// header's n, bs and seed hold regions, chunk and phases here); Pool::open would name the
+// kernel's fields and point at `pmlab run`. A pool that is absent or unreadable is left to
+// open_or_create.
+void refuse_other_loop(const std::string& path, const pool::RunParams& want) {
+  pool::RunParams have;
+  try {
+    have = pool::Pool::read_params(path);
+  } catch (const Error&) {
+    return;
+  }
+  std::vector<std::string> diffs;
+  const auto differ = [&](const char* what, const auto& h, const auto& w) {
+    if (h != w) diffs.push_back(fmt::format("{}: pool has {}, asked for {}", what, h, w));
+  };
+  differ("name", have.kernel, want.kernel);
+  differ("scheme", have.scheme, want.scheme);
+  differ("checksum", have.checksum, want.checksum);
+  differ("regions per phase", have.n, want.n);
+  differ("chunk", have.bs, want.bs);
+  differ("phases", have.seed, want.seed);
+  if (diffs.empty() && have.layout_tag != want.layout_tag)
+    diffs.emplace_back("arrays or outputs differ");
+  if (diffs.empty()) return;
+  throw Error(ErrorCode::kPoolMismatch,
+              fmt::format("pool '{}' was created with other parameters or layout ({}); use "
+                          "another pool path or the parameters it was created with",
+                          path, fmt::join(diffs, "; ")));
+}
+
 persist::Persistence asked_persistence(persist::Persistence from_options) {
   const char* env = std::getenv("PMLAB_PERSIST");
   return env != nullptr && *env != '\0' ? persist::persistence_from_string(env) : from_options;
@@ -228,6 +259,7 @@ Loop::Loop(const std::string& path, const void* params, std::size_t bytes,
   const std::uint32_t tag = crc32c(key.data(), key.size());
   identity.layout_tag = tag == 0 ? 1 : tag;
 
+  refuse_other_loop(path, identity);
   m.pool.emplace(pool::open_or_create_with_bytes(
       path, identity, params, bytes, specs,
       [&](pool::Pool& p) {
