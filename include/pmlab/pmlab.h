@@ -37,10 +37,10 @@ typedef int (*pmlab_init_fn)(void* user, pmlab_loop* loop);
 
 /** What pmlab_loop_run did (integers only, so that Fortran binds it as is). */
 typedef struct pmlab_report {
-  int32_t created;      /**< 1 if pmlab_loop_open created the pool */
-  int32_t resumed;      /**< 1 if the pool held an interrupted run, which was recovered */
-  int32_t already_done; /**< 1 if the pool held a completed run: nothing ran */
-  int32_t reserved;
+  int32_t created;               /**< 1 if pmlab_loop_open created the pool */
+  int32_t resumed;               /**< 1 if the pool held an interrupted run, which was recovered */
+  int32_t already_done;          /**< 1 if the pool held a completed run: nothing ran */
+  int32_t reserved;              /**< 0 (keeps the 64-bit fields aligned for every language) */
   uint64_t resume_phase;         /**< the first phase computed in full */
   uint64_t regions_validated;    /**< checksums recomputed and compared */
   uint64_t regions_inconsistent; /**< written checksums whose data did not match */

@@ -114,8 +114,11 @@ class Loop {
   /// The same with the parameters as `bytes` raw bytes (the C API's door).
   Loop(const std::string& path, const void* params, std::size_t bytes,
        std::vector<LoopArray> arrays, LoopLayout layout, const Init& init, LoopOptions options);
+  /// Takes over another Loop's pool.
   Loop(Loop&&) noexcept;
+  /// Closes this Loop's pool, then takes over another's.
   Loop& operator=(Loop&&) noexcept;
+  /// Closes the pool (its lock is released; a run not done stays resumable).
   ~Loop();
 
   /// The array `name` (kInvalidArgument if the loop has none of that name). Valid in `init`.

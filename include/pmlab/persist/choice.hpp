@@ -47,8 +47,11 @@ class ChosenPersist {
   /// process kill is survived, and only kPmem2's msync would carry data to the disk before a
   /// power failure (ask for it explicitly).
   ChosenPersist(pmem2_map* map, Persistence asked);
+  /// Writes back the cache line holding p (no fence).
   void flush(const void* p) const;
+  /// Waits for the flushes issued before it (sfence, or libpmem2's drain).
   void fence() const;
+  /// Makes [p, p + len) durable: every line flushed, then a fence.
   void persist(const void* p, std::size_t len) const;
   /// What was chosen: "pmem2 (DAX)", "cpu clwb (not DAX)", "none", ...
   [[nodiscard]] const std::string& description() const { return description_; }
