@@ -188,7 +188,7 @@ template <ResumableKernel K>
         if (opt.steps_done != nullptr) opt.steps_done->store(first, std::memory_order_relaxed);
         const double cpu1 = process_cpu_seconds();
         const auto t1 = Clock::now();
-        scheme.run(be, ctx, first);
+        if (!opt.recover_only) scheme.run(be, ctx, first);
         report.compute_seconds = seconds_since(t1);
         report.compute_cpu_seconds = process_cpu_seconds() - cpu1;
       });
