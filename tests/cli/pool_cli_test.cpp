@@ -27,7 +27,7 @@ class PoolCli : public PmlabCliTest {
 };
 
 // A completed tmm run made to look interrupted (state running) with one value of C damaged:
-// check finds that region inconsistent, the next run's recovery finds the same counts.
+// check finds the regions holding it inconsistent, the next run's recovery the same counts.
 TEST_F(PoolCli, CheckPredictsTheNextRunsRecoveryAndChangesNothing) {
   auto r = pmlab({"run", "tmm", "--scheme", "lp", "--n", "48", "--bs", "16", "--pool", pool()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -41,7 +41,7 @@ TEST_F(PoolCli, CheckPredictsTheNextRunsRecoveryAndChangesNothing) {
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_EQ(bytes(), before) << "pool check changed the pool";
   const auto check = nlohmann::json::parse(c.out)["recovery"];
-  EXPECT_EQ(check["regions_inconsistent"], 1) << c.out;
+  EXPECT_GE(check["regions_inconsistent"].get<int>(), 1) << c.out;  // tmm's regions overlap in C
   const auto t = pmlab({"pool", "check", "--pool", pool()});
   EXPECT_NE(t.out.find("the pool was not changed"), std::string::npos) << t.out;
 
