@@ -6,7 +6,7 @@ if(DOXYGEN_FOUND)
   set(PMLAB_DOXYGEN_OUT ${PROJECT_BINARY_DIR}/docs)
   # The user-facing API: every member documented, warnings are errors.
   set(PMLAB_DOXYGEN_STRICT_INPUT
-      "${PROJECT_SOURCE_DIR}/include/pmlab/lp ${PROJECT_SOURCE_DIR}/include/pmlab/run/user_kernel.hpp ${PROJECT_SOURCE_DIR}/include/pmlab/pool/user_params.hpp")
+      "${PROJECT_SOURCE_DIR}/include/pmlab/lp ${PROJECT_SOURCE_DIR}/include/pmlab/run/user_kernel.hpp ${PROJECT_SOURCE_DIR}/include/pmlab/pool/user_params.hpp ${PROJECT_SOURCE_DIR}/include/pmlab/pool/run_states.hpp ${PROJECT_SOURCE_DIR}/include/pmlab/persist/choice.hpp ${PROJECT_SOURCE_DIR}/include/pmlab/pmlab.h")
   configure_file(${PROJECT_SOURCE_DIR}/Doxyfile ${PROJECT_BINARY_DIR}/Doxyfile COPYONLY)
   add_custom_target(docs
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PMLAB_DOXYGEN_OUT}

@@ -1,14 +1,14 @@
 // Build and machine metadata for --json documents; libpmem2's view of a pool's persistence.
 #include "build_info.hpp"
 
-#include <libpmem2.h>
-
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <string>
 
 #include <fmt/format.h>
+
+#include "pmlab/persist/choice.hpp"
 
 #ifndef PMLAB_GIT_REVISION
 #define PMLAB_GIT_REVISION "unknown"
@@ -65,17 +65,9 @@ nlohmann::json& with_meta(nlohmann::json& doc) {
   return doc;
 }
 
+// The library's reading (persist/choice.hpp), so the CLI and lp::Loop say the same.
 std::string store_granularity(const pool::Pool& pool) {
-  if (pool.map() == nullptr) return "unknown";
-  switch (pmem2_map_get_store_granularity(pool.map())) {
-    case PMEM2_GRANULARITY_BYTE:
-      return "byte";
-    case PMEM2_GRANULARITY_CACHE_LINE:
-      return "cache-line";
-    case PMEM2_GRANULARITY_PAGE:
-      return "page";
-  }
-  return "unknown";
+  return persist::store_granularity(pool.map());
 }
 
 bool persistence_emulated(const pool::Pool& pool) {
@@ -83,12 +75,8 @@ bool persistence_emulated(const pool::Pool& pool) {
 }
 
 void warn_if_emulated(const pool::Pool& pool) {
-  if (!persistence_emulated(pool)) return;
-  fmt::print(stderr,
-             "pmlab: warning: '{}' is not on persistent memory (no DAX: libpmem2 reports page "
-             "granularity), so persistence is only emulated: flushes reach the page cache, a "
-             "process kill is survived but a power failure may not be\n",
-             pool.path());
+  const std::string w = persist::emulation_warning(pool.map(), pool.path());
+  if (!w.empty()) fmt::print(stderr, "pmlab: warning: {}\n", w);
 }
 
 }  // namespace pmlab::cli

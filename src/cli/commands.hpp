@@ -1,6 +1,8 @@
 // Registration hooks: each CLI verb lives in its own file and adds itself to the app.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace pmlab::cli {
@@ -23,5 +25,8 @@ void add_bench_command(CLI::App& app, int& exit_code);  // src/cli/bench_cmd.cpp
 void add_crash_command(CLI::App& app, int& exit_code);  // src/cli/crash_cmd.cpp
 void add_eval_command(CLI::App& app, int& exit_code);   // src/cli/eval_cmd.cpp
 void add_info_command(CLI::App& app, int& exit_code);   // src/cli/info_cmd.cpp
+void add_pool_command(CLI::App& app, int& exit_code);   // src/cli/pool_cmd.cpp
+// `pmlab info --pool POOL [--json]`, also `pmlab pool info` (src/cli/info_cmd.cpp).
+int run_info(const std::string& pool, bool json);
 
 }  // namespace pmlab::cli

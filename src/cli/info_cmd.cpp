@@ -139,6 +139,10 @@ int do_info(const InfoArgs& a) {
 
 }  // namespace
 
+int run_info(const std::string& pool, bool json) {
+  return do_info(InfoArgs{pool, json});
+}
+
 void add_info_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<InfoArgs>();
   auto* cmd = app.add_subcommand(

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   add_crash_command(app, exit_code);
   add_eval_command(app, exit_code);
   add_info_command(app, exit_code);
+  add_pool_command(app, exit_code);
   // After them, so that it stays pmlab's own.
   app.footer("`pmlab VERB --help` describes a verb's options; `man pmlab` every verb's.");
   // Seed 002's checkpoint rows (cp-clflush, cp-par-clflush, cp-nt): a per-process interval.

@@ -23,6 +23,9 @@ struct ExecOptions {
   // Non-null: the run's outer loop stores here the number of outer iterations done (a progress
   // bar polls it; KernelDriver::outer_steps is the total).
   std::atomic<std::uint64_t>* steps_done = nullptr;
+  // The run stops after recovery (no normal execution): `pmlab pool check` runs it on a copy
+  // of the pool to report what the next run's recovery will find.
+  bool recover_only = false;
 };
 
 // What one run did (scheme::RunReport: the scheme rows fill in its recovery part).

@@ -1,11 +1,13 @@
 // The one resumable execution every native kernel driver uses, and the KernelDriver built from a
 // kernel's description (arrays, inputs, operands, verification, scheme table).
 //
-// A kernel is described once, as a struct satisfying ResumableKernel (see
-// src/kernels/cholesky_kernel.cpp); make_kernel_driver<K>() turns it into the native driver and
-// make_sim_kernel<K>() (sim_kernel.hpp) into the simulator's entry points, so both run the very
-// same scheme code. To add a scheme to a kernel, add a row to its scheme table: see the comment
-// at the top of scheme_table.hpp.
+// A kernel is described once, as a struct satisfying ResumableKernel (a complete one, installed
+// with the examples: examples/stencil/stencil.hpp; the guide: docs/protect-your-own-loop.md);
+// make_kernel_driver<K>() turns it into the native driver and make_sim_kernel<K>()
+// (sim_kernel.hpp) into the simulator's entry points, so both run the very same scheme code. To
+// add a scheme to a kernel, add a row to its scheme table (scheme/scheme.hpp). A loop that needs
+// none of this (regions over chunks of arrays, independent or in phases) is shorter with
+// lp::Loop (lp/loop.hpp).
 #pragma once
 
 #include <time.h>
@@ -24,6 +26,7 @@
 #include "pmlab/core/crc32c.hpp"
 #include "pmlab/mem/native_backend.hpp"
 #include "pmlab/pool/pool.hpp"
+#include "pmlab/pool/run_states.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/native_dispatch.hpp"
 #include "pmlab/scheme/scheme.hpp"
@@ -42,8 +45,11 @@ struct OutputBytes {
 template <class K>
 concept KernelDescription = requires(const pool::RunParams& p, pool::Pool& pool,
                                      const pool::Pool& cpool, const typename K::Operands& op) {
-  { K::kName } -> std::convertible_to<std::string_view>;
-  { K::kCrashTestMaxN } -> std::convertible_to<std::uint64_t>;  // see KernelDriver
+  { K::kName } -> std::convertible_to<std::string_view>;  // <= 15 characters (pool header)
+  // The largest n the kill -9 tests and crash campaigns run the kernel at (they pick sizes up
+  // to it); a user's kernel that is never crash-tested by pmlab's suites may give any n.
+  { K::kCrashTestMaxN } -> std::convertible_to<std::uint64_t>;
+  // Whether n must be a power of two (fft): the CLI and the suites then pick only such n.
   { K::kPowerOfTwoN } -> std::convertible_to<bool>;
   K::validate(p);  // sizes and scheme-specific limits (the scheme name is checked for it)
   { K::arrays(p) } -> std::same_as<std::vector<pool::ArraySpec>>;  // without scheme arrays
@@ -51,7 +57,9 @@ concept KernelDescription = requires(const pool::RunParams& p, pool::Pool& pool,
   { K::operands(cpool) } -> std::same_as<typename K::Operands>;
   { K::output(op) } -> std::same_as<OutputBytes>;
   { K::verify(cpool) } -> std::same_as<VerifyResult>;
-  { K::base_refs(p) } -> std::convertible_to<std::uint64_t>;  // loads + stores of base
+  // Loads + stores the base scheme makes for `p`: the simulator's progress estimate
+  // (SimSession::estimated_ops); it need not be exact.
+  { K::base_refs(p) } -> std::convertible_to<std::uint64_t>;
 };
 
 // Optional: `static std::uint64_t outer_steps(const pool::RunParams&)`, how many outer
@@ -154,7 +162,7 @@ inline double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// The state machine of a native run: done → nothing; running (interrupted) → the scheme's
+// A native run through pool::run_states: done → nothing; running (interrupted) → the scheme's
 // recovery, which names the outer iteration to resume from; then normal execution from there;
 // the result made durable; done.
 template <ResumableKernel K>
@@ -167,34 +175,30 @@ template <ResumableKernel K>
   validate_run<K>(p);
   require_layout_tag<K>(pool);
   RunReport report;
-  if (pool.state() == pool::RunState::kDone) {
-    report.recovery_action = "none (run already complete)";
-    return report;
-  }
-  report.resumed = pool.state() == pool::RunState::kRunning;
-  pool.count_start();
-  pool.set_state(pool::RunState::kRunning);
   const ContextOf<K> ctx{pool, K::operands(pool), p};
-  with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
-    scheme::with_scheme(K::schemes, p.scheme, [&](const auto& scheme) {
-      scheme.prepare(be, ctx);  // untimed set-up
-      const auto t0 = Clock::now();
-      const std::size_t first = report.resumed ? scheme.recover(be, ctx, report) : 0;
-      report.recovery_seconds = seconds_since(t0);
-      report.resume_point = first;
-      if (opt.steps_done != nullptr) opt.steps_done->store(first, std::memory_order_relaxed);
-      const double cpu1 = process_cpu_seconds();
-      const auto t1 = Clock::now();
-      scheme.run(be, ctx, first);
-      report.compute_seconds = seconds_since(t1);
-      report.compute_cpu_seconds = process_cpu_seconds() - cpu1;
+  const bool ran = pool::run_states(pool, [&](bool resumed) {
+    report.resumed = resumed;
+    with_native_backend(pool, opt, static_cast<int>(p.threads), [&](auto& be) {
+      scheme::with_scheme(K::schemes, p.scheme, [&](const auto& scheme) {
+        scheme.prepare(be, ctx);  // untimed set-up
+        const auto t0 = Clock::now();
+        const std::size_t first = resumed ? scheme.recover(be, ctx, report) : 0;
+        report.recovery_seconds = seconds_since(t0);
+        report.resume_point = first;
+        if (opt.steps_done != nullptr) opt.steps_done->store(first, std::memory_order_relaxed);
+        const double cpu1 = process_cpu_seconds();
+        const auto t1 = Clock::now();
+        if (!opt.recover_only) scheme.run(be, ctx, first);
+        report.compute_seconds = seconds_since(t1);
+        report.compute_cpu_seconds = process_cpu_seconds() - cpu1;
+      });
+      report.helper = be.helper_times();
+      // "done" only once the result is durable, whatever the scheme left in the caches.
+      const OutputBytes out = K::output(ctx.op);
+      pool.persist(out.data, out.bytes);
     });
-    report.helper = be.helper_times();
-    // "done" only once the result is durable, whatever the scheme left in the caches.
-    const OutputBytes out = K::output(ctx.op);
-    pool.persist(out.data, out.bytes);
   });
-  pool.set_state(pool::RunState::kDone);
+  if (!ran) report.recovery_action = "none (run already complete)";
   return report;
 }
 
