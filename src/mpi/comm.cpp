@@ -4,6 +4,9 @@
 #include <mpi.h>
 
 #include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 namespace pmlab::dist {
 
@@ -56,6 +59,29 @@ void Comm::allgather(std::span<const double> mine, std::span<const std::size_t> 
                  displs.data(), MPI_DOUBLE, MPI_COMM_WORLD);
 }
 
+double Comm::ordered_block_sum(std::span<const double> mine, std::span<const std::size_t> blocks_of,
+                               std::uint64_t step) const {
+  std::vector<double> out(mine.begin(), mine.end());
+  out.push_back(static_cast<double>(step));
+  std::vector<std::size_t> counts(blocks_of.begin(), blocks_of.end());
+  std::size_t total = 0;
+  for (auto& c : counts) total += ++c;
+  std::vector<double> all(total);
+  allgather(out, counts, all);
+  double s = 0.0;
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    for (std::size_t k = 0; k + 1 < counts[r]; ++k) s += all[at + k];
+    at += counts[r];
+    if (all[at - 1] != static_cast<double>(step))
+      throw std::logic_error(fmt::format(
+          "ranks out of step: rank {} is at step {}, rank {} at step {} (the restart did not "
+          "agree on one resume point)",
+          rank_, step, r, all[at - 1]));
+  }
+  return s;
+}
+
 void Comm::allreduce_min(std::span<std::int64_t> v) const {
   MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_INT64_T, MPI_MIN,
                 MPI_COMM_WORLD);
@@ -74,6 +100,11 @@ std::int64_t Comm::min_of(std::int64_t v) const {
 std::uint64_t Comm::sum_of(std::uint64_t v) const {
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   return v;
+}
+
+void Comm::step_barrier(std::uint64_t step) const {
+  const std::vector<std::size_t> none(static_cast<std::size_t>(size_), 0);
+  (void)ordered_block_sum({}, none, step);
 }
 
 void Comm::barrier() const {

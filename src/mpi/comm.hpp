@@ -23,12 +23,21 @@ class Comm {
   // All ranks' `mine` concatenated in rank order into `all`; `counts[r]` is rank r's length.
   void allgather(std::span<const double> mine, std::span<const std::size_t> counts,
                  std::span<double> all) const;
+  // The sum of every rank's block partials in rank (so global block) order, from 0.0: the
+  // single-process iterative::ordered_sum. `step` travels with the partials, and a rank whose
+  // peers are at another step throws (std::logic_error): ranks out of step would combine
+  // different iterations' data, so a broken restart rule stops here instead of finishing wrong.
+  [[nodiscard]] double ordered_block_sum(std::span<const double> mine,
+                                         std::span<const std::size_t> blocks_of,
+                                         std::uint64_t step) const;
   // Element-wise minimum over all ranks, in place (also the maximum: negate).
   void allreduce_min(std::span<std::int64_t> v) const;
   [[nodiscard]] std::int64_t max_of(std::int64_t v) const;
   [[nodiscard]] std::int64_t min_of(std::int64_t v) const;
   [[nodiscard]] std::uint64_t sum_of(std::uint64_t v) const;
   void barrier() const;
+  // A barrier that also checks every rank is at `step` (throws std::logic_error otherwise).
+  void step_barrier(std::uint64_t step) const;
   [[nodiscard]] std::uint64_t broadcast(std::uint64_t v) const;  // rank 0's value
   // Rank 0 receives every rank's bytes in rank order (others get an empty vector).
   [[nodiscard]] std::vector<double> gather(std::span<const double> mine,

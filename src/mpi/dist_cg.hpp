@@ -74,10 +74,10 @@ inline void fill_inputs(double* vals, std::uint64_t* cols, double* b, const Oper
   std::copy_n(all_b.begin() + op.r0, op.rows(), b);
 }
 
-inline double global_sum(const Operands& op, const std::vector<double>& mine) {
-  std::vector<double> all(op.total_blocks());
-  op.comm->allgather(mine, op.blocks_of, all);
-  return kernels::iterative::ordered_sum(all);
+// Sums every rank's block partials in global block order (the single-process bits, for any
+// number of ranks); `step` checks that every rank is at the same iteration.
+inline double global_sum(const Operands& op, const std::vector<double>& mine, std::uint64_t step) {
+  return op.comm->ordered_block_sum(mine, op.blocks_of, step);
 }
 
 template <mem::Backend B>
@@ -96,14 +96,14 @@ void initial_state(B& be, const Operands& op) {
     }
     part[k] = acc;
   });
-  be.store(s + 3 * m, global_sum(op, part));
+  be.store(s + 3 * m, global_sum(op, part, UINT64_MAX));  // before iteration 0
   for (std::size_t e = 1; e < cgk::kScalars; ++e) be.store(s + 3 * m + e, 0.0);
 }
 
 // cg::iterate on the rank's rows, with p gathered before the SpMV (read from `in` before any
 // rank stores into its `out`) and each dot product summed over every rank's blocks.
 template <mem::Backend B, class Hook, class Fold = kernels::iterative::NoFold>
-void iterate(B& be, const Operands& op, std::size_t, const double* in, double* out,
+void iterate(B& be, const Operands& op, std::size_t t, const double* in, double* out,
              Hook&& before_first_write, Fold&& fold = Fold{}) {
   const std::size_t m = op.rows(), w = op.w, nb = op.blocks();
   const double *z_in = in, *r_in = in + m, *p_in = in + 2 * m;
@@ -123,7 +123,7 @@ void iterate(B& be, const Operands& op, std::size_t, const double* in, double* o
     }
     part[k] = pq;
   });
-  const double pq = global_sum(op, part);
+  const double pq = global_sum(op, part, t);
   const double alpha = pq != 0.0 ? rho / pq : 0.0;
   before_first_write();
   be.parallel_for(0, nb, [&](std::size_t k) {
@@ -147,7 +147,7 @@ void iterate(B& be, const Operands& op, std::size_t, const double* in, double* o
     part[k] = rr;
     part2[k] = zz;
   });
-  const double rho_new = global_sum(op, part), znorm = global_sum(op, part2);
+  const double rho_new = global_sum(op, part, t), znorm = global_sum(op, part2, t);
   const double beta = rho != 0.0 ? rho_new / rho : 0.0;
   be.parallel_for(0, nb, [&](std::size_t k) {
     auto fp = fold.local(op.region_of(2, k));

@@ -77,11 +77,10 @@ void initial_state(B& be, const Operands& op) {
   for (std::size_t e = 0; e < jk::kScalars; ++e) be.store(op.s + cells + e, 0.0);
 }
 
-// Sums every rank's block partials in global block order: the single-process ordered_sum.
-inline double global_sum(const Operands& op, const std::vector<double>& mine) {
-  std::vector<double> all(op.total_blocks());
-  op.comm->allgather(mine, op.blocks_of, all);
-  return kernels::iterative::ordered_sum(all);
+// Sums every rank's block partials in global block order (the single-process bits, for any
+// number of ranks); `step` checks that every rank is at the same iteration.
+inline double global_sum(const Operands& op, const std::vector<double>& mine, std::uint64_t step) {
+  return op.comm->ordered_block_sum(mine, op.blocks_of, step);
 }
 
 // jacobi::iterate on the band: the halo rows come first (read from `in` before any rank stores
@@ -132,7 +131,7 @@ void iterate(B& be, const Operands& op, std::size_t t, const double* in, double*
     fold.put(op.region_of(0, k), fu);
     part[k] = rr;
   });
-  const double norm = global_sum(op, part), done = static_cast<double>(t + 1);
+  const double norm = global_sum(op, part, t), done = static_cast<double>(t + 1);
   be.store(out + m * n, norm);
   be.store(out + m * n + 1, done);
   auto ft = fold.local(op.tail_region());

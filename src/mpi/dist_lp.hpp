@@ -5,9 +5,11 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -22,12 +24,21 @@ namespace pmlab::dist {
 
 namespace it = kernels::iterative;
 
-// The negative control of the agreement (pmlab-mpi --mutate resume-latest-any): every rank
-// resumes from the latest point *any* rank holds instead of the latest *every* rank holds. The
-// kill tests must catch it.
-inline bool& resume_latest_any() {
-  static bool on = false;
-  return on;
+// The negative controls of the agreement (pmlab-mpi --mutate): resume-own skips the collective
+// and resumes every rank from the latest point it holds itself; resume-latest-any takes the
+// latest point *any* rank holds instead of the latest *every* rank holds.
+enum class Control { kNone, kResumeOwn, kResumeLatestAny };
+inline Control& control() {
+  static Control c = Control::kNone;
+  return c;
+}
+
+// Fault injection for the kill tests (PMLAB_MPI_COMMIT_DELAY_US): the last rank waits this long
+// between an iteration's stores and its commits, so that kills land where ranks hold different
+// latest points and the negative controls above are exposed. 0 otherwise.
+inline unsigned& commit_delay_us() {
+  static unsigned us = 0;
+  return us;
 }
 
 // What the last recovery of this process found, for the per-rank report.
@@ -55,7 +66,7 @@ template <class Op>
 void anchor(mem::Backend auto& be, const Op& op, const it::LpState& st, std::size_t d) {
   be.persist(st.buf[d % op.lp_buffers()], op.state_bytes());
   if (d > 0) dist::persist_bank(be, op, st, d - 1);
-  op.comm->barrier();
+  op.comm->step_barrier(d);
   be.store(st.durable, static_cast<std::uint64_t>(d));
   be.persist(st.durable, sizeof(std::uint64_t));
 }
@@ -82,6 +93,8 @@ void run_lp(mem::Backend auto& be, const Op& op, const it::LpState& st, std::siz
     double* out = st.buf[(t + 1) % nb];
     it::RegionFolds<CK> folds(op.regions());
     it::iterate_out_of_place(be, op, t, st.buf[t % nb], out, folds);
+    if (commit_delay_us() != 0 && op.comm->rank() + 1 == op.comm->size())
+      std::this_thread::sleep_for(std::chrono::microseconds(commit_delay_us()));
     be.parallel_for(0, op.regions(),
                     [&](std::size_t k) { table.commit(be, op.slot(t, k), folds.value(k), t); });
     mem::outer_step_done(be);
@@ -136,10 +149,11 @@ std::size_t recover_lp(mem::Backend auto& be, const Op& op, const it::LpState& s
     v[nb + j] = -v[j];
     own = std::max(own, v[j]);
   }
-  op.comm->allreduce_min(v);  // v[j]: the least point any rank holds in j; -v[nb + j] the most
+  if (control() != Control::kResumeOwn)
+    op.comm->allreduce_min(v);  // v[j]: the least point any rank holds in j; -v[nb + j] the most
   std::int64_t g = -1;
   for (std::size_t j = 0; j < nb; ++j) {
-    if (resume_latest_any())
+    if (control() != Control::kNone)
       g = std::max(g, -v[nb + j]);
     else if (v[j] >= 0 && v[j] == -v[nb + j])
       g = std::max(g, v[j]);

@@ -2,6 +2,7 @@
 // restart after a failure from what the pools hold (docs/distributed.md).
 #include <mpi.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -192,11 +193,18 @@ int run(const Args& a) {
     if (k == nullptr)
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("pmlab-mpi runs jacobi and cg, not '{}'", a.kernel));
-    if (!a.mutate.empty() && a.mutate != "resume-latest-any")
+    using pmlab::dist::Control;
+    if (a.mutate == "resume-own")
+      pmlab::dist::control() = Control::kResumeOwn;
+    else if (a.mutate == "resume-latest-any")
+      pmlab::dist::control() = Control::kResumeLatestAny;
+    else if (!a.mutate.empty())
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("--mutate: the one negative control is resume-latest-any, not '{}'",
+                  fmt::format("--mutate: the negative controls are resume-own and "
+                              "resume-latest-any, not '{}'",
                               a.mutate));
-    pmlab::dist::resume_latest_any() = !a.mutate.empty();
+    if (const char* us = std::getenv("PMLAB_MPI_COMMIT_DELAY_US"); us != nullptr)
+      pmlab::dist::commit_delay_us() = static_cast<unsigned>(std::strtoul(us, nullptr, 10));
     p = params_of(a, *k, comm.size(), comm.rank());
     k->driver.validate(p);
   });
@@ -216,6 +224,9 @@ int run(const Args& a) {
   } catch (const Error& e) {
     fmt::print(stderr, "pmlab-mpi: rank {}: error: {}\n", comm.rank(), e.what());
     MPI_Abort(MPI_COMM_WORLD, exit_code_of(e));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pmlab-mpi: rank {}: internal error: {}\n", comm.rank(), e.what());
+    MPI_Abort(MPI_COMM_WORLD, kExitInternal);
   }
   const auto& rs = report.recovery;
   const auto& ag = pmlab::dist::last_agreement();
@@ -333,8 +344,9 @@ int main(int argc, char** argv) {
   cmd->add_option("--compare-with", a.compare_with,
                   "A single-process pool (pmlab run) of the same parameters: compare the whole "
                   "state byte for byte");
-  cmd->add_option("--mutate", a.mutate,
-                  "Negative control: resume-latest-any (resume where any rank got, not every)");
+  cmd->add_option(
+      "--mutate", a.mutate,
+      "Negative control of the restart rule: resume-own (no agreement) or resume-latest-any");
   cmd->add_option("--json", a.json, "Write the per-rank report here (rank 0)");
   cmd->add_flag("--quiet", a.quiet, "Print nothing on success");
   int code = kExitOk;
