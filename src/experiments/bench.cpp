@@ -376,6 +376,10 @@ BenchResult run_bench(const BenchOptions& opt) {
     }
     if (opt.single_pass) {
       r.schemes.push_back(untimed_row(name, exact));
+      if (rival != nullptr) {
+        r.schemes.back().rival_kernel = rival->kernel;
+        r.schemes.back().rival_difference = difference;
+      }
       continue;
     }
     experiments::PairedRatioOptions po;

@@ -277,10 +277,18 @@ Src pack(B& be, const mem::MatrixView<const double>& m, std::size_t r0, std::siz
   // micro-kernel reads): the same layout without an index division per element.
   if constexpr (mem::kIsNativeBackend<B>)
     if (shape.panel_cols != 0 || shape.panel_rows != 0) {
-      if (shape.panel_cols != 0)
-        micro::pack_cols_panels(m.at(r0, c0), m.ld(), h, w, shape.panel_cols, buf.data());
-      else
+      if (shape.panel_cols != 0) {
+        // B̃'s column panels are independent: GEPP1's shared B̃, packed by the master before
+        // each kc step, is spread over the run's threads (inside a unit, OpenMP's nested
+        // region has one thread).
+        const std::size_t pw = shape.panel_cols, panels = (w + pw - 1) / pw;
+        be.parallel_for(0, panels, [&](std::size_t q) {
+          micro::pack_cols_panels(m.at(r0, c0 + q * pw), m.ld(), h, std::min(pw, w - q * pw), pw,
+                                  buf.data() + q * h * pw);
+        });
+      } else {
         micro::pack_rows_panels(m.at(r0, c0), m.ld(), h, w, shape.panel_rows, buf.data());
+      }
       return {buf.data(), w, r0, c0, shape.panel_cols, shape.panel_rows, h, w};
     }
   if (shape.panel_cols == 0 && shape.panel_rows == 0) {
