@@ -647,7 +647,10 @@ std::string to_markdown(const BenchResult& r) {
     return s.rival_kernel.empty() ? s.scheme : fmt::format("{} ({})", s.scheme, s.rival_kernel);
   };
   const auto exactness = [](const BenchSchemeResult& s) -> std::string {
-    if (s.rival_difference && !s.bit_exact) return fmt::format("rel {:.1e}", *s.rival_difference);
+    if (s.rival_difference && !s.bit_exact)
+      return fmt::format("{} (rel {:.1e})",
+                         *s.rival_difference <= kRivalTolerance ? "within 1e-12" : "NO",
+                         *s.rival_difference);
     return s.bit_exact ? "yes" : "NO";
   };
   const auto other = [&](const experiments::PairedRatioResult& p) -> std::string {

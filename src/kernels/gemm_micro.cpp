@@ -336,7 +336,10 @@ Blocking blocking_for(const CacheSizes& caches) {
   // The micro-kernel's two micro-panels (kMr x kc of Ã, kc x kNr of B̃) fill L1: kc = 128 on
   // a 32 KiB L1 (measured in docs/gemm-fast.md: 80, the half-L1 rule, is slower).
   b.kc = std::clamp<std::size_t>(l1 / ((kMr + kNr) * sizeof(double)) / 8 * 8, 32, 1024);
-  b.mc = std::clamp<std::size_t>(l2 / 2 / (b.kc * sizeof(double)) / kMr * kMr, kMr, 4096);
+  // Ã fills a quarter of L2, leaving the rest to the B̃ slivers and C tiles streaming through:
+  // a GEBP of n = 1024 at kc = 128 ran at 52, 50, 48 and 48 GFLOP/s with mc = 192, 256, 384
+  // and 512 (docs/gemm-fast.md "Blocking").
+  b.mc = std::clamp<std::size_t>(l2 / 4 / (b.kc * sizeof(double)) / kMr * kMr, kMr, 4096);
   b.nc = std::clamp<std::size_t>(l3 / 2 / (b.kc * sizeof(double)) / kNr * kNr, kNr, 1u << 16);
   return b;
 }

@@ -9,6 +9,10 @@
 
 namespace pmlab::experiments {
 
+/// The largest normwise relative difference a rival's C may have from base's: the libraries
+/// sum each element in their own order (blocks of k added separately), so their bits differ.
+inline constexpr double kRivalTolerance = 1e-12;
+
 /// One BLAS library's dgemm, ready to call.
 struct BlasRival {
   std::string name;       ///< "openblas" or "blis"

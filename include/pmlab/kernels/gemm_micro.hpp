@@ -31,7 +31,7 @@ struct CacheSizes {
 [[nodiscard]] CacheSizes host_caches();
 
 /// mc, kc and nc from cache sizes (docs/gemm-fast.md "Blocking"): a micro-panel of Ã and one
-/// of B̃ (kMr x kc and kc x kNr) fill L1, an mc x kc block of Ã at most half of L2, a kc x nc
+/// of B̃ (kMr x kc and kc x kNr) fill L1, an mc x kc block of Ã a quarter of L2, a kc x nc
 /// block of B̃ at most half of L3. mc is a multiple of kMr, kc of 8, nc of kNr.
 struct Blocking {
   std::size_t mc = 0, kc = 0, nc = 0;
