@@ -18,6 +18,7 @@
 #include "pmlab/core/progress.hpp"
 #include "pmlab/core/suggest.hpp"
 #include "pmlab/experiments/bench.hpp"
+#include "pmlab/experiments/blas_rivals.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "usage_comforts.hpp"
 
@@ -27,6 +28,7 @@ namespace {
 struct BenchArgs {
   std::string kernel;
   std::vector<std::string> schemes;
+  std::vector<std::string> rivals;  // --rivals: BLAS libraries timed beside the schemes
   std::uint64_t n = 768;
   std::optional<std::uint64_t> bs;  // --bs; absent: the kernel's default (16, cg 256)
   std::uint32_t threads = 1;
@@ -84,6 +86,7 @@ int do_bench(const BenchArgs& a) {
   experiments::BenchOptions o;
   o.kernel = a.kernel;
   o.schemes = a.schemes;
+  o.rivals = a.rivals;
   o.n = a.n;
   o.bs = a.bs ? *a.bs : run::find_kernel(a.kernel).default_bs;
   o.threads = a.threads;
@@ -124,8 +127,12 @@ int do_bench(const BenchArgs& a) {
   } else {
     fmt::print("{}", experiments::to_markdown(r));
   }
+  // A scheme must give base's bits; a BLAS rival sums in its own order, so it must only come
+  // within experiments::kRivalTolerance of them.
   for (const auto& s : r.schemes)
-    if (!s.bit_exact) return kExitVerifyFailed;
+    if (!s.bit_exact &&
+        !(s.rival_difference && *s.rival_difference <= experiments::kRivalTolerance))
+      return kExitVerifyFailed;
   return kExitOk;
 }
 
@@ -199,6 +206,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option(
       "--dir", args->dir,
       "Directory for the temporary pools (default: /dev/shm if writable, else $TMPDIR or /tmp)");
+  cmd->add_option("--rivals", args->rivals,
+                  "Comma-separated BLAS libraries whose cblas_dgemm is timed against base on the "
+                  "same inputs, like a scheme (gemm only: openblas, blis; each row names the "
+                  "kernel the library chose; OpenBLAS's can be forced with "
+                  "OPENBLAS_CORETYPE=SkylakeX; docs/gemm-fast.md)")
+      ->delimiter(',');
   cmd->add_flag("--single-pass", args->single_pass,
                 "One verified execution per scheme, nothing timed (for instruction counts under "
                 "callgrind: scripts/instruction-counts)");

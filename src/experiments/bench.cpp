@@ -25,6 +25,7 @@
 #endif
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/experiments/blas_rivals.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/native_dispatch.hpp"
 #include "pmlab/scheme/checkpoint_copy.hpp"
@@ -110,8 +111,71 @@ Run run_scheme(const BenchOptions& opt, const std::string& scheme, const fs::pat
   return r;
 }
 
+// A BLAS rival's operands: gemm's inputs and base's result, taken from one base run's pool.
+struct RivalOperands {
+  std::vector<double> a, b, c;  // n x n each; c is base's C
+};
+
+RivalOperands rival_operands(const BenchOptions& opt, const fs::path& dir) {
+  pool::RunParams p;
+  p.kernel = opt.kernel;
+  p.scheme = std::string(scheme::kBaseScheme);
+  p.n = opt.n;
+  p.bs = opt.bs;
+  p.threads = opt.threads;
+  p.seed = opt.seed;
+  p.kernel_params = opt.kernel_params;
+  const auto& k = find_kernel(opt.kernel);
+  const auto path = (dir / "rival-operands").string();
+  RivalOperands r;
+  {
+    auto pool = pool::Pool::create(path, p, k.arrays(p), k.init);
+    (void)k.execute(pool, ExecOptions{persist::PersistMode::kNone, opt.flush});
+    const std::size_t count = opt.n * opt.n;
+    const auto copy = [&](const char* name) {
+      const double* v = pool.array<const double>(name);
+      return std::vector<double>(v, v + count);
+    };
+    r.a = copy("a");
+    r.b = copy("b");
+    r.c = copy("c");
+  }
+  fs::remove(path);
+  return r;
+}
+
+// `executions` products by a BLAS rival into `out`, timed like a scheme's computation.
+Run run_rival(const BenchOptions& opt, const BlasRival& lib, const RivalOperands& in,
+              std::vector<double>& out, std::uint64_t executions) {
+  Run r;
+  const double start = experiments::steady_clock_seconds();
+  const double cpu0 = experiments::process_cpu_seconds();
+  for (std::uint64_t e = 0; e < executions; ++e) {
+    if (opt.stop && opt.stop->load())
+      throw Error(ErrorCode::kInterrupted, "bench interrupted; temporary pools removed");
+    lib.multiply(opt.n, in.a.data(), in.b.data(), out.data(), static_cast<int>(opt.threads));
+  }
+  r.timing.cpu_seconds = experiments::process_cpu_seconds() - cpu0;
+  r.wall_seconds = experiments::steady_clock_seconds() - start;
+  r.timing.wall_seconds = std::max(r.wall_seconds, 1e-9);
+  return r;
+}
+
+// A row with no paired measurement (base, or any row of a single pass).
+BenchSchemeResult untimed_row(const std::string& name, bool exact) {
+  BenchSchemeResult b;
+  b.scheme = name;
+  b.bit_exact = exact;
+  return b;
+}
+
 void validate(const BenchOptions& opt, const std::vector<std::string>& schemes) {
   const auto& k = find_kernel(opt.kernel);  // throws for unknown kernels, naming the known ones
+  if (!opt.rivals.empty() && opt.kernel != "gemm")
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--rivals times BLAS libraries' dgemm against gemm; {} has no rival",
+                            opt.kernel));
+  for (const auto& name : opt.rivals) (void)blas_rival(name);  // unknown or missing: refused
   if (!(opt.target > 0 && opt.target < 1))
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("--target must be in (0, 100) percent, got {}", 100 * opt.target));
@@ -282,16 +346,40 @@ BenchResult run_bench(const BenchOptions& opt) {
       std::floor(5 * opt.min_rep_seconds / std::max(calibration.wall_seconds, 1e-6));
   r.executions_per_rep =
       static_cast<std::uint64_t>(std::clamp(std::min(wanted, affordable), 1.0, 100000.0));
-  r.schemes.push_back(
-      {std::string(scheme::kBaseScheme), std::nullopt, 0, calibration.verified, {}});
+  r.schemes.push_back(untimed_row(std::string(scheme::kBaseScheme), calibration.verified));
+
+  // BLAS rivals are rows after the schemes, measured against base the same way.
+  const std::size_t scheme_rows = schemes.size();
+  for (const auto& name : opt.rivals) schemes.push_back(name);
+  RivalOperands rival_in;
+  std::vector<double> rival_out;
+  if (!opt.rivals.empty()) {
+    rival_in = rival_operands(opt, dir);
+    rival_out.assign(rival_in.c.size(), 0.0);
+  }
 
   std::vector<double> base_reps;
   for (std::size_t s = 1; s < schemes.size(); ++s) {
     const std::string& name = schemes[s];
-    // The scheme's first, untimed execution verifies it bit for bit and warms it up.
-    const bool exact = run_scheme(opt, name, dir, 1, true).verified;
+    const BlasRival* rival = s >= scheme_rows ? &blas_rival(name) : nullptr;
+    // The scheme's first, untimed execution verifies it bit for bit and warms it up; a rival's
+    // is compared with base's result.
+    std::optional<double> difference;
+    bool exact = true;
+    if (rival != nullptr) {
+      (void)run_rival(opt, *rival, rival_in, rival_out, 1);
+      difference = max_relative_difference(rival_out.data(), rival_in.c.data(), rival_out.size());
+      exact =
+          std::memcmp(rival_out.data(), rival_in.c.data(), rival_out.size() * sizeof(double)) == 0;
+    } else {
+      exact = run_scheme(opt, name, dir, 1, true).verified;
+    }
     if (opt.single_pass) {
-      r.schemes.push_back({name, std::nullopt, 0, exact, {}});
+      r.schemes.push_back(untimed_row(name, exact));
+      if (rival != nullptr) {
+        r.schemes.back().rival_kernel = rival->kernel;
+        r.schemes.back().rival_difference = difference;
+      }
       continue;
     }
     experiments::PairedRatioOptions po;
@@ -304,6 +392,8 @@ BenchResult run_bench(const BenchOptions& opt) {
     std::size_t pairs = 0;
     mem::HelperTimes helper;  // the scheme's timed executions only
     auto run_one = [&](const std::string& which) {
+      if (rival != nullptr && which == name)
+        return run_rival(opt, *rival, rival_in, rival_out, r.executions_per_rep).timing;
       const Run run = run_scheme(opt, which, dir, r.executions_per_rep, false);
       if (which == name) helper += run.helper;
       return run.timing;
@@ -345,6 +435,10 @@ BenchResult run_bench(const BenchOptions& opt) {
     b.median_rep_seconds = result.scheme_median_seconds;
     b.bit_exact = exact;
     b.helper = helper;
+    if (rival != nullptr) {
+      b.rival_kernel = rival->kernel;
+      b.rival_difference = difference;
+    }
     b.paired = std::move(result);
     r.schemes.push_back(std::move(b));
   }
@@ -352,6 +446,12 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.schemes[0].median_rep_seconds =
       base_reps.empty() ? r.base_execution_seconds * static_cast<double>(r.executions_per_rep)
                         : experiments::detail::median(base_reps);
+
+  if (opt.kernel == "gemm")  // 2 n^3 operations per product (n^3 multiplies and adds)
+    for (auto& s : r.schemes)
+      if (s.median_rep_seconds > 0)
+        s.gflops = 2.0 * std::pow(static_cast<double>(opt.n), 3) *
+                   static_cast<double>(r.executions_per_rep) / s.median_rep_seconds / 1e9;
 
   r.load_after = experiments::read_load_average();
   bool any_busy = false;
@@ -378,7 +478,8 @@ BenchResult run_bench(const BenchOptions& opt) {
             "pairing itself is biased by about that much, so no ratio of that size here is the "
             "scheme's (docs/measurement.md, \"A/A\")",
             experiments::format_ratio(*s.paired)));
-    } else if (s.paired && s.paired->resolved && s.paired->ci95 && s.paired->ci95->high < 1) {
+    } else if (s.rival_kernel.empty() && s.paired && s.paired->resolved && s.paired->ci95 &&
+               s.paired->ci95->high < 1) {
       r.warnings.push_back(fmt::format(
           "{} resolved faster than base ({}): it runs base's work plus its own, so this is a "
           "different loop or code placement of this build, not the scheme's cost "
@@ -421,6 +522,11 @@ nlohmann::json to_json(const BenchResult& r) {
     nlohmann::json j{{"scheme", s.scheme},
                      {"median_rep_seconds", s.median_rep_seconds},
                      {"bit_exact_vs_base", s.bit_exact}};
+    if (s.gflops) j["gflops"] = *s.gflops;
+    if (!s.rival_kernel.empty()) {
+      j["rival_kernel"] = s.rival_kernel;
+      j["rival_relative_difference"] = optional_json(s.rival_difference);
+    }
     if (!s.helper.placement.empty())
       j["helper"] = {{"busy_ns", s.helper.busy_ns},
                      {"exposed_ns", s.helper.exposed_ns},
@@ -529,10 +635,24 @@ std::string to_markdown(const BenchResult& r) {
                  : "Ratio: the 20%-trimmed mean of the per-pair ratios (beside it the floor, "
                    "10th-percentile times)\n\n";
   out += fmt::format(
-      "| scheme | per repetition | vs base [95% CI] | {} | pairs used/run | CPU/wall | stop | "
-      "bit-exact |\n",
+      "| scheme | per repetition | GFLOP/s | vs base [95% CI] | {} | pairs used/run | CPU/wall | "
+      "stop | bit-exact |\n",
       floor ? "trimmed mean" : "floor");
-  out += "|---|---:|---|---|---:|---:|---|:---:|\n";
+  out += "|---|---:|---:|---|---|---:|---:|---|:---:|\n";
+  const auto gflops = [](const BenchSchemeResult& s) {
+    return s.gflops ? fmt::format("{:.1f}", *s.gflops) : std::string();
+  };
+  // A rival's row: the library and its kernel; "bit-exact" becomes its difference from base.
+  const auto row_name = [](const BenchSchemeResult& s) {
+    return s.rival_kernel.empty() ? s.scheme : fmt::format("{} ({})", s.scheme, s.rival_kernel);
+  };
+  const auto exactness = [](const BenchSchemeResult& s) -> std::string {
+    if (s.rival_difference && !s.bit_exact)
+      return fmt::format("{} (rel {:.1e})",
+                         *s.rival_difference <= kRivalTolerance ? "within 1e-12" : "NO",
+                         *s.rival_difference);
+    return s.bit_exact ? "yes" : "NO";
+  };
   const auto other = [&](const experiments::PairedRatioResult& p) -> std::string {
     const auto& ratio = floor ? p.trimmed_ratio : p.floor_ratio;
     const auto& ci = floor ? p.trimmed_ci95 : p.floor_ci95;
@@ -544,16 +664,16 @@ std::string to_markdown(const BenchResult& r) {
   for (const auto& s : r.schemes) {
     if (!s.paired) {
       out += fmt::format(
-          "| {} | {} | {} | | | | | {} |\n", s.scheme, format_seconds(s.median_rep_seconds),
-          s.scheme == scheme::kBaseScheme ? "(reference)" : "(single pass: not timed)",
-          s.bit_exact ? "yes" : "NO");
+          "| {} | {} | {} | {} | | | | | {} |\n", row_name(s), format_seconds(s.median_rep_seconds),
+          gflops(s), s.scheme == scheme::kBaseScheme ? "(reference)" : "(single pass: not timed)",
+          exactness(s));
       continue;
     }
     const auto& p = *s.paired;
-    out += fmt::format("| {} | {} | {} | {} | {}/{} | {:.2f} | {} | {} |\n", s.scheme,
-                       format_seconds(s.median_rep_seconds), experiments::format_ratio(p), other(p),
-                       p.pairs_used, p.pairs_measured, p.median_cpu_fraction, stop_name(p.stop),
-                       s.bit_exact ? "yes" : "NO");
+    out += fmt::format("| {} | {} | {} | {} | {} | {}/{} | {:.2f} | {} | {} |\n", row_name(s),
+                       format_seconds(s.median_rep_seconds), gflops(s),
+                       experiments::format_ratio(p), other(p), p.pairs_used, p.pairs_measured,
+                       p.median_cpu_fraction, stop_name(p.stop), exactness(s));
   }
   out += fmt::format("\nMachine: load average {} before, {} after, {} cores; OMP_WAIT_POLICY={}\n",
                      r.load_before ? fmt::format("{:.2f}", *r.load_before) : "n/a",

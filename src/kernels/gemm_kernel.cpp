@@ -37,6 +37,18 @@ gm::Config config_of(const pool::RunParams& p) {
   c.mc = p.kernel_param("mc", 0);  // 0: the run's --bs
   c.kc = p.kernel_param("kc", 0);
   c.nc = p.kernel_param("nc", 0);
+  c.micro = static_cast<gm::Micro>(p.kernel_param("micro", 0));
+  if (c.micro != gm::Micro::kScalar) {
+    // The micro-kernel's shape and layout; blocking not given comes from this host's caches,
+    // read at run time (so a pool written without --mc/--kc resumes on a host like its own).
+    c.pack = c.pack_panels = true;
+    c.mr = static_cast<std::uint32_t>(gm::micro::kMr);
+    c.nr = static_cast<std::uint32_t>(gm::micro::kNr);
+    const auto blocking = gm::micro::blocking_for(gm::micro::host_caches());
+    if (c.mc == 0) c.mc = blocking.mc;
+    if (c.kc == 0) c.kc = blocking.kc;
+    if (c.nc == 0) c.nc = blocking.nc;
+  }
   return c;
 }
 
@@ -132,6 +144,13 @@ struct Gemm {
   static constexpr std::uint64_t kCrashTestMaxN = 400;
   static constexpr bool kPowerOfTwoN = false;
   static constexpr const auto& schemes = kSchemes;
+  // The kill tests also run LP and ep-lazy on the native micro-kernel, with blocking small
+  // enough that their n <= kCrashTestMaxN runs have many regions to crash in.
+  static std::vector<CrashTestVariant> crash_test_variants() {
+    return {{.label = "micro",
+             .schemes = {"lp", "ep-lazy"},
+             .args = {"--micro", "auto", "--mc", "40", "--kc", "24"}}};
+  }
 
   // Loop nest, packing, blocking and micro-tile: the CLI offers them as --variant, --pack,
   // --mc, --kc, --nc, --mr, --nr and the rest below.
@@ -171,13 +190,38 @@ struct Gemm {
              .help = "where packing buffers live: nvm (default, the thesis' all-PCM machine) or "
                      "dram (the simulator leaves them out of the NVM statistics)",
              .choices = {"nvm", "dram"}},
+            {.name = "micro",
+             .help = "micro-kernel of a native GEBP: scalar (default: the generic loop), auto "
+                     "(the best of avx512, avx2 and portable this CPU runs), avx512, avx2 or "
+                     "portable; other than scalar: gepp1 only, 8x24 micro-panels, --mc/--kc/--nc "
+                     "from the caches unless given (docs/gemm-fast.md)",
+             .choices = std::vector<std::string>(gm::kMicroNames.begin(), gm::kMicroNames.end())},
             {.name = "pack-layout",
              .help = "how packed blocks are laid out: rows (default: row-major copies) or panels "
                      "(GotoBLAS/BLIS micro-panels: A in mr-row panels, B in nr-column panels, so "
                      "the micro-kernel walks k with unit stride; docs/gemm.md)",
              .choices = {"rows", "panels"}}};
   }
-  static void validate(const pool::RunParams& p) { require_sizes(kName, p, kMaxN); }
+  static void validate(const pool::RunParams& p) {
+    require_sizes(kName, p, kMaxN);
+    const auto micro = static_cast<gm::Micro>(p.kernel_param("micro", 0));
+    if (micro == gm::Micro::kScalar) return;
+    const auto refuse = [&](std::string_view why) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("gemm: --micro {} {}", gm::kMicroNames[static_cast<int>(micro)], why));
+    };
+    if (p.kernel_param("variant", 0) != static_cast<std::uint64_t>(gm::Variant::kGepp1))
+      refuse("runs GEBP, so it needs --variant gepp1");
+    if (p.kernel_param("order", 0) != 0) refuse("walks micro-tiles in Goto's order (--order goto)");
+    if (p.kernel_param("pack-layout", 1) != 1) refuse("packs micro-panels (--pack-layout panels)");
+    if (p.kernel_param("mr", gm::micro::kMr) != gm::micro::kMr ||
+        p.kernel_param("nr", gm::micro::kNr) != gm::micro::kNr)
+      refuse(fmt::format("computes {}x{} micro-tiles (--mr {} --nr {})", gm::micro::kMr,
+                         gm::micro::kNr, gm::micro::kMr, gm::micro::kNr));
+    if (!gm::micro::isa_supported(gm::isa_of(micro)))
+      refuse("needs an instruction set this CPU lacks (try --micro auto)");
+  }
   static std::vector<pool::ArraySpec> arrays(const pool::RunParams& p) {
     const std::uint64_t mat = p.n * p.n * sizeof(double);
     return {{"a", mat}, {"b", mat}, {"c", mat}};

@@ -29,6 +29,24 @@ TEST_F(UsageErrors, NegativeSizeIsNamedNegative) {
   EXPECT_TRUE(empty_dir());
 }
 
+// gemm's micro-kernel computes GEPP1 in 8x24 tiles only; BLAS rivals are gemm's only.
+TEST_F(UsageErrors, GemmMicroAndBlasRivalsRefuseWhatTheyCannotRun) {
+  const std::string pool = (dir_ / "p").string();
+  auto r = pmlab({"run", "gemm", "--micro", "auto", "--variant", "gepp2", "--pool", pool});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("needs --variant gepp1"), std::string::npos) << r.err;
+  r = pmlab({"run", "gemm", "--micro", "auto", "--mr", "4", "--pool", pool});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("8x24"), std::string::npos) << r.err;
+  r = pmlab({"bench", "tmm", "--n", "16", "--rivals", "blis", "--dir", dir_.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("tmm has no rival"), std::string::npos) << r.err;
+  r = pmlab({"bench", "gemm", "--n", "16", "--rivals", "mkl", "--dir", dir_.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown BLAS rival 'mkl'"), std::string::npos) << r.err;
+  EXPECT_TRUE(empty_dir());
+}
+
 TEST_F(UsageErrors, SeedBeyond64BitsIsRefusedNotCapped) {
   for (const char* verb : {"run", "sim"}) {
     std::vector<std::string> args{verb, "tmm", "--n", "16", "--seed", "18446744073709551616"};

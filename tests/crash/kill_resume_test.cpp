@@ -12,6 +12,8 @@
 #include <map>
 #include <ostream>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,12 +51,13 @@ struct SchemeTally {
 // random kill delays; every restart must succeed or be killed, never fail to open the pool.
 // Wall time of a fault-free run of `scheme` at size n (process start + pool creation + compute).
 double measure_run_ms(const std::string& kernel, const std::string& scheme, std::uint64_t n,
-                      const fs::path& dir) {
+                      const fs::path& dir, const std::vector<std::string>& extra) {
   const std::string pool = (dir / "calibrate.pool").string();
   auto t0 = std::chrono::steady_clock::now();
-  auto r = run_process({PMLAB_BINARY, "run", kernel, "--scheme", scheme, "--n", std::to_string(n),
-                        "--bs", "16", "--pool", pool},
-                       (dir / "calibrate").string());
+  std::vector<std::string> args{PMLAB_BINARY,      "run",  kernel, "--scheme", scheme, "--n",
+                                std::to_string(n), "--bs", "16",   "--pool",   pool};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_process(args, (dir / "calibrate").string());
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   fs::remove(pool);
@@ -65,10 +68,11 @@ double measure_run_ms(const std::string& kernel, const std::string& scheme, std:
 // `extra_trials` more trials run, one at a time, while no resume has recomputed work yet: a kill
 // leaves recovery work only when it lands inside a region and is the run's last kill (about 1 trial
 // in 10), so a fixed 30 trials would miss it in ~5% of campaigns and make the check a coin toss.
-void kill_resume_campaign(const std::string& kernel, const std::string& scheme, int trials,
-                          int extra_trials, std::uint64_t seed, SchemeTally& tally) {
+void kill_resume_campaign(const std::string& kernel, const std::string& scheme,
+                          const std::vector<std::string>& extra, int trials, int extra_trials,
+                          std::uint64_t seed, SchemeTally& tally) {
   std::mt19937_64 rng(seed);
-  auto dir = scratch_dir(kernel + "-" + scheme);
+  auto dir = scratch_dir(kernel + "-" + scheme + (extra.empty() ? "" : "-variant"));
   const auto& driver = run::find_kernel(kernel);
   const std::uint64_t max_n = driver.crash_test_max_n;
   auto legal = [&](std::uint64_t n) { return driver.n_power_of_two ? std::bit_floor(n) : n; };
@@ -79,10 +83,10 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
   // past the end of the short runs (the BEP benchmarks' runs are mostly start-up). A campaign
   // too small to assert that kills land (the sanitizer run's) measures it once.
   const int startup_runs = trials >= kNonVacuityTrials ? 3 : 1;
-  double startup_ms = measure_run_ms(kernel, scheme, 1, dir);
+  double startup_ms = measure_run_ms(kernel, scheme, 1, dir, extra);
   for (int i = 1; i < startup_runs; ++i)
-    startup_ms = std::min(startup_ms, measure_run_ms(kernel, scheme, 1, dir));
-  const double big_ms = measure_run_ms(kernel, scheme, calib_n, dir);
+    startup_ms = std::min(startup_ms, measure_run_ms(kernel, scheme, 1, dir, extra));
+  const double big_ms = measure_run_ms(kernel, scheme, calib_n, dir, extra);
   auto expected_ms = [&](std::uint64_t n, std::uint64_t threads) {
     // Cubic in n is right for the factorizations and tmm and pessimistic for the others,
     // whose kills then land earlier in the run; both are fine for a random kill time.
@@ -115,6 +119,7 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
                                     "--pool",
                                     pool,
                                     "--json"};
+    create.insert(create.end(), extra.begin(), extra.end());
     // Kill delays up to ~the run time of the larger sizes; later attempts run to completion.
     bool done = false;
     for (int attempt = 0; attempt < 12 && !done; ++attempt) {
@@ -155,16 +160,22 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme, 
 
 struct Case {
   std::string kernel, scheme;
+  std::string label;              // the kernel's crash-test variant, empty for the default run
+  std::vector<std::string> args;  // its options
   friend void PrintTo(const Case& c, std::ostream* os) {
     *os << c.kernel << " --scheme " << c.scheme;
+    for (const auto& a : c.args) *os << " " << a;
   }
 };
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (const auto& k : run::kernel_drivers())
+  for (const auto& k : run::kernel_drivers()) {
     for (const auto& s : k.schemes)
-      if (k.crash_safe(s)) cases.push_back({k.name, s});  // not ipv-nf (measurement only)
+      if (k.crash_safe(s)) cases.push_back({k.name, s, {}, {}});  // not ipv-nf (measurement)
+    for (const auto& v : k.crash_test_variants)
+      for (const auto& s : v.schemes) cases.push_back({k.name, s, v.label, v.args});
+  }
   return cases;
 }
 
@@ -174,7 +185,7 @@ TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
   const std::uint64_t seed = test::test_seed();
   SCOPED_TRACE(test::seed_trace(seed));
   const int trials = env_int("PMLAB_CRASH_TRIALS", 30);
-  const auto& [kernel, scheme] = GetParam();
+  const auto& [kernel, scheme, label, args] = GetParam();
   SchemeTally tally;
   // Non-vacuity is a statistical property: it is asserted for campaigns large enough to make
   // a false alarm negligible (the default 30 trials, extended for LP until a resume recomputed
@@ -182,10 +193,12 @@ TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
   // uses a few trials to look for memory errors, where a kill landing or not is a coin toss.
   const bool assert_non_vacuity = trials >= kNonVacuityTrials;
   const int extra_trials = assert_non_vacuity && scheme == "lp" ? 5 * trials : 0;
-  kill_resume_campaign(kernel, scheme, trials, extra_trials, seed, tally);
+  kill_resume_campaign(kernel, scheme, args, trials, extra_trials, seed, tally);
   std::printf(
-      "[ kill -9 ] %s %s: %d trials bit-exact, %d SIGKILLs landed, %d resumes recomputed work\n",
-      kernel.c_str(), scheme.c_str(), tally.trials, tally.kills, tally.resumes_with_recovery_work);
+      "[ kill -9 ] %s %s%s%s: %d trials bit-exact, %d SIGKILLs landed, %d resumes recomputed "
+      "work\n",
+      kernel.c_str(), scheme.c_str(), label.empty() ? "" : " ", label.c_str(), tally.trials,
+      tally.kills, tally.resumes_with_recovery_work);
   EXPECT_GE(tally.trials, trials);
   if (assert_non_vacuity) {
     // The kills really interrupted runs (a kill drawn after a short run's end does not land).
@@ -200,6 +213,7 @@ TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
 INSTANTIATE_TEST_SUITE_P(AllKernels, KillResume, ::testing::ValuesIn(all_cases()),
                          [](const auto& param_info) {
                            std::string s = param_info.param.kernel + "_" + param_info.param.scheme;
+                           if (!param_info.param.label.empty()) s += "_" + param_info.param.label;
                            for (auto& ch : s)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return s;

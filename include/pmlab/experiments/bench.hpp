@@ -36,6 +36,10 @@ struct BenchOptions {
   std::uint32_t threads = 1;
   std::uint64_t seed = 1;
   std::vector<pool::KernelParam> kernel_params;  // the kernel's own (conv2d: width)
+  // gemm only: BLAS libraries timed against base like schemes, through CBLAS on the same
+  // inputs (blas_rivals.hpp: "openblas", "blis"); their results must equal base's within a
+  // relative 1e-12.
+  std::vector<std::string> rivals;
   persist::PersistMode mode = persist::PersistMode::kCpu;
   persist::FlushKind flush = persist::FlushKind::kClwb;
   // Where the temporary pools go (a fresh subdirectory, removed after); empty: /dev/shm if
@@ -73,6 +77,12 @@ struct BenchSchemeResult {
   // counted; for base, over every pair of every scheme.
   double median_rep_seconds = 0;
   bool bit_exact = true;  // C equalled the fault-free reference bit for bit (checked once)
+  // gemm: 2 n^3 floating-point operations per execution over median_rep_seconds.
+  std::optional<double> gflops;
+  // A BLAS rival's row (BenchOptions::rivals): the kernel the library chose for this CPU, and
+  // its result's normwise relative difference from base's (max |C_lib - C| / max |C|).
+  std::string rival_kernel;
+  std::optional<double> rival_difference;
   // Seed 002's flush helper thread over the scheme's timed executions (summed; empty placement
   // when the scheme used none): its busy time, the main thread's waits, where it ran.
   mem::HelperTimes helper;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pmlab/core/strong_types.hpp"
+#include "pmlab/kernels/gemm_micro.hpp"
 #include "pmlab/kernels/pack_arena.hpp"
 #include "pmlab/lp/checksum.hpp"
 #include "pmlab/lp/checksum_table.hpp"
@@ -23,6 +24,7 @@
 #include "pmlab/lp/region.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/matrix.hpp"
+#include "pmlab/mem/native_backend.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/partial_copy.hpp"
 
@@ -43,6 +45,27 @@ inline constexpr std::array<Variant, 7> kFigureOrder{
   for (std::size_t i = 0; i < kVariantNames.size(); ++i)
     if (kVariantNames[i] == s) return static_cast<Variant>(i);
   return std::nullopt;
+}
+
+// Which micro-kernel runs GEBP (--micro; docs/gemm-fast.md). scalar (the default): run_unit's
+// loop on every backend. The others (GEPP1 only, Ã and B̃ packed in 8x24 micro-panels): on the
+// native backend the register-blocked micro-kernel of that ISA (auto: the best this CPU runs,
+// from CPUID), on every other backend run_unit. Every choice gives the same bits.
+enum class Micro : std::uint8_t { kScalar, kAuto, kAvx512, kAvx2, kPortable };
+inline constexpr std::array<std::string_view, 5> kMicroNames{"scalar", "auto", "avx512", "avx2",
+                                                             "portable"};
+// The implementation a choice other than scalar runs on this CPU.
+[[nodiscard]] inline micro::Isa isa_of(Micro m) {
+  switch (m) {
+    case Micro::kAvx512:
+      return micro::Isa::kAvx512;
+    case Micro::kAvx2:
+      return micro::Isa::kAvx2;
+    case Micro::kPortable:
+      return micro::Isa::kPortable;
+    default:
+      return micro::best_isa();
+  }
 }
 
 // The second-level kernel a variant calls (Goto & van de Geijn, TOMS 2008, Fig. 4).
@@ -76,6 +99,7 @@ struct Config {
   // in nr-column panels, so the micro-kernel walks k with unit stride) instead of row-major
   // copies (rows, the default, which every recorded figure uses). Same bits either way.
   bool pack_panels = false;
+  Micro micro = Micro::kScalar;
 
   static constexpr std::uint32_t kMaxMicro = 255;
 };
@@ -89,6 +113,13 @@ struct Operands {
   std::size_t bs = 1;  // mc, kc and nc where cfg does not set them
   Config cfg;
 
+  // Whether a native GEBP runs the register-blocked micro-kernel: --micro other than scalar on
+  // GEPP1 in Goto's order with Ã and B̃ in the micro-kernel's panels (gemm_kernel.cpp sets them
+  // for --micro; any other configuration runs run_unit).
+  [[nodiscard]] bool fast() const {
+    return cfg.micro != Micro::kScalar && cfg.variant == Variant::kGepp1 && !cfg.row_order &&
+           cfg.pack && cfg.pack_panels && cfg.mr == micro::kMr && cfg.nr == micro::kNr;
+  }
   // The blocking in effect, never above n (so a block is never empty).
   [[nodiscard]] std::size_t mc() const { return std::min(cfg.mc != 0 ? cfg.mc : bs, n); }
   [[nodiscard]] std::size_t kc() const { return std::min(cfg.kc != 0 ? cfg.kc : bs, n); }
@@ -242,6 +273,24 @@ Src pack(B& be, const mem::MatrixView<const double>& m, std::size_t r0, std::siz
   const std::size_t h = r1 - r0, w = c1 - c0;
   if (packed_size(h, w, shape) > buf.size())
     throw std::logic_error("gemm: a packed block does not fit its packing buffer");
+  // Natively, micro-panels are copied by plain loops (and padded with zeros, which the
+  // micro-kernel reads): the same layout without an index division per element.
+  if constexpr (mem::kIsNativeBackend<B>)
+    if (shape.panel_cols != 0 || shape.panel_rows != 0) {
+      if (shape.panel_cols != 0) {
+        // B̃'s column panels are independent: GEPP1's shared B̃, packed by the master before
+        // each kc step, is spread over the run's threads (inside a unit, OpenMP's nested
+        // region has one thread).
+        const std::size_t pw = shape.panel_cols, panels = (w + pw - 1) / pw;
+        be.parallel_for(0, panels, [&](std::size_t q) {
+          micro::pack_cols_panels(m.at(r0, c0 + q * pw), m.ld(), h, std::min(pw, w - q * pw), pw,
+                                  buf.data() + q * h * pw);
+        });
+      } else {
+        micro::pack_rows_panels(m.at(r0, c0), m.ld(), h, w, shape.panel_rows, buf.data());
+      }
+      return {buf.data(), w, r0, c0, shape.panel_cols, shape.panel_rows, h, w};
+    }
   if (shape.panel_cols == 0 && shape.panel_rows == 0) {
     for (std::size_t r = r0; r < r1; ++r)
       for (std::size_t c = c0; c < c1; ++c)
@@ -384,6 +433,28 @@ template <mem::Backend B, class OnStore, class OnSliver>
       on_sliver);
 }
 
+// Unit (p, s) of GEPP1 on the native micro-kernel (Operands::fast(): Ã and B̃ are in 8x24
+// micro-panels), folding the stored values' checksum words `fold` from its accumulators.
+[[nodiscard]] inline micro::Folded native_gebp(const Operands& op, std::size_t p, std::size_t s,
+                                               const UnitSrc& src, micro::Fold fold) {
+  const auto r = op.panel_rect(p);
+  const auto [k0, k1] = op.k_range(s);
+  return micro::gebp(isa_of(op.cfg.micro), fold, r.i1 - r.i0, r.j1 - r.j0, k1 - k0, src.a.p,
+                     src.b.p, op.c.data() + r.i0 * op.c.ld() + r.j0, op.c.ld());
+}
+
+// One unit without per-value hooks: natively the micro-kernel under --micro, else run_unit.
+template <mem::Backend B>
+void run_unit_plain(B& be, const Operands& op, std::size_t p, std::size_t s, const UnitSrc& src) {
+  if constexpr (mem::kIsNativeBackend<B>)
+    if (op.fast()) {
+      (void)native_gebp(op, p, s, src, micro::Fold::kNone);
+      return;
+    }
+  run_unit(
+      be, op, p, s, src, [](double) {}, [](auto...) {});
+}
+
 // Packing policy: which blocks a unit packs itself, and which a GEPP step packs once for all
 // its units (GEPP1 shares B̃ = B[kk, :], GEPP2 shares Ã = A[:, kk]).
 struct Packer {
@@ -477,8 +548,7 @@ void run_variant(B& be, const Operands& op, std::size_t first, UnitFn&& unit_fn)
 template <mem::Backend B>
 void run_base(B& be, const Operands& op, std::size_t first = 0) {
   run_variant(be, op, first, [&](B& b, std::size_t p, std::size_t s, const UnitSrc& src) {
-    run_unit(
-        b, op, p, s, src, [](double) {}, [](auto...) {});
+    run_unit_plain(b, op, p, s, src);
   });
 }
 
@@ -559,8 +629,7 @@ void run_ep(B& be, const Operands& op, const scheme::IndexRecordTable<1>& rec,
                 r.set(b, 0, ++count);
               });
         } else {
-          run_unit(
-              b, op, p, s, src, [](double) {}, [](auto...) {});
+          run_unit_plain(b, op, p, s, src);
           if (op.inner() == Inner::kGepdot && s + 1 < op.steps()) return;  // block not finished
           persist_rect(b, op, op.panel_rect(p));
           r.set(b, 0, op.inner() == Inner::kGepdot ? 1 : s + 1);
@@ -635,11 +704,45 @@ template <Grain G, mem::Backend B>
 
 // ---- LP: region = one second-level call's C footprint at one kc step --------------------------
 
+// The checksum words the micro-kernel folds from its registers for kind K; Adler-32 and CRC32C
+// depend on order, so they are folded from C after the call, in run_unit's store order.
+template <lp::ChecksumKind K>
+inline constexpr micro::Fold kFoldOf =
+    K == lp::ChecksumKind::kModular         ? micro::Fold::kSum
+    : K == lp::ChecksumKind::kParity        ? micro::Fold::kXor
+    : K == lp::ChecksumKind::kModularParity ? micro::Fold::kSumXor
+                                            : micro::Fold::kNone;
+
+// LP on the native micro-kernel: the region's checksum comes from the accumulators just before
+// they are stored (no re-read of C); commit() is plain stores, no flush, no fence.
+template <lp::ChecksumKind K, mem::Backend B>
+void native_lp_unit(const Operands& op, std::size_t p, std::size_t s, const UnitSrc& src,
+                    lp::Region<K, B>& region) {
+  const micro::Folded f = native_gebp(op, p, s, src, kFoldOf<K>);
+  if constexpr (kFoldOf<K> != micro::Fold::kNone) {
+    region.add_words(f.sum, f.x);
+  } else {
+    walk_unit(
+        op, p, s,
+        [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) {
+          for (std::size_t i = i0; i < i1; ++i)
+            for (std::size_t j = j0; j < j1; ++j) region.add(*op.c.at(i, j));
+        },
+        [](auto...) {});
+  }
+}
+
 template <lp::ChecksumKind K, mem::Backend B>
 void run_lp(B& be, const Operands& op, const lp::ChecksumTable& table, std::size_t first = 0) {
   run_variant(be, op, first, [&](B& b, std::size_t p, std::size_t s, const UnitSrc& src) {
     lp::Region<K, B> region(b, table, op.slot(p, s),
                             {static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(p)});
+    if constexpr (mem::kIsNativeBackend<B>)
+      if (op.fast()) {
+        native_lp_unit<K>(op, p, s, src, region);
+        region.commit();
+        return;
+      }
     run_unit(
         b, op, p, s, src, [&](double v) { region.add(v); }, [](auto...) {});
     region.commit();

@@ -101,6 +101,13 @@ class Accumulator {
       for (std::size_t r = 0; r < b.rows; ++r)
         for (std::size_t c = 0; c < b.row_len(r); ++c) add(b.p[r * b.ld + c]);
   }
+  /// Folds in the wrapping sum and the XOR of some values' bit patterns, computed elsewhere (a
+  /// kernel's vector registers): equal to add() of each value. Commutative kinds only.
+  void add_words(std::uint64_t sum, std::uint64_t x) {
+    static_assert(kCommutative, "Adler-32 and CRC32C depend on the order of the values");
+    sum_ += sum;
+    xor_ ^= x;
+  }
   /// The checksum of everything added so far.
   [[nodiscard]] ChecksumValue value() const {
     if constexpr (K == ChecksumKind::kModular) return {sum_, 0};

@@ -30,6 +30,8 @@ class Region {
   void add(double v) { acc_.add(v); }
   /// Folds a block of values the region has just stored (Accumulator::add_block).
   void add_block(const StoredBlock& b) { acc_.add_block(b); }
+  /// Folds words summed and XORed elsewhere (Accumulator::add_words; commutative kinds).
+  void add_words(std::uint64_t sum, std::uint64_t x) { acc_.add_words(sum, x); }
   /// Ends the region: plain stores of checksum and tag, no flush, no fence (that is the point
   /// of LP).
   void commit() {

@@ -49,6 +49,15 @@ struct KernelParamSpec {
   bool flag = false;  // an option without a value: stored as 1 when given (min/max unused)
 };
 
+// A set of the kernel's own parameters the SIGKILL tests run some of its schemes under, beside
+// their default run (gemm's native micro-kernel: --micro auto). Declared by the kernel
+// (K::crash_test_variants(), optional), so the kill suite needs no kernel's name.
+struct CrashTestVariant {
+  std::string label;                 // a word for the test's name ("micro")
+  std::vector<std::string> schemes;  // the rows run under it
+  std::vector<std::string> args;     // command-line options added to `pmlab run`
+};
+
 struct KernelDriver {
   std::string name;
   std::vector<std::string> schemes;
@@ -63,6 +72,7 @@ struct KernelDriver {
   // Largest n the SIGKILL tests draw (random n in [1, this]); they must run in well under a
   // second at this size so that kills land anywhere in a run.
   std::uint64_t crash_test_max_n = 256;
+  std::vector<CrashTestVariant> crash_test_variants;  // see CrashTestVariant
   // The block size `pmlab run|bench|sim` and `pmlab eval` use when none is given. For most kernels
   // it is a tile edge (16: LP's region is a 16 x 16 tile); a kernel whose bs counts the values of
   // a 1-D region says otherwise (K::kDefaultBs, optional): cg's 16-value regions put a checksum

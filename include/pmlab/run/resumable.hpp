@@ -255,6 +255,8 @@ template <ResumableKernel K>
   d.crash_unsafe = scheme::crash_unsafe_names(K::schemes);
   d.params = declared_params<K>();
   d.crash_test_max_n = K::kCrashTestMaxN;
+  if constexpr (requires { K::crash_test_variants(); })
+    d.crash_test_variants = K::crash_test_variants();
   if constexpr (requires { K::kDefaultBs; }) d.default_bs = K::kDefaultBs;
   d.validate = validate_run<K>;
   d.arrays = run_arrays<K>;
