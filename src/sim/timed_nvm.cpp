@@ -77,48 +77,33 @@ std::uint64_t TimedNvm::write(std::uint64_t line, std::uint64_t t) {
     wq_full_cycles_ += accepted - t;
   }
   if (rows_.on_write(line, accepted)) return t;  // merged into the queued write of this line
-  occupants_.push_back({accepted, kQueued});
-  queued_lines_.push_back(line);
+  occupants_.push_back({line, accepted, kQueued});
   if (!rows_.served().empty()) complete_served(accepted);
   return accepted;
 }
 
 // A drain started at `drain_start` served rows_.served() in FR-FCFS order: each write waits
-// for its bank and the bus, and frees its queue entry when its burst ends.
+// for its bank and the bus, and frees its queue entry when its burst ends. Drained writes older
+// than the latest kDrainedKept x entries are forgotten.
 void TimedNvm::complete_served(std::uint64_t drain_start) {
-  // occupants_ holds the drained writes first, then the queued ones in arrival order.
-  const std::size_t first_queued = occupants_.size() - queued_lines_.size();
   for (const RowBufferModel::Served& s : rows_.served()) {
     const std::uint64_t done =
         serve(s.bank, s.outcome, std::max(drain_start, s.arrival), /*column=*/0);
     last_write_[s.bank] = done;
     write_service_cycles_ += done - s.arrival;
-    const auto q = std::find(queued_lines_.begin(), queued_lines_.end(), s.line);
-    if (q == queued_lines_.end()) continue;  // cannot happen: the model served a queued line
-    occupants_[first_queued + static_cast<std::size_t>(q - queued_lines_.begin())].done = done;
-    *q = ~std::uint64_t{0};  // served: no longer matched by line
+    const auto q = std::find_if(occupants_.begin(), occupants_.end(), [&](const Occupant& o) {
+      return o.done == kQueued && o.line == s.line;
+    });
+    if (q != occupants_.end()) q->done = done;  // always found: the model served a queued line
   }
-  // Keep the queued writes last (stable), the drained ones before them, and forget the oldest
-  // drained ones beyond kDrainedKept x entries.
-  std::vector<Occupant> drained(occupants_.begin(),
-                                occupants_.begin() + static_cast<std::ptrdiff_t>(first_queued));
-  std::vector<Occupant> queued;
-  std::vector<std::uint64_t> lines;
-  for (std::size_t i = 0; i < queued_lines_.size(); ++i) {
-    const Occupant& o = occupants_[first_queued + i];
-    if (o.done == kQueued) {
-      queued.push_back(o);
-      lines.push_back(queued_lines_[i]);
-    } else {
-      drained.push_back(o);
-    }
-  }
+  std::size_t drained = static_cast<std::size_t>(std::count_if(
+      occupants_.begin(), occupants_.end(), [](const Occupant& o) { return o.done != kQueued; }));
   const std::size_t keep = kDrainedKept * entries_;
-  if (drained.size() > keep)
-    drained.erase(drained.begin(), drained.end() - static_cast<std::ptrdiff_t>(keep));
-  occupants_ = std::move(drained);
-  occupants_.insert(occupants_.end(), queued.begin(), queued.end());
-  queued_lines_ = std::move(lines);
+  std::erase_if(occupants_, [&](const Occupant& o) {  // occupants_ is in arrival order
+    if (drained <= keep || o.done == kQueued) return false;
+    --drained;
+    return true;
+  });
 }
 
 RowBufferStats TimedNvm::snapshot() const {
@@ -137,7 +122,6 @@ void TimedNvm::power_fail() {
   std::fill(last_write_.begin(), last_write_.end(), 0);
   bus_.clear();
   occupants_.clear();
-  queued_lines_.clear();
 }
 
 void TimedNvm::reset_stats() {
@@ -147,7 +131,7 @@ void TimedNvm::reset_stats() {
   std::fill(last_write_.begin(), last_write_.end(), 0);
   bus_.clear();
   // The queued writes stay queued; their times belonged to the old clocks.
-  for (Occupant& o : occupants_) o = {0, o.done == kQueued ? kQueued : 0};
+  for (Occupant& o : occupants_) o = {o.line, 0, o.done == kQueued ? kQueued : 0};
   read_cycles_ = wq_full_events_ = wq_full_cycles_ = write_service_cycles_ = 0;
 }
 

@@ -45,6 +45,7 @@ class TimedNvm {
   // A queued or draining write: it holds an entry from `accepted` until `done` (kQueued while
   // no drain has served it yet).
   struct Occupant {
+    std::uint64_t line;
     std::uint64_t accepted;
     std::uint64_t done;
   };
@@ -62,7 +63,6 @@ class TimedNvm {
   std::vector<std::uint64_t> last_write_;  // per bank: the end of its last write burst
   BusyCalendar bus_;
   std::vector<Occupant> occupants_;          // queued writes and the latest drained ones
-  std::vector<std::uint64_t> queued_lines_;  // parallel to the queued occupants, arrival order
   std::vector<std::uint64_t> busy_done_;     // first_free_entry's scratch
   std::uint64_t read_cycles_ = 0, wq_full_events_ = 0, wq_full_cycles_ = 0;
   std::uint64_t write_service_cycles_ = 0;
