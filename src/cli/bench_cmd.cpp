@@ -37,7 +37,7 @@ struct BenchArgs {
   std::uint64_t seed = 1;
   KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string persist = "cpu";
-  std::string flush = "clwb";
+  std::string flush{persist::to_string(persist::best_flush_kind())};  // CPUID's best
   std::string dir;
   bool json = false;
   bool single_pass = false;
@@ -198,9 +198,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--persist", args->persist, "Persistence mode: cpu, auto, none")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "auto", "none"}));
-  cmd->add_option("--flush", args->flush,
-                  "Flush instruction in cpu mode: clwb, clflushopt, clflush (the one valgrind "
-                  "supports)")
+  cmd->add_option(
+         "--flush", args->flush,
+         "Flush instruction in cpu mode: clwb, clflushopt, clflush (default: the best this CPU "
+         "has; clflush is the one valgrind supports)")
       ->capture_default_str()
       ->check(CLI::IsMember({"clwb", "clflushopt", "clflush"}));
   cmd->add_option(

@@ -39,7 +39,7 @@ struct RunArgs {
   KernelOptions kernel_options;  // the kernel's own parameters (--width, ...)
   std::string pool;
   std::string persist = "cpu";
-  std::string flush = "clwb";
+  std::string flush{persist::to_string(persist::best_flush_kind())};  // CPUID's best
   bool verify = false;
   bool json = false;
   bool quiet = false;
@@ -303,8 +303,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "(libpmem2's choice for the mapping), none")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "auto", "none"}));
-  cmd->add_option("--flush", args->flush,
-                  "Flush instruction in cpu mode: clwb, clflushopt, clflush")
+  cmd->add_option(
+         "--flush", args->flush,
+         "Flush instruction in cpu mode: clwb, clflushopt, clflush (default: the best this CPU "
+         "has)")
       ->capture_default_str()
       ->check(CLI::IsMember({"clwb", "clflushopt", "clflush"}));
   cmd->add_flag("--verify", args->verify,

@@ -50,12 +50,6 @@ std::string emulation_warning(pmem2_map* map, std::string_view path) {
       path);
 }
 
-FlushKind best_flush_kind() {
-  if (cpu_supports(FlushKind::kClwb)) return FlushKind::kClwb;
-  if (cpu_supports(FlushKind::kClflushopt)) return FlushKind::kClflushopt;
-  return FlushKind::kClflush;
-}
-
 ChosenPersist::ChosenPersist(pmem2_map* map, Persistence asked) {
   const bool dax = store_granularity(map) != "page" && map != nullptr;
   chosen_ = asked;

@@ -39,4 +39,10 @@ bool cpu_supports(FlushKind k) {
   return k == FlushKind::kClflushopt ? ((ebx >> 23) & 1u) : ((ebx >> 24) & 1u);
 }
 
+FlushKind best_flush_kind() {
+  if (cpu_supports(FlushKind::kClwb)) return FlushKind::kClwb;
+  if (cpu_supports(FlushKind::kClflushopt)) return FlushKind::kClflushopt;
+  return FlushKind::kClflush;
+}
+
 }  // namespace pmlab::persist

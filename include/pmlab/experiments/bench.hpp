@@ -41,7 +41,7 @@ struct BenchOptions {
   // relative 1e-12.
   std::vector<std::string> rivals;
   persist::PersistMode mode = persist::PersistMode::kCpu;
-  persist::FlushKind flush = persist::FlushKind::kClwb;
+  persist::FlushKind flush = persist::best_flush_kind();
   // Where the temporary pools go (a fresh subdirectory, removed after); empty: /dev/shm if
   // writable, else $TMPDIR.
   std::string dir;

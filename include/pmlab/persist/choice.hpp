@@ -33,9 +33,6 @@ enum class Persistence {
 /// The warning pmlab prints for a pool that is not on persistent memory; empty on DAX.
 [[nodiscard]] std::string emulation_warning(pmem2_map* map, std::string_view path);
 
-/// The best flush instruction this CPU has, by CPUID: clwb, else clflushopt, else clflush.
-[[nodiscard]] FlushKind best_flush_kind();
-
 /// A persister chosen at run time, once per mapping (a predictable branch per call; the calls
 /// are a range persist each, never per store).
 class ChosenPersist {

@@ -14,6 +14,10 @@ enum class FlushKind { kClflush, kClflushopt, kClwb };
 [[nodiscard]] std::string_view to_string(FlushKind k);
 [[nodiscard]] FlushKind flush_kind_from_string(std::string_view s);  // throws pmlab::Error
 [[nodiscard]] bool cpu_supports(FlushKind k);
+/// The best flush instruction this CPU has, by CPUID: clwb, else clflushopt, else clflush. It is
+/// every native default, so a scheme that flushes runs on any x86-64 host (x86-64 CPUs differ:
+/// some AMD EPYC parts have clflushopt but no clwb).
+[[nodiscard]] FlushKind best_flush_kind();
 
 // Hand-written rather than libpmem2's flush function pointer: these are issued inside hot
 // loops of the eager schemes, where an indirect call per line would distort the comparison.

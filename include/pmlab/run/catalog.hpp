@@ -19,7 +19,7 @@ namespace pmlab::run {
 
 struct ExecOptions {
   persist::PersistMode mode = persist::PersistMode::kCpu;
-  persist::FlushKind flush = persist::FlushKind::kClwb;
+  persist::FlushKind flush = persist::best_flush_kind();
   // Non-null: the run's outer loop stores here the number of outer iterations done (a progress
   // bar polls it; KernelDriver::outer_steps is the total).
   std::atomic<std::uint64_t>* steps_done = nullptr;
