@@ -20,6 +20,7 @@
 #include "pmlab/experiments/bench.hpp"
 #include "pmlab/experiments/blas_rivals.hpp"
 #include "pmlab/run/catalog.hpp"
+#include "pmlab/scheme/family.hpp"
 #include "usage_comforts.hpp"
 
 namespace pmlab::cli {
@@ -56,7 +57,8 @@ std::vector<std::string> timed_schemes(const BenchArgs& a) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("unknown scheme '{}' for {}{} (known: {})", s, a.kernel,
                               did_you_mean(s, known), fmt::join(known, ", ")));
-    if (s != "base" && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    if (s != scheme::kBaseScheme && std::find(out.begin(), out.end(), s) == out.end())
+      out.push_back(s);
   }
   if (a.aa) out.emplace_back("base-aa");
   return out;

@@ -15,8 +15,10 @@
 #include "kernel_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/lp/loop.hpp"
 #include "pmlab/pool/pool.hpp"
 #include "pmlab/run/catalog.hpp"
+#include "pmlab/scheme/family.hpp"
 
 namespace pmlab::cli {
 namespace {
@@ -33,7 +35,7 @@ std::vector<std::string> kernel_array_names(const pool::RunParams& p) {
   try {
     const auto& k = run::find_kernel(p.kernel);
     pool::RunParams base = p;
-    base.scheme = "base";
+    base.scheme = std::string(scheme::kBaseScheme);
     for (const auto& a : k.arrays(base)) names.push_back(a.name);
   } catch (const Error&) {
   }
@@ -96,8 +98,10 @@ int do_info(const InfoArgs& a) {
     j["starts"] = pool->starts();
     j["store_granularity"] = store_granularity(*pool);
     j["persistence_emulated"] = persistence_emulated(*pool);
-    // tmm keeps its checksum table under every scheme; only LP schemes fill it.
-    if (p.scheme.rfind("lp", 0) == 0) progress = lp_progress(*pool);
+    // tmm keeps its checksum table under every scheme; only LP's rows (and lp::Loop) fill it.
+    const scheme::RowFacts* row = run::catalog_row(p.kernel, p.scheme);
+    if ((row != nullptr && row->family == scheme::Family::kLp) || lp::holds_loop_run(p))
+      progress = lp_progress(*pool);
     if (progress)
       j["lp_progress"] = {{"committed_slots", progress->committed}, {"slots", progress->slots}};
     for (const auto& arr : pool->arrays())

@@ -104,7 +104,7 @@ CheckResult check_loop(const std::string& path) {
 int do_check(const PoolArgs& a) {
   require_file(a.pool);
   const pool::RunParams p = pool::Pool::read_params(a.pool);
-  const CheckResult r = p.scheme == "lp-loop" ? check_loop(a.pool) : check_kernel_pool(a.pool);
+  const CheckResult r = lp::holds_loop_run(p) ? check_loop(a.pool) : check_kernel_pool(a.pool);
   if (a.json) {
     nlohmann::json j{{"pool", a.pool},
                      {"kind", r.kind},

@@ -119,6 +119,9 @@ int do_run(const RunArgs& a, const Given& g) {
                        persist::flush_kind_from_string(a.flush)};
   std::optional<pool::Pool> pool;
   std::string state_before = "new";
+  // The run is planned once (kernel looked up, parameters validated, layout computed) and the
+  // plan passed down: the execution below does not validate again (ExecOptions::planned).
+  std::optional<run::RunPlan> plan;
   if (!file_exists(a.pool)) {
     if (!g.kernel)
       throw Error(ErrorCode::kInvalidArgument,
@@ -127,17 +130,16 @@ int do_run(const RunArgs& a, const Given& g) {
                               a.pool, a.pool));
     pool::RunParams defaults;
     auto params = merge(a, Given{true, true, true, true, true, true, true, true}, defaults);
-    const auto& k = run::find_kernel(params.kernel);
-    if (!g.bs) params.bs = k.default_bs;  // cg's bs is a 1-D region: 256 (KernelDriver)
-    k.validate(params);
-    params.layout_tag = k.layout_tag(params);
+    const run::KernelDriver& kernel = run::find_kernel(params.kernel);
+    if (!g.bs) params.bs = kernel.default_bs;  // cg's bs is a 1-D region: 256 (KernelDriver)
+    plan = run::plan_run(kernel, params);
+    plan->params.layout_tag = plan->layout_tag;
     // Sizes the file system cannot hold are impossible parameters (exit 2), refused before
     // anything is created rather than failing with ENOSPC once allocation starts.
-    const auto arrays = k.arrays(params);
-    pool::require_room_for_pool(a.pool, pool::pool_file_bytes(arrays));
+    pool::require_room_for_pool(a.pool, pool::pool_file_bytes(plan->arrays));
     // Empty when a concurrent `pmlab run` published a pool at this path first: this one then
     // continues as if it had started after it (below), never replacing what it wrote.
-    pool = pool::Pool::try_create(a.pool, params, arrays, k.init);
+    pool = pool::Pool::try_create(a.pool, plan->params, plan->arrays, plan->kernel->init);
   }
   if (!pool) {
     // Only the explicitly given parameters are checked against the stored ones. A pool whose
@@ -146,21 +148,22 @@ int do_run(const RunArgs& a, const Given& g) {
     auto expected = merge(a, g, stored);
     pool.emplace(pool::Pool::open(a.pool, expected));
     state_before = pool::to_string(pool->state());
+    try {
+      plan = run::plan_run(pool->params());
+    } catch (const Error& e) {
+      // Parameters read from a header (whose CRC held) that this pmlab refuses, e.g. a checksum
+      // kind it does not know: the pool is at fault, not the command line.
+      if (e.code() != ErrorCode::kInvalidArgument) throw;
+      throw Error(ErrorCode::kPoolCorrupt,
+                  fmt::format("pool '{}' holds a run this pmlab refuses: {}", a.pool, e.what()));
+    }
+    run::require_layout_tag(*pool, plan->layout_tag);  // written by another pmlab?
+    pool->require_layout(plan->arrays);                // a header can pass its CRC and still lie
   }
   warn_if_emulated(*pool);
   const auto& params = pool->params();
-  const auto& k = run::find_kernel(params.kernel);
-  try {
-    k.validate(params);
-  } catch (const Error& e) {
-    // Parameters read from a header (whose CRC held) that this pmlab refuses, e.g. a checksum
-    // kind it does not know: the pool is at fault, not the command line.
-    if (e.code() != ErrorCode::kInvalidArgument) throw;
-    throw Error(ErrorCode::kPoolCorrupt,
-                fmt::format("pool '{}' holds a run this pmlab refuses: {}", a.pool, e.what()));
-  }
-  run::require_layout_tag(*pool, k.layout_tag(params));  // written by another pmlab?
-  pool->require_layout(k.arrays(params));                // a header can pass its CRC and still lie
+  const run::KernelDriver& k = *plan->kernel;
+  opt.planned = true;
   if (pool->state() != pool::RunState::kDone)
     warn_if_threads_exceed_cores(params.threads,
                                  g.threads ? fmt::format("--threads {}", params.threads)

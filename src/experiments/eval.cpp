@@ -29,6 +29,7 @@
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/run/sim_session.hpp"
 #include "pmlab/sim/stats.hpp"
+#include "row_family.hpp"
 #include "step_runner.hpp"
 
 namespace pmlab::experiments {
@@ -125,14 +126,15 @@ json ratio(double a, double b) {
 
 // Simulates `schemes` and base with the same spec; one row per scheme, normalized to base.
 json sim_rows(run::SimRunSpec spec, const std::vector<std::string>& schemes) {
-  spec.run.scheme = "base";
+  spec.run.scheme = std::string(scheme::kBaseScheme);
   const auto base = run::simulate(spec).stats;
   json rows = json::array();
   for (const auto& s : schemes) {
     spec.run.scheme = s;
     if (!simulable(spec)) continue;
-    auto r = s == "base" ? base : run::simulate(spec).stats;
+    auto r = s == scheme::kBaseScheme ? base : run::simulate(spec).stats;
     rows.push_back({{"scheme", s},
+                    {"family", scheme::to_string(family_of(spec.run.kernel, s))},
                     {"stats", sim_figures(r)},
                     {"cycles_vs_base", ratio(static_cast<double>(r.cycles.value()),
                                              static_cast<double>(base.cycles.value()))},

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "pmlab/experiments/preflush_study.hpp"
+#include "row_family.hpp"
 
 namespace pmlab::experiments {
 namespace {
@@ -60,7 +61,9 @@ std::string preflush_section(const json& steps) {
     int count = 0;
     std::string best_at;
     kernel_rows([&](const json& k, const json& r) {
-      if (r.value("variant", "") != variant || r.value("scheme", "").rfind("wal", 0) != 0) return;
+      if (r.value("variant", "") != variant ||
+          family_of(k.value("kernel", ""), r.value("scheme", "")) != scheme::Family::kWal)
+        return;
       const double s = r.value("speedup", 0.0);
       if (s <= 0) return;
       log_sum += std::log(s);
@@ -91,7 +94,7 @@ std::string preflush_section(const json& steps) {
     int count = 0;
     kernel_rows([&](const json& k, const json& r) {
       if (k.value("kernel", "") != "tmm" || r.value("variant", "") != variant ||
-          r.value("scheme", "").starts_with("cp"))
+          family_of(k.value("kernel", ""), r.value("scheme", "")) == scheme::Family::kCp)
         return;
       const double c = r.value("coverage", 0.0), a = r.value("accuracy", 0.0);
       cmin = std::min(cmin, c);

@@ -17,6 +17,7 @@
 #include "pmlab/experiments/paired_ratio.hpp"
 #include "pmlab/experiments/preflush_study.hpp"
 #include "pmlab/experiments/seed002_study.hpp"
+#include "row_family.hpp"
 
 namespace pmlab::experiments {
 namespace {
@@ -114,9 +115,10 @@ std::string native_section(const json& res) {
       const std::string name = s["scheme"];
       std::string paper = "–";
       if (k["kernel"] == "tmm") paper = lookup(paper::kFig10Time, name);
-      if (name == "lp" && paper::kTable7NativeLp.count(k["kernel"]))
+      const scheme::Family family = family_of(k["kernel"].get<std::string>(), name);
+      if (family == scheme::Family::kLp && paper::kTable7NativeLp.count(k["kernel"]))
         paper = "+" + paper::kTable7NativeLp.at(k["kernel"]) + " (Table VII)";
-      const bool is_base = name == "base";
+      const bool is_base = family == scheme::Family::kBase;
       md += fmt::format(
           "| {} | {:.4f} | {} | {} | {} | {} | {} |\n", name, s.value("median_rep_seconds", 0.0),
           is_base ? "(reference)" : native_cell(s),
@@ -212,13 +214,16 @@ std::string instructions_section(const json& res) {
       md += fmt::format("| {} | {} | {} | {} | {} |\n", k["kernel"].get<std::string>(),
                         k["n"].get<std::uint64_t>(), r["scheme"].get<std::string>(),
                         r["instructions"].get<std::uint64_t>(),
-                        r["scheme"] == "base" ? "1" : pct(r["vs_base"].get<double>()));
+                        family_of(k["kernel"].get<std::string>(), r["scheme"].get<std::string>()) ==
+                                scheme::Family::kBase
+                            ? "1"
+                            : pct(r["vs_base"].get<double>()));
   }
   return md + "\n";
 }
 
 // The papers summarise the other kernels by averages: geometric means over kernels of each
-// scheme family's overhead (tmm's ii variants stand for tmm; wal-/hr- variants likewise).
+// scheme family's overhead, over the rows that stand for their family (Scheme::in_family_mean).
 std::string gmean_table(const json& res) {
   std::map<std::pair<std::string, std::string>, std::pair<double, double>>
       log_sum;  // (preset, family)
@@ -227,8 +232,8 @@ std::string gmean_table(const json& res) {
     if (!k.contains("rows")) continue;
     for (const auto& r : k["rows"]) {
       const std::string s = r["scheme"];
-      if (s == "base" || s.ends_with("-jj") || s.starts_with("hr-jj") || s == "hr-ii-x32") continue;
-      const std::string family = s.substr(0, s.find('-'));
+      if (!enters_family_mean(k["kernel"].get<std::string>(), s)) continue;
+      const std::string family(scheme::to_string(family_of(k["kernel"].get<std::string>(), s)));
       // A null ratio (base wrote nothing) has no logarithm: the kernel leaves the mean.
       if (!r["cycles_vs_base"].is_number() || !r["writes_vs_base"].is_number()) continue;
       const double c = r["cycles_vs_base"].get<double>(), w = r["writes_vs_base"].get<double>();
@@ -286,7 +291,7 @@ std::string sim_section(const json& res) {
         pt = lookup(paper::kTable34Time, s);
       }
       // Other kernels: the papers give ranges over kernels, not per-kernel values.
-      const std::string family = s.starts_with("ep") ? "ep" : s.substr(0, s.find('-'));
+      const std::string family(scheme::to_string(family_of(kernel, s)));
       if (kernel != "tmm" && preset == "lp-isca18") {
         pw = lookup(paper::kFig13WritesRange, family) + " (Fig. 13)";
         pt = lookup(paper::kFig12TimeRange, family) + " (Fig. 12)";

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "pmlab/experiments/seed002_study.hpp"
+#include "pmlab/scheme/family.hpp"
 
 namespace pmlab::experiments {
 namespace {
@@ -140,9 +141,10 @@ std::string native_figures(const json& e) {
       "bit-exact |\n|---|---|:---:|\n",
       e.value("kernel", "?"), e.value("n", 0), e.value("threads", 0));
   for (const auto& s : e.value("bench", json::object()).value("schemes", json::array()))
-    md += fmt::format("| {} | {} | {} |\n", s.value("scheme", "?"),
-                      s.value("text", s.value("scheme", "") == "base" ? "(reference)" : "n/a"),
-                      s.value("bit_exact_vs_base", false) ? "yes" : "**no**");
+    md += fmt::format(
+        "| {} | {} | {} |\n", s.value("scheme", "?"),
+        s.value("text", s.value("scheme", "") == scheme::kBaseScheme ? "(reference)" : "n/a"),
+        s.value("bit_exact_vs_base", false) ? "yes" : "**no**");
   const json f6 = e.value("fig6", json::object()), f12 = e.value("fig12", json::object()),
              f13 = e.value("fig13", json::object());
   md += "\n| figure | measured (native) | paper |\n|---|---|---|\n";

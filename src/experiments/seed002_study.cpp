@@ -29,6 +29,7 @@
 #include "pmlab/sim/machine.hpp"
 #include "pmlab/sim/presets.hpp"
 #include "pmlab/sim/stats.hpp"
+#include "row_family.hpp"
 
 namespace pmlab::experiments {
 namespace {
@@ -370,8 +371,10 @@ json seed002_native(const std::string& kernel, const Seed002Options& o) {
   };
   for (const auto& s : r.schemes) {
     if (s.helper.placement.empty()) continue;
-    if (s.scheme == "ipv") out["fig13"] = helper_of(s);
-    if (s.scheme == "cp-nt-async") out["fig13_copy"] = helper_of(s);
+    // The rows with a flush helper: ipv's versions and cp-nt-async's copy (Fig. 13).
+    const scheme::Family family = family_of(kernel, s.scheme);
+    if (family == scheme::Family::kIpv) out["fig13"] = helper_of(s);
+    if (family == scheme::Family::kCp) out["fig13_copy"] = helper_of(s);
   }
   return out;
 }

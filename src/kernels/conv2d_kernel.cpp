@@ -31,6 +31,7 @@ cv::Operands shape_of(const pool::RunParams& p) {
 // one parallel loop, and recovery (lp, ep) completes every block, so it resumes "at the end".
 constexpr auto kSchemes = std::tuple{
     Scheme{.name = kBaseScheme,
+           .family = scheme::Family::kBase,
            .run =
                [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
                  if (first < c.op.blocks()) cv::run_base(be, c.op);

@@ -27,6 +27,7 @@ ff::Operands shape_of(const pool::RunParams& p) {
 // Outer iteration = pass (0: columns into y, 1: rows into z).
 constexpr auto kSchemes = std::tuple{
     Scheme{.name = kBaseScheme,
+           .family = scheme::Family::kBase,
            .run = [](mem::Backend auto& be, const Ctx& c,
                      std::size_t first) { ff::run_base(be, c.op, first); },
            .recover = [](mem::Backend auto&, const Ctx&, RunReport& r) -> std::size_t {

@@ -60,6 +60,7 @@ gm::Operands shape_of(const pool::RunParams& p) {
 template <gm::Grain G>
 constexpr auto ep_scheme(std::string_view name) {
   return Scheme{.name = name,
+                .family = scheme::Family::kEp,
                 .arrays =
                     [](const pool::RunParams& p) {
                       return std::vector{ep_index_spec(shape_of(p).panels())};  // one per panel
@@ -89,6 +90,7 @@ scheme::PartialCopier copier_of(const Ctx& c) {
 constexpr auto hr_scheme() {
   return Scheme{
       .name = "hr",
+      .family = scheme::Family::kHr,
       .arrays =
           [](const pool::RunParams& p) {
             return std::vector{
@@ -123,6 +125,7 @@ constexpr auto hr_scheme() {
 // The outer iteration is a kc step for GEPP1/GEPP2 and "all done" (0 or 1) for the others.
 constexpr auto kSchemes = std::tuple{
     Scheme{.name = kBaseScheme,
+           .family = scheme::Family::kBase,
            .run = [](mem::Backend auto& be, const Ctx& c,
                      std::size_t first) { gm::run_base(be, c.op, first); },
            .recover = [](mem::Backend auto& be, const Ctx& c, RunReport& r) -> std::size_t {

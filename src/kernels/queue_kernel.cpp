@@ -6,8 +6,8 @@
 #include <tuple>
 #include <vector>
 
-#include "pmlab/bep/bench_params.hpp"
 #include "pmlab/bep/queue.hpp"
+#include "pmlab/run/bep_bench_params.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_kernel.hpp"
 
@@ -31,6 +31,7 @@ qu::Shape shape_of(const pool::RunParams& p) {
 
 constexpr auto kSchemes = std::tuple{
     Scheme{.name = "tx",
+           .family = scheme::Family::kTx,
            .run =
                [](mem::Backend auto& be, const Ctx& c, std::size_t) {
                  bep::with_epochs(be, bep::configured_barrier(be),
@@ -44,6 +45,7 @@ constexpr auto kSchemes = std::tuple{
            },
            .mutants = bep::kTxMutants},
     Scheme{.name = kBaseScheme,
+           .family = scheme::Family::kBase,
            .run =
                [](mem::Backend auto& be, const Ctx& c, std::size_t) {
                  bep::with_epochs(be, sim::Barrier::kNone,

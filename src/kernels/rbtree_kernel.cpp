@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "pmlab/bep/bench_params.hpp"
 #include "pmlab/bep/rbtree.hpp"
-#include "pmlab/bep/undo_log_schemes.hpp"
 #include "pmlab/core/error.hpp"
+#include "pmlab/run/bep_bench_params.hpp"
+#include "pmlab/run/bep_undo_log_schemes.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_kernel.hpp"
 
@@ -37,7 +37,7 @@ rb::Shape shape_of(const pool::RunParams& p) {
   return {p.n, p.threads, bep::ops_of(p), p.seed};
 }
 
-// rbtree's operations for the shared undo-log scheme rows (bep/undo_log_schemes.hpp).
+// rbtree's operations for the shared undo-log scheme rows (run/bep_undo_log_schemes.hpp).
 struct RbtreeOps {
   static void run_tx(auto& et, const Ctx& c, bep::TxLog* logs) {
     rb::run_tx(et, c.op.heap, logs, c.op.shape);

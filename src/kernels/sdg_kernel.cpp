@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "pmlab/bep/bench_params.hpp"
 #include "pmlab/bep/sdg.hpp"
-#include "pmlab/bep/undo_log_schemes.hpp"
 #include "pmlab/core/error.hpp"
+#include "pmlab/run/bep_bench_params.hpp"
+#include "pmlab/run/bep_undo_log_schemes.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_kernel.hpp"
 
@@ -32,7 +32,7 @@ sg::Shape shape_of(const pool::RunParams& p) {
   return {p.n, p.threads, bep::ops_of(p), p.seed};
 }
 
-// sdg's operations for the shared undo-log scheme rows (bep/undo_log_schemes.hpp).
+// sdg's operations for the shared undo-log scheme rows (run/bep_undo_log_schemes.hpp).
 struct SdgOps {
   static void run_tx(auto& et, const Ctx& c, bep::TxLog* logs) {
     sg::run_tx(et, c.op.heap, logs, c.op.shape);

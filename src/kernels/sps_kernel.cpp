@@ -6,9 +6,9 @@
 #include <tuple>
 #include <vector>
 
-#include "pmlab/bep/bench_params.hpp"
 #include "pmlab/bep/sps.hpp"
-#include "pmlab/bep/undo_log_schemes.hpp"
+#include "pmlab/run/bep_bench_params.hpp"
+#include "pmlab/run/bep_undo_log_schemes.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/run/sim_kernel.hpp"
 
@@ -29,7 +29,7 @@ sp::Shape shape_of(const pool::RunParams& p) {
   return {p.n, p.threads, bep::ops_of(p), p.seed};
 }
 
-// sps's operations for the shared undo-log scheme rows (bep/undo_log_schemes.hpp).
+// sps's operations for the shared undo-log scheme rows (run/bep_undo_log_schemes.hpp).
 struct SpsOps {
   static void run_tx(auto& et, const Ctx& c, bep::TxLog* logs) {
     sp::run_tx(et, c.op.a, logs, c.op.shape);

@@ -85,6 +85,7 @@ std::vector<pool::ArraySpec> ep_arrays(const pool::RunParams& p) {
 template <Grain G>
 constexpr auto ep_scheme(std::string_view name) {
   return Scheme{.name = name,
+                .family = scheme::Family::kEp,
                 .arrays = ep_arrays,
                 .run = [](mem::Backend auto& be, const Ctx& c,
                           std::size_t first) { run_eager<G>(be, c.op, eager_of(c), first); },
@@ -92,7 +93,8 @@ constexpr auto ep_scheme(std::string_view name) {
                   r.recovery_action = "recompute dirty regions from zero";
                   return recover_eager<G>(be, c.op, eager_of(c), r.recovery);
                 },
-                .mutants = kEagerMutants};
+                .mutants = kEagerMutants,
+                .in_family_mean = G != Grain::kJj};
 }
 
 // Hybrid Recompute (thesis §3.2.1): EagerRecompute plus 1/Parts of C copied per kk iteration.
@@ -106,6 +108,7 @@ template <Grain G, std::size_t Parts>
 constexpr auto hr_scheme(std::string_view name) {
   return Scheme{
       .name = name,
+      .family = scheme::Family::kHr,
       .arrays =
           [](const pool::RunParams& p) {
             auto arrays = ep_arrays(p);
@@ -123,7 +126,8 @@ constexpr auto hr_scheme(std::string_view name) {
         const auto copier = copier_of<Parts>(c);
         return recover_eager<G>(be, c.op, eager_of(c, &copier), r.recovery);
       },
-      .mutants = kEagerMutants};
+      .mutants = kEagerMutants,
+      .in_family_mean = (G != Grain::kJj) && (Parts != 32)};
 }
 
 // Undo-logging transactions (thesis Fig. 2.6): one per panel (ii) or per tile (jj).
@@ -145,6 +149,7 @@ tm::WalState wal_of(const Ctx& c) {
 template <Grain G, scheme::LogFormat F = scheme::LogFormat::kBlock>
 constexpr auto wal_scheme(std::string_view name) {
   return Scheme{.name = name,
+                .family = scheme::Family::kWal,
                 .arrays =
                     [](const pool::RunParams& p) {
                       const std::uint64_t nt = tiles_of(p), b = std::min(p.bs, p.n);
@@ -167,7 +172,8 @@ constexpr auto wal_scheme(std::string_view name) {
                   r.recovery_action = "undo-log rollback";
                   return tm::recover_wal<F>(be, c.op, wal_of<F>(c), G == Grain::kJj, r.recovery);
                 },
-                .mutants = kCommitMutants};
+                .mutants = kCommitMutants,
+                .in_family_mean = G != Grain::kJj};
 }
 
 // Checkpoint of A, B and C by copy, double-buffered, after every kk tile.
@@ -178,6 +184,7 @@ tm::CpState cp_of(const Ctx& c) {
 
 constexpr auto cp_scheme() {
   return Scheme{.name = "cp",
+                .family = scheme::Family::kCp,
                 .arrays =
                     [](const pool::RunParams& p) {
                       return std::vector<pool::ArraySpec>{
@@ -199,6 +206,7 @@ template <scheme::CopyMode Mode>
 constexpr auto cp_variant_scheme(std::string_view name) {
   return Scheme{
       .name = name,
+      .family = scheme::Family::kCp,
       .arrays = cp_scheme().arrays,
       .run =
           [](mem::Backend auto& be, const Ctx& c, std::size_t first) {
@@ -223,6 +231,7 @@ tm::IpvState ipv_of(const Ctx& c) {
 template <tm::IpvFlush How>
 constexpr auto ipv_scheme(std::string_view name) {
   return Scheme{.name = name,
+                .family = scheme::Family::kIpv,
                 .arrays =
                     [](const pool::RunParams& p) {
                       return std::vector<pool::ArraySpec>{
@@ -271,6 +280,7 @@ tm::ObjState* obj_state_of(const Ctx& c) {
 // is set-up (like creating the pmlab pool), so it happens in `prepare`, outside the timing.
 constexpr auto pmemobj_scheme() {
   return Scheme{.name = "pmemobj",
+                .family = scheme::Family::kPmemobj,
                 .arrays =
                     [](const pool::RunParams&) {
                       return std::vector<pool::ArraySpec>{{kObjStateArray, sizeof(tm::ObjState)}};

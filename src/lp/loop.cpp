@@ -398,8 +398,12 @@ LoopReport Loop::run(const Body& body) {
   return report;
 }
 
+bool holds_loop_run(const pool::RunParams& p) {
+  return p.scheme == kLoopScheme;
+}
+
 bool is_loop_pool(const pool::Pool& pool) {
-  return pool.params().scheme == kLoopScheme && pool.has_array(kLayoutArray);
+  return holds_loop_run(pool.params()) && pool.has_array(kLayoutArray);
 }
 
 LoopCheck check_loop_pool(const std::string& path) {

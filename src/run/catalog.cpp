@@ -103,6 +103,23 @@ const KernelDriver& find_kernel(const std::string& name) {
               fmt::format("unknown kernel '{}' (known: {})", name, known));
 }
 
+RunPlan plan_run(const pool::RunParams& p) {
+  return plan_run(find_kernel(p.kernel), p);
+}
+
+RunPlan plan_run(const KernelDriver& k, const pool::RunParams& p) {
+  RunPlan plan{&k, p, {}, 0};
+  plan.kernel->validate(plan.params);
+  plan.arrays = plan.kernel->arrays(plan.params);
+  plan.layout_tag = plan.kernel->layout_tag(plan.params);
+  return plan;
+}
+
+const scheme::RowFacts* catalog_row(const std::string& kernel, std::string_view scheme) {
+  const KernelDriver* k = kernel_driver_named(kernel);
+  return k != nullptr ? k->row(scheme) : nullptr;
+}
+
 persist::PersistMode persist_mode_from_string(const std::string& s) {
   if (s == "auto") return persist::PersistMode::kAuto;
   if (s == "cpu") return persist::PersistMode::kCpu;

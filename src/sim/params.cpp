@@ -131,31 +131,6 @@ Cycles SimParams::nvm_timing_cycles(double ns) const {
   return Cycles(ns_to_cycles(ns, freq_ghz));
 }
 
-std::string_view to_string(Barrier b) {
-  switch (b) {
-    case Barrier::kNone:
-      return "none";
-    case Barrier::kSoftware:
-      return "sw";
-    case Barrier::kLb:
-      return "lb";
-    case Barrier::kLbIdt:
-      return "lb-idt";
-    case Barrier::kLbPf:
-      return "lb-pf";
-    case Barrier::kLbPlusPlus:
-      return "lb++";
-  }
-  return "?";
-}
-
-Barrier barrier_from_string(std::string_view s) {
-  for (Barrier b : {Barrier::kNone, Barrier::kSoftware, Barrier::kLb, Barrier::kLbIdt,
-                    Barrier::kLbPf, Barrier::kLbPlusPlus})
-    if (to_string(b) == s) return b;
-  bad(fmt::format("unknown persist barrier '{}' (none, sw, lb, lb-idt, lb-pf, lb++)", s));
-}
-
 void PersistencyParams::validate() const {
   if (bsp() && !hardware())
     bad("persistency.bsp_epoch_stores / bsp_write_through (BSP bulk mode) need a hardware "

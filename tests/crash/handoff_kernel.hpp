@@ -12,12 +12,12 @@
 
 #include <fmt/format.h>
 
-#include "pmlab/bep/bench_params.hpp"
 #include "pmlab/bep/entry.hpp"
 #include "pmlab/bep/progress.hpp"
 #include "pmlab/kernels/checks.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/pool/pool.hpp"
+#include "pmlab/run/bep_bench_params.hpp"
 #include "pmlab/run/resumable.hpp"
 #include "pmlab/scheme/scheme.hpp"
 

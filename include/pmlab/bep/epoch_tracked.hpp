@@ -2,7 +2,8 @@
 //
 // The BEP micro-benchmarks (docs/bep.md) are written once against EpochBackend. EpochTracked
 // gives it to every mem::Backend:
-//   - barrier(): ends the calling thread's epoch. Software EP (sim::Barrier::kSoftware, the only
+//   - barrier(): ends the calling thread's epoch. Software EP (persist::Barrier::kSoftware, the
+//   only
 //     mode natively) writes back the lines this thread stored since its last barrier with the
 //     backend's own flush, then fences; kNone does nothing (the no-persistency negative control);
 //     the hardware modes (lb, lb-idt, lb-pf, lb++) hand the barrier to the simulator's epoch
@@ -27,8 +28,9 @@
 #include <fmt/format.h>
 
 #include "pmlab/core/error.hpp"
+#include "pmlab/core/strong_types.hpp"
 #include "pmlab/mem/backend.hpp"
-#include "pmlab/sim/params.hpp"
+#include "pmlab/persist/barrier.hpp"
 
 namespace pmlab::bep {
 
@@ -38,7 +40,7 @@ concept EpochBackend = mem::Backend<B> && requires(B& b) {
   b.barrier();
   b.exclusive(std::size_t{0}, [] {});
   { b.thread() } -> std::convertible_to<int>;
-  { b.mode() } -> std::same_as<sim::Barrier>;
+  { b.mode() } -> std::same_as<persist::Barrier>;
 };
 
 // True for the simulator's backend (it knows the running simulated thread).
@@ -49,32 +51,32 @@ concept SimulatedBackend = requires(const B& b) {
 
 // The barrier a backend was configured with: the simulator's --barrier, software EP natively.
 template <mem::Backend B>
-[[nodiscard]] sim::Barrier configured_barrier(const B& b) {
+[[nodiscard]] persist::Barrier configured_barrier(const B& b) {
   if constexpr (requires {
-                  { b.barrier() } -> std::same_as<sim::Barrier>;
+                  { b.barrier() } -> std::same_as<persist::Barrier>;
                 })
     return b.barrier();
   else
-    return sim::Barrier::kSoftware;
+    return persist::Barrier::kSoftware;
 }
 
 // Refuses a hardware barrier with more threads than cores: the epoch engine tags lines by core,
 // so thread t must be core t (spec D8).
 template <mem::Backend B>
-void require_thread_per_core(const B& b, sim::Barrier mode) {
-  if (mode == sim::Barrier::kNone || mode == sim::Barrier::kSoftware) return;
+void require_thread_per_core(const B& b, persist::Barrier mode) {
+  if (mode == persist::Barrier::kNone || mode == persist::Barrier::kSoftware) return;
   if constexpr (requires { b.machine().params().cores; }) {
     const int cores = b.machine().params().cores;
     if (b.threads() > cores)
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("--barrier {} needs one thread per core: --threads {} > --cores {} "
                               "(the epoch engine tags lines by core)",
-                              sim::to_string(mode), b.threads(), cores));
+                              persist::to_string(mode), b.threads(), cores));
   } else {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("--barrier {} exists only in the simulator (natively the barrier is "
                             "software: write back the epoch's lines, then sfence)",
-                            sim::to_string(mode)));
+                            persist::to_string(mode)));
   }
 }
 
@@ -84,7 +86,7 @@ class EpochTracked {
   static constexpr std::size_t kStripes = 256;
 
   // mode: normally configured_barrier(inner); a scheme without persistency passes kNone.
-  EpochTracked(B& inner, sim::Barrier mode)
+  EpochTracked(B& inner, persist::Barrier mode)
       : b_(inner),
         mode_(mode),
         sets_(static_cast<std::size_t>(std::max(inner.threads(), 1))),
@@ -100,7 +102,7 @@ class EpochTracked {
   template <class T>
   void store(T* p, T v) {
     b_.store(p, v);
-    if (mode_ != sim::Barrier::kSoftware) return;
+    if (mode_ != persist::Barrier::kSoftware) return;
     const auto line = reinterpret_cast<std::uintptr_t>(p) / 64;
     auto& ws = sets_[slot()].lines;
     if (ws.empty() || ws.back() != line) ws.push_back(line);
@@ -121,9 +123,9 @@ class EpochTracked {
   // Ends the calling thread's epoch: every store before it persists before any store after it.
   void barrier() {
     switch (mode_) {
-      case sim::Barrier::kNone:
+      case persist::Barrier::kNone:
         return;
-      case sim::Barrier::kSoftware: {
+      case persist::Barrier::kSoftware: {
         auto& ws = sets_[slot()].lines;
         if (ws.empty()) return;
         std::sort(ws.begin(), ws.end());
@@ -192,7 +194,7 @@ class EpochTracked {
     else
       return omp_in_parallel() ? omp_get_thread_num() : 0;
   }
-  [[nodiscard]] sim::Barrier mode() const { return mode_; }
+  [[nodiscard]] persist::Barrier mode() const { return mode_; }
   [[nodiscard]] B& inner() { return b_; }
 
  private:
@@ -227,7 +229,7 @@ class EpochTracked {
   }
 
   B& b_;
-  sim::Barrier mode_;
+  persist::Barrier mode_;
   std::vector<WriteSet> sets_;
   std::unique_ptr<std::array<std::mutex, kStripes>> locks_;
   // The simulator's lock order (order_critical_sections_after): each stripe's last holder.

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "pmlab/kernels/iterative.hpp"
+#include "pmlab/run/catalog.hpp"
 #include "pmlab/scheme/ipv_profile.hpp"
 #include "pmlab/scheme/rows.hpp"
 
@@ -44,6 +45,7 @@ template <auto ShapeOf>
 constexpr auto iterative_lp_scheme() {
   return scheme::Scheme{
       .name = "lp",
+      .family = scheme::Family::kLp,
       .arrays =
           [](const pool::RunParams& p) {
             const auto op = ShapeOf(p);
@@ -89,6 +91,7 @@ template <auto ShapeOf>
 constexpr auto iterative_ep_scheme() {
   return scheme::Scheme{
       .name = "ep",
+      .family = scheme::Family::kEp,
       .arrays =
           [](const pool::RunParams& p) {
             return std::vector<pool::ArraySpec>{{kEpState1Array, ShapeOf(p).state_bytes()},
@@ -119,6 +122,7 @@ template <auto ShapeOf, scheme::IpvFlush How>
 constexpr auto iterative_ipv_scheme(std::string_view name) {
   return scheme::Scheme{
       .name = name,
+      .family = scheme::Family::kIpv,
       .arrays =
           [](const pool::RunParams& p) {
             return std::vector<pool::ArraySpec>{
@@ -155,6 +159,7 @@ template <auto ShapeOf>
 constexpr auto iterative_cp_async_scheme() {
   return scheme::Scheme{
       .name = "cp-nt-async",
+      .family = scheme::Family::kCp,
       .arrays =
           [](const pool::RunParams& p) {
             return scheme::array_specs(kernels::iterative::cp_bytes_for(ShapeOf(p)));

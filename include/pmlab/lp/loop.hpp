@@ -153,5 +153,7 @@ class Loop {
 
 /// Whether the pool holds a Loop's layout record (lp::Loop wrote it).
 [[nodiscard]] bool is_loop_pool(const pool::Pool& pool);
+/// Whether a pool header's parameters name a Loop's run (the scheme name Loop stores).
+[[nodiscard]] bool holds_loop_run(const pool::RunParams& p);
 
 }  // namespace pmlab::lp

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pmlab/persist/flush.hpp"
 #include "pmlab/persist/persister.hpp"
 #include "pmlab/pool/pool.hpp"
+#include "pmlab/scheme/family.hpp"
 #include "pmlab/scheme/ipv_profile.hpp"
 #include "pmlab/scheme/run_report.hpp"
 
@@ -26,7 +28,15 @@ struct ExecOptions {
   // The run stops after recovery (no normal execution): `pmlab pool check` runs it on a copy
   // of the pool to report what the next run's recovery will find.
   bool recover_only = false;
+  // The pool's parameters come from plan_run (below), which validated them, and the caller
+  // checked the pool's layout against the plan: the run repeats neither (pmlab run's one
+  // validation). Every other caller leaves it false and the run validates.
+  bool planned = false;
 };
+
+// How many runs' parameters have been validated in this process (KernelDriver::validate and the
+// validation inside an unplanned execute): what the tests count to keep it at one per run.
+inline std::atomic<std::uint64_t> validations_made{0};
 
 // What one run did (scheme::RunReport: the scheme rows fill in its recovery part).
 using RunReport = scheme::RunReport;
@@ -67,6 +77,15 @@ struct KernelDriver {
   // Whether `scheme` may be crash-tested (it is not in crash_unsafe).
   [[nodiscard]] bool crash_safe(const std::string& scheme) const {
     return std::find(crash_unsafe.begin(), crash_unsafe.end(), scheme) == crash_unsafe.end();
+  }
+  // What each row of `schemes` declares beyond its name (its family, ...), in the same order:
+  // consumers ask these instead of reading anything out of a scheme's name.
+  std::vector<scheme::RowFacts> rows;
+  // The facts of row `scheme`; nullptr when the kernel has no such row.
+  [[nodiscard]] const scheme::RowFacts* row(std::string_view scheme) const {
+    for (const auto& r : rows)
+      if (r.name == scheme) return &r;
+    return nullptr;
   }
   std::vector<KernelParamSpec> params;  // the kernel's own parameters (see KernelParamSpec)
   // Largest n the SIGKILL tests draw (random n in [1, this]); they must run in well under a
@@ -109,6 +128,25 @@ void require_layout_tag(const pool::Pool& pool, std::uint32_t ours);
 [[nodiscard]] const KernelDriver& find_kernel(const std::string& name);  // throws pmlab::Error
 // The same lookup for callers that ask before the name is checked: nullptr when unknown.
 [[nodiscard]] const KernelDriver* kernel_driver_named(const std::string& name);
+
+// The facts of row `scheme` of catalog kernel `kernel`; nullptr when either is unknown (a row
+// of an older results file, a user's kernel).
+[[nodiscard]] const scheme::RowFacts* catalog_row(const std::string& kernel,
+                                                  std::string_view scheme);
+
+// A run resolved once: its kernel's driver, its validated parameters, and the pool layout they
+// take. `pmlab run` plans once and passes the plan down (ExecOptions::planned).
+struct RunPlan {
+  const KernelDriver* kernel = nullptr;
+  pool::RunParams params;
+  std::vector<pool::ArraySpec> arrays;  // the kernel's and the scheme's
+  std::uint32_t layout_tag = 0;         // what this build stamps on such a pool
+};
+// Looks the kernel up and validates `p` (kInvalidArgument naming what is wrong), then computes
+// its arrays and layout tag.
+[[nodiscard]] RunPlan plan_run(const pool::RunParams& p);
+// The same for a kernel already looked up (`k` is the driver of p.kernel).
+[[nodiscard]] RunPlan plan_run(const KernelDriver& k, const pool::RunParams& p);
 
 [[nodiscard]] persist::PersistMode persist_mode_from_string(const std::string& s);
 [[nodiscard]] const char* to_string(persist::PersistMode m);

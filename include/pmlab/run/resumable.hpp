@@ -112,6 +112,7 @@ void require_declared_params(const pool::RunParams& p) {
 
 template <ResumableKernel K>
 void validate_run(const pool::RunParams& p) {
+  validations_made.fetch_add(1, std::memory_order_relaxed);
   scheme::require_scheme(K::schemes, K::kName, p.scheme);
   require_declared_params<K>(p);
   K::validate(p);
@@ -172,8 +173,10 @@ template <ResumableKernel K>
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
   const pool::RunParams& p = pool.params();
-  validate_run<K>(p);
-  require_layout_tag<K>(pool);
+  if (!opt.planned) {  // a planned run was validated and its layout checked by its planner
+    validate_run<K>(p);
+    require_layout_tag<K>(pool);
+  }
   RunReport report;
   const ContextOf<K> ctx{pool, K::operands(pool), p};
   const bool ran = pool::run_states(pool, [&](bool resumed) {
@@ -253,6 +256,7 @@ template <ResumableKernel K>
   d.name = std::string(K::kName);
   d.schemes = scheme::scheme_names(K::schemes);
   d.crash_unsafe = scheme::crash_unsafe_names(K::schemes);
+  d.rows = scheme::row_facts(K::schemes);
   d.params = declared_params<K>();
   d.crash_test_max_n = K::kCrashTestMaxN;
   if constexpr (requires { K::crash_test_variants(); })

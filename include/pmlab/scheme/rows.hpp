@@ -106,6 +106,7 @@ template <std::size_t Parts, class Ctx>
 // Base of an in-place kernel: no persistent progress, so recovery restores the input and restarts.
 constexpr auto restart_base_scheme() {
   return Scheme{.name = kBaseScheme,
+                .family = Family::kBase,
                 .run = [](mem::Backend auto& be, const auto& c,
                           std::size_t first) { run_base(be, c.op, first); },
                 .recover = [](mem::Backend auto& be, const auto& c, RunReport& r) -> std::size_t {
@@ -136,6 +137,7 @@ inline void require_table_fits(std::string_view kernel, const pool::RunParams& p
 template <auto ShapeOf, TableArray Table = TableArray::kScheme>
 constexpr auto lp_scheme() {
   return Scheme{.name = "lp",
+                .family = Family::kLp,
                 .arrays =
                     [](const pool::RunParams& p) {
                       if constexpr (Table == TableArray::kKernel) return no_scheme_arrays(p);
@@ -167,6 +169,7 @@ template <auto ShapeOf>
 constexpr auto ep_scheme() {
   return Scheme{
       .name = "ep",
+      .family = Family::kEp,
       .arrays =
           [](const pool::RunParams& p) {
             return std::vector{ep_index_spec(ep_records(ShapeOf(p)))};
@@ -186,6 +189,7 @@ constexpr auto ep_scheme() {
 template <auto ShapeOf, LogFormat Format = LogFormat::kBlock>
 constexpr auto wal_scheme() {
   return Scheme{.name = Format == LogFormat::kEntry ? "wal-entry" : "wal",
+                .family = Family::kWal,
                 .arrays =
                     [](const pool::RunParams& p) {
                       return wal_array_specs<Format>(wal_bytes_for(ShapeOf(p)));
@@ -208,6 +212,7 @@ template <auto ShapeOf>
 constexpr auto cp_scheme() {
   return Scheme{
       .name = "cp",
+      .family = Family::kCp,
       .arrays = [](const pool::RunParams& p) { return array_specs(cp_bytes_for(ShapeOf(p))); },
       .run = [](mem::Backend auto& be, const auto& c,
                 std::size_t first) { run_cp(be, c.op, checkpoint_of(c), first); },
@@ -225,6 +230,7 @@ template <auto ShapeOf, scheme::CopyMode Mode>
 constexpr auto cp_variant_scheme(std::string_view name) {
   return Scheme{
       .name = name,
+      .family = Family::kCp,
       .arrays = [](const pool::RunParams& p) { return array_specs(cp_bytes_for(ShapeOf(p))); },
       .run = [](mem::Backend auto& be, const auto& c,
                 std::size_t first) { run_cp(be, c.op, checkpoint_variant_of<Mode>(c), first); },
@@ -254,6 +260,7 @@ template <auto ShapeOf, std::size_t Parts>
 constexpr auto hr_scheme(std::string_view name) {
   return Scheme{
       .name = name,
+      .family = Family::kHr,
       .arrays =
           [](const pool::RunParams& p) { return array_specs(hr_bytes_for(ShapeOf(p), Parts)); },
       .run = [](mem::Backend auto& be, const auto& c,

@@ -10,6 +10,7 @@
 //   3. Add one entry to the kernel's table (`kSchemes` in src/kernels/cholesky_kernel.cpp):
 //
 //        Scheme{.name = "journal",
+//               .family = Family::kWal,
 //               .arrays = [](const pool::RunParams& p) {
 //                 return std::vector<pool::ArraySpec>{{kJournalArray, journal_bytes(p)}};
 //               },
@@ -38,6 +39,7 @@
 // for bit, fills report.recovery_action and report.recovery, and returns resume.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -54,14 +56,11 @@
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/mem/mutation.hpp"
 #include "pmlab/pool/pool.hpp"
+#include "pmlab/scheme/family.hpp"
 #include "pmlab/scheme/index_record.hpp"
 #include "pmlab/scheme/run_report.hpp"
 
 namespace pmlab::scheme {
-
-// The reference row every kernel's table has: no persistency at all, what every overhead is
-// measured against (pmlab bench, eval).
-inline constexpr std::string_view kBaseScheme = "base";
 
 // What a scheme's run/recover see: the pool (for its arrays), the kernel's operand views of it,
 // and the run parameters (checksum kind, threads, ...).
@@ -104,6 +103,9 @@ struct NoPrepare {
 template <class Run, class Recover, class Prepare = NoPrepare>
 struct Scheme {
   std::string_view name;
+  // The protocol family (scheme/family.hpp): what info, eval and the reports group by. A
+  // catalog row names one (RowFacts test); a user's kernel may leave it kOther.
+  Family family = Family::kOther;
   SchemeArraysFn arrays = no_scheme_arrays;  // beyond the kernel's own arrays
   Run run;                                   // (be, ctx, first) -> void
   Recover recover;                           // (be, ctx, RunReport&) -> resume point
@@ -118,6 +120,9 @@ struct Scheme {
   // False for a measurement row that gives up crash consistency on purpose (ipv-nf: versioning
   // without its flushes). Crash campaigns and kill tests skip it; `pmlab crash` refuses it.
   bool crash_safe = true;
+  // False for a variant that does not stand for its family in averages over kernels (eval's
+  // geometric means): tmm's jj grain and hr-ii-x32, where its ii rows and hr-ii-x64 stand for it.
+  bool in_family_mean = true;
   // Bump when the *contents* format of this row's arrays changes (names and sizes are in the
   // layout tag already): pools written under the old format are then refused, not misread.
   std::uint32_t layout_revision = 1;
@@ -158,6 +163,17 @@ template <class Table>
       [](const auto&... s) { return std::vector<std::string>{std::string(s.name)...}; }, table);
 }
 
+// The facts of every row of `table`, in its order.
+template <class Table>
+[[nodiscard]] std::vector<RowFacts> row_facts(const Table& table) {
+  return std::apply(
+      [](const auto&... s) {
+        return std::vector<RowFacts>{
+            RowFacts{std::string(s.name), s.family, s.crash_safe, s.in_family_mean}...};
+      },
+      table);
+}
+
 // The rows that are not crash-safe (Scheme::crash_safe = false), by name.
 template <class Table>
 [[nodiscard]] std::vector<std::string> crash_unsafe_names(const Table& table) {
@@ -168,8 +184,14 @@ template <class Table>
   return out;
 }
 
+// How many times a row has been looked up by name in a kernel's table in this process (once per
+// call of has_scheme, with_scheme, scheme_mutants): what the tests count to keep a run's lookups
+// few (tests/run/run_plan_test.cpp).
+inline std::atomic<std::uint64_t> row_lookups{0};
+
 template <class Table>
 [[nodiscard]] bool has_scheme(const Table& table, std::string_view name) {
+  row_lookups.fetch_add(1, std::memory_order_relaxed);
   return std::apply([&](const auto&... s) { return ((s.name == name) || ...); }, table);
 }
 
@@ -187,6 +209,7 @@ void require_scheme(const Table& table, std::string_view kernel, std::string_vie
 // The mutants row `name` declares (kInvalidArgument for an unknown name).
 template <class Table>
 [[nodiscard]] mem::MutationSet scheme_mutants(const Table& table, std::string_view name) {
+  row_lookups.fetch_add(1, std::memory_order_relaxed);
   mem::MutationSet out;
   const bool found = std::apply(
       [&](const auto&... s) { return ((s.name == name && (out = s.mutants, true)) || ...); },
@@ -198,6 +221,7 @@ template <class Table>
 // Calls fn(scheme) for the table row named `name` (checked beforehand by require_scheme).
 template <class Table, class Fn>
 void with_scheme(const Table& table, std::string_view name, Fn&& fn) {
+  row_lookups.fetch_add(1, std::memory_order_relaxed);
   const bool found = std::apply(
       [&](const auto&... s) { return ((s.name == name && (fn(s), true)) || ...); }, table);
   if (!found) throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown scheme '{}'", name));

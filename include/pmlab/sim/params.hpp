@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "pmlab/core/strong_types.hpp"
+#include "pmlab/persist/barrier.hpp"
 #include "pmlab/sim/row_buffer.hpp"
 
 namespace pmlab::sim {
@@ -142,20 +143,11 @@ struct PreflushParams {
   void validate() const;
 };
 
-// Seed 004 (Joshi et al., MICRO'15): what a persist barrier (SimBackend::persist_barrier) does.
-//  kNone:      nothing; the barrier orders no persist (the negative control of the BEP benches).
-//  kSoftware:  epoch persistency in software, as x86 runs it: the code writes back the epoch's
-//              lines with its flush instruction and fences (src/bep/, mem::EpochTracked); the
-//              hardware does nothing. The default, and what `pmlab run` does natively.
-//  kLb:        the lazy barrier of BPFS (Condit et al.): per-line (core, epoch) tags, epochs
-//              flushed in order on a conflict or a replacement (buffered epoch persistency).
-//  kLbIdt:     LB + inter-thread dependence tracking instead of online flushes.
-//  kLbPf:      LB + proactive flushing of completed epochs.
-//  kLbPlusPlus: LB + IDT + PF (LB++). Epoch splitting avoids the deadlock of Fig. 5 in every LB
-//  mode.
-enum class Barrier : std::uint8_t { kNone, kSoftware, kLb, kLbIdt, kLbPf, kLbPlusPlus };
-[[nodiscard]] std::string_view to_string(Barrier b);
-[[nodiscard]] Barrier barrier_from_string(std::string_view s);  // throws pmlab::Error
+// The persist barrier's modes are a persistency concept (persist/barrier.hpp), which the BEP
+// building blocks name too; the simulator models the hardware ones.
+using persist::Barrier;
+using persist::barrier_from_string;
+using persist::to_string;
 
 // Epoch persistency in the cache hierarchy (seed 004; docs/simulator.md "Persist barriers").
 // Only the hardware modes (kLb...) change the machine; the others leave every figure as it was.

@@ -49,7 +49,7 @@ inline void require_bench_sizes(std::string_view kernel, const pool::RunParams& 
 
 // Runs fn(tracked) with the backend wrapped for epoch persistency under `mode`.
 template <mem::Backend B, class Fn>
-void with_epochs(B& b, sim::Barrier mode, Fn&& fn) {
+void with_epochs(B& b, persist::Barrier mode, Fn&& fn) {
   EpochTracked<B> et(b, mode);
   fn(et);
 }

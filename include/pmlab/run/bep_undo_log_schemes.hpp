@@ -6,10 +6,10 @@
 #include <tuple>
 #include <vector>
 
-#include "pmlab/bep/bench_params.hpp"
 #include "pmlab/bep/tx.hpp"
 #include "pmlab/mem/backend.hpp"
 #include "pmlab/pool/pool.hpp"
+#include "pmlab/run/bep_bench_params.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "pmlab/scheme/scheme.hpp"
 
@@ -32,6 +32,7 @@ constexpr auto undo_log_schemes() {
   return std::tuple{
       scheme::Scheme{
           .name = "tx",
+          .family = scheme::Family::kTx,
           .arrays =
               [](const pool::RunParams& p) {
                 return std::vector<pool::ArraySpec>{{kTxLogArray, p.threads * sizeof(TxLog)}};
@@ -52,6 +53,7 @@ constexpr auto undo_log_schemes() {
           .mutants = kTxMutants},
       scheme::Scheme{
           .name = scheme::kBaseScheme,
+          .family = scheme::Family::kBase,
           .run = [](mem::Backend auto& be, const Ctx& c, std::size_t) { Ops::run_base(be, c); },
           .recover = [](mem::Backend auto& be, const Ctx& c, scheme::RunReport& r) -> std::size_t {
             r.recovery_action = "restart";  // no log: back to the initial structure
