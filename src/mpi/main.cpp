@@ -45,7 +45,8 @@ int exit_code_of(const Error& e) {
 
 struct Args {
   std::string kernel, pool_dir, scheme = "lp", checksum = "modular", persist = "cpu",
-                                flush = "clwb", compare_with, mutate, json;
+                                flush{persist::to_string(persist::best_flush_kind())}, compare_with,
+                                mutate, json;
   std::uint64_t n = 64, bs = 8, seed = 1;
   std::uint32_t threads = 1;
   std::optional<std::uint64_t> iters, lp_anchor, nnz;
@@ -339,7 +340,8 @@ int main(int argc, char** argv) {
   cmd->add_option("--lp-anchor", a.lp_anchor, "LP: iterations between anchors, K (default 4)");
   cmd->add_option("--nnz", a.nnz, "cg: entries per matrix row");
   cmd->add_option("--persist", a.persist, "cpu (default), auto or none, as pmlab run");
-  cmd->add_option("--flush", a.flush, "clwb (default), clflushopt or clflush");
+  cmd->add_option("--flush", a.flush,
+                  "clwb, clflushopt or clflush (default: the best this CPU has)");
   cmd->add_flag("--no-verify", a.no_verify, "Skip the bit-for-bit check against one process");
   cmd->add_option("--compare-with", a.compare_with,
                   "A single-process pool (pmlab run) of the same parameters: compare the whole "
