@@ -5,6 +5,7 @@
 # control to be caught (some trial ends with a wrong result).
 import argparse
 import glob
+import json
 import os
 import random
 import shutil
@@ -27,9 +28,24 @@ def mpi_env():
     return env
 
 
+def flush_options():
+    """pmlab-mpi's --flush for this CPU: its default, clwb, unless the CPU lacks it (a rank's
+    LP anchors flush, and a missing instruction refuses the run)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return []
+    for kind in ("clwb", "clflushopt", "clflush"):
+        if kind in flags:
+            return [] if kind == "clwb" else ["--flush", kind]
+    return []
+
+
 def command(args, pool, extra=()):
     return (["mpirun", "--oversubscribe", "-np", str(args.np), args.binary, "run", args.kernel,
-             "--pool", pool, "--scheme", args.scheme] + args.params.split() + list(extra))
+             "--pool", pool, "--scheme", args.scheme] + args.params.split() + flush_options() +
+            list(extra))
 
 
 def rank_pids(mpirun_pid):
@@ -69,20 +85,32 @@ def gone(pid):
         return True
 
 
+def kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def run_and_kill(args, pool, rng, extra, window):
-    """Starts the job and kills it at a random point once every pool exists; True if it was
-    still running when killed."""
+    """Starts the job and kills it at a random point once every pool exists; returns whether it
+    was still running when killed and the kill's delay after the pools existed (s)."""
     p, _ = start(args, pool, extra)
-    time.sleep(rng.uniform(0, window))
+    delay = rng.uniform(0, window)
+    time.sleep(delay)
     ranks = rank_pids(p.pid)  # before any kill: mpirun's children
     killed = p.poll() is None
     if killed:
+        # A rank may end between the poll and its kill (the run finishing): not an error.
         if ranks and rng.random() < args.one_rank:
-            os.kill(rng.choice(ranks), signal.SIGKILL)  # one rank; mpirun aborts the others
+            kill(rng.choice(ranks))  # one rank; mpirun aborts the others
         else:
             for pid in ranks:  # the whole job: its ranks at once (own process groups) ...
-                os.kill(pid, signal.SIGKILL)
-            os.killpg(p.pid, signal.SIGKILL)  # ... and mpirun
+                kill(pid)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # ... and mpirun
+            except ProcessLookupError:
+                pass
     try:
         p.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -97,7 +125,7 @@ def run_and_kill(args, pool, rng, extra, window):
     deadline = time.time() + 10
     while not all(gone(pid) for pid in ranks) and time.time() < deadline:
         time.sleep(0.005)
-    return killed
+    return killed, delay
 
 
 def main():
@@ -112,6 +140,8 @@ def main():
     ap.add_argument("--mutate", default="")
     ap.add_argument("--one-rank", type=float, default=0.5,
                     help="share of kills that take one rank (the rest: the whole job)")
+    ap.add_argument("--json-out", default="",
+                    help="write each trial (kill delay, run time, the restart's --json report)")
     a = ap.parse_args()
     if shutil.which("mpirun") is None:
         print("SKIP: mpirun not found (install openmpi-bin and libopenmpi-dev)")
@@ -123,21 +153,25 @@ def main():
     try:
         p, t0 = start(a, os.path.join(tmp, "pools"), [])
         out = p.communicate(timeout=120)[0].decode()
-        window = max(0.05, 0.7 * (time.time() - t0))  # less its verification
+        run_seconds = time.time() - t0
+        window = max(0.05, 0.7 * run_seconds)  # less its verification
         if p.returncode != 0 or "verified bit-exact" not in out:
             print(f"the fault-free run failed, exit {p.returncode}:\n{out}")
             return 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     wrong = resumed = 0
+    records = []
     for trial in range(a.trials):
         tmp = tempfile.mkdtemp(prefix="pmlab-mpi-kill-")
         pool = os.path.join(tmp, "pools")
         try:
-            was_running = run_and_kill(a, pool, rng, extra, window)
-            if was_running and rng.random() < 0.3:  # a failure during recovery as well
+            was_running, delay = run_and_kill(a, pool, rng, extra, window)
+            killed_again = was_running and rng.random() < 0.3  # a failure during recovery too
+            if killed_again:
                 run_and_kill(a, pool, rng, extra, window)
-            p, _ = start(a, pool, extra)
+            report = os.path.join(tmp, "report.json")
+            p, _ = start(a, pool, extra + ["--json", report])
             ranks = rank_pids(p.pid)
             try:  # a rule that leaves ranks out of step may also hang them in a collective
                 out, rc = p.communicate(timeout=max(20.0, 20 * window))[0].decode(), p.returncode
@@ -150,7 +184,15 @@ def main():
                         pass
                 out, rc = p.communicate()[0].decode() + "\n(hung: killed)", -1
             resumed += "resumed" in out
-            if rc != 0 or "verified bit-exact" not in out:
+            ok = rc == 0 and "verified bit-exact" in out
+            record = {"trial": trial, "killed": was_running, "kill_delay_s": delay,
+                      "run_s": run_seconds, "killed_again": killed_again,
+                      "resumed": "resumed" in out, "exit": rc, "bit_exact": ok}
+            if os.path.exists(report):
+                with open(report) as f:
+                    record["report"] = json.load(f)
+            records.append(record)
+            if not ok:
                 wrong += 1
                 if not a.mutate:
                     print(f"trial {trial} (seed {a.seed}) FAILED, exit {rc}:\n{out}")
@@ -163,6 +205,10 @@ def main():
             shutil.rmtree(tmp, ignore_errors=True)
     print(f"{a.kernel} {a.scheme} np={a.np}: {a.trials} trials, {resumed} resumed, "
           f"{wrong} not bit-exact (seed {a.seed})")
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump({"kernel": a.kernel, "scheme": a.scheme, "np": a.np, "params": a.params,
+                       "seed": a.seed, "mutate": a.mutate, "trials": records}, f, indent=1)
     if a.mutate:
         if wrong == 0:
             print(f"negative control {a.mutate} NOT caught")
