@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if ((control & 2) != 0 && file.size() >= disk::kStateOffset + sizeof(std::uint64_t)) {
     std::uint64_t word = 0;
     std::memcpy(&word, file.data() + disk::kStateOffset, sizeof word);
-    word = disk::kStateMagic | (1 + (word & 0xffff'ffffu) % 3);
+    word = disk::encode_state_word({static_cast<std::uint8_t>(1 + (word & 0xff) % 3),
+                                    static_cast<std::uint32_t>(word >> 8) & disk::kMaxStarts});
     std::memcpy(file.data() + disk::kStateOffset, &word, sizeof word);
   }
   if ((control & 1) != 0 && file.size() >= sizeof(disk::Header)) {

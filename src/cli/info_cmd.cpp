@@ -63,12 +63,13 @@ int do_info(const InfoArgs& a) {
   struct stat st {};
   if (::stat(a.pool.c_str(), &st) != 0)
     throw Error(ErrorCode::kIo, fmt::format("no pool at '{}'", a.pool));
-  // The header alone needs no lock; the rest needs the pool open (refused while a run holds it).
+  // The header alone needs no lock; the rest needs the pool open (refused while a run holds it),
+  // read-only: info never writes, so it works on a read-only file or mount.
   const pool::RunParams p = pool::Pool::read_params(a.pool);
   std::optional<pool::Pool> pool;
   std::string busy;
   try {
-    pool.emplace(pool::Pool::open(a.pool));
+    pool.emplace(pool::Pool::open_read_only(a.pool));
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kPoolBusy) throw;
     busy = e.what();

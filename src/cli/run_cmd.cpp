@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -21,6 +22,7 @@
 #include "kernel_options.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/core/progress.hpp"
+#include "pmlab/core/suggest.hpp"
 #include "pmlab/lp/checksum_param.hpp"
 #include "pmlab/run/catalog.hpp"
 #include "usage_comforts.hpp"
@@ -107,6 +109,21 @@ pool::RunParams merge(const RunArgs& a, const Given& g, const pool::RunParams& b
   return p;
 }
 
+// A kernel or scheme named on the command line that this pmlab does not know is a usage error
+// (exit 2) on an existing pool too: checked before the stored parameters are compared, which
+// would call it another run (exit 3). A scheme is checked against the kernel it would run with.
+void require_known_names(const Given& g, const pool::RunParams& expected) {
+  if (!g.kernel && !g.scheme) return;
+  const run::KernelDriver* k =
+      g.kernel ? &run::find_kernel(expected.kernel) : run::kernel_driver_named(expected.kernel);
+  if (!g.scheme || k == nullptr) return;
+  const auto& known = k->schemes;
+  if (std::find(known.begin(), known.end(), expected.scheme) == known.end())
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("unknown scheme '{}' for {}{} (known: {})", expected.scheme, k->name,
+                            did_you_mean(expected.scheme, known), fmt::join(known, ", ")));
+}
+
 int do_run(const RunArgs& a, const Given& g) {
   if (g.kernel_params) {
     // The kernel named here, else the one stored in the pool (read before anything is opened).
@@ -146,6 +163,7 @@ int do_run(const RunArgs& a, const Given& g) {
     // creator still runs holds its lock: "in use by another process" (exit 3).
     auto stored = pool::Pool::read_params(a.pool);
     auto expected = merge(a, g, stored);
+    require_known_names(g, expected);
     pool.emplace(pool::Pool::open(a.pool, expected));
     state_before = pool::to_string(pool->state());
     try {

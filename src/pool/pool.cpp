@@ -59,8 +59,10 @@ std::uint64_t header_crc(const disk::Header& h) {
   return crc32c(&h, offsetof(disk::Header, header_crc));
 }
 
-void lock_or_throw(int fd, const std::string& path) {
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+// `kind`: LOCK_EX for a pool that will be written, LOCK_SH for one only read (several readers
+// may look at once; a run's exclusive lock keeps them all out, and theirs keeps a run out).
+void lock_or_throw(int fd, const std::string& path, int kind) {
+  if (flock(fd, kind | LOCK_NB) != 0) {
     int err = errno;
     if (err == EWOULDBLOCK)
       throw Error(
@@ -293,28 +295,76 @@ std::string gib(std::uint64_t bytes) {
   return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / static_cast<double>(1ull << 30));
 }
 
+// The 4096 bytes of a pool's header as read from disk (or about to be written).
+struct HeaderBlock {
+  unsigned char bytes[disk::kHeaderBytes];
+
+  [[nodiscard]] disk::Header header() const {
+    disk::Header h;
+    std::memcpy(&h, bytes, sizeof h);
+    return h;
+  }
+  [[nodiscard]] std::uint64_t state_word() const {
+    std::uint64_t w = 0;
+    std::memcpy(&w, bytes + disk::kStateOffset, sizeof w);
+    return w;
+  }
+  // The first byte of the header that no field covers and that is not zero (disk_format.hpp).
+  [[nodiscard]] std::optional<std::uint64_t> nonzero_unused_byte() const {
+    for (std::uint64_t i = sizeof(disk::Header); i < disk::kHeaderBytes; ++i) {
+      if (i >= disk::kStateOffset && i < disk::kStateOffset + sizeof(std::uint64_t)) continue;
+      if (bytes[i] != 0) return i;
+    }
+    return std::nullopt;
+  }
+};
+
+// Checks the format version first, so that an older pool is named as such rather than as
+// damaged; a version field that is no known format and fails the CRC is a damaged one.
+void check_version(const disk::Header& h, const std::string& path) {
+  if (h.version == kFormatVersion) return;
+  if (h.version >= 1 && h.version < kFormatVersion)
+    throw Error(ErrorCode::kPoolVersion,
+                fmt::format("pool '{}' has format version {}, written by an older pmlab; this "
+                            "pmlab reads version {} only (its run-state word carries check bits): "
+                            "finish the run with the pmlab that created it, or start a new pool",
+                            path, h.version, kFormatVersion));
+  if (h.header_crc != header_crc(h))
+    throw Error(ErrorCode::kPoolCorrupt,
+                fmt::format("pool '{}' is corrupt: header checksum mismatch (its format version "
+                            "field reads {}, which no pmlab wrote)",
+                            path, h.version));
+  throw Error(ErrorCode::kPoolVersion,
+              fmt::format("pool '{}' has format version {}, this pmlab reads version {}", path,
+                          h.version, kFormatVersion));
+}
+
 // Every check on a header read from disk; the pool file is not modified by any of them.
-RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std::uint64_t file_size,
+RunParams validate_header(const HeaderBlock& block, std::uint64_t file_size,
                           const std::string& path, std::vector<ArrayInfo>& arrays) {
+  const disk::Header h = block.header();
   auto corrupt = [&](const std::string& why) {
     return Error(ErrorCode::kPoolCorrupt, fmt::format("pool '{}' is corrupt: {}", path, why));
   };
   if (std::memcmp(h.magic, disk::kMagic, sizeof h.magic) != 0)
     throw Error(ErrorCode::kPoolCorrupt,
                 fmt::format("'{}' is not a pmlab pool (bad magic number)", path));
-  if (h.version != kFormatVersion)
-    throw Error(ErrorCode::kPoolVersion,
-                fmt::format("pool '{}' has format version {}, this pmlab reads version {}", path,
-                            h.version, kFormatVersion));
+  check_version(h, path);
   if (h.header_crc != header_crc(h)) throw corrupt("header checksum mismatch");
   if (h.header_bytes != disk::kHeaderBytes) throw corrupt("unexpected header size");
   if (h.file_bytes != file_size)
     throw corrupt(fmt::format("file is {} bytes, header says {}", file_size, h.file_bytes));
   if (h.array_count > kMaxArrays) throw corrupt("too many arrays");
   if (h.param_count > kMaxKernelParams) throw corrupt("too many kernel parameters");
-  auto state = st.state_word & 0xffff'ffffu;
-  if ((st.state_word & ~0xffff'ffffull) != disk::kStateMagic || state < 1 || state > 3)
-    throw corrupt("invalid run-state word");
+  const auto state = disk::decode_state_word(block.state_word());
+  if (!state)
+    throw corrupt(fmt::format("invalid run-state word {:#018x} (its check bits disagree with it)",
+                              block.state_word()));
+  if (state->state < static_cast<std::uint8_t>(RunState::kInitialized) ||
+      state->state > static_cast<std::uint8_t>(RunState::kDone))
+    throw corrupt(fmt::format("invalid run-state word: state {}", state->state));
+  if (const auto at = block.nonzero_unused_byte())
+    throw corrupt(fmt::format("header byte {}, which no field uses, is not zero", *at));
   arrays.clear();
   std::uint64_t previous_end = disk::kHeaderBytes;
   for (std::uint32_t i = 0; i < h.array_count; ++i) {
@@ -349,26 +399,83 @@ RunParams validate_header(const disk::Header& h, const disk::StateLine& st, std:
 }
 
 struct RawHeader {
-  disk::Header header;
-  disk::StateLine state;
+  HeaderBlock block;
   std::uint64_t file_size;
 };
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+[[noreturn]] void not_a_regular_file(const std::string& path, mode_t mode) {
+  throw Error(ErrorCode::kPoolCorrupt,
+              fmt::format("'{}' is {}, not a pmlab pool (a pool is a regular file)", path,
+                          file_kind(mode)));
+}
+
+// Opens the pool file PATH with `access` (O_RDONLY or O_RDWR). Anything but a regular file is
+// refused before it is opened, so that a FIFO cannot block the open and a device is never
+// touched; O_NONBLOCK covers a FIFO put in its place between the stat and the open.
+int open_pool_file(const std::string& path, int access) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) io_error("cannot open pool", path, errno);
+  if (!S_ISREG(st.st_mode)) not_a_regular_file(path, st.st_mode);
+  const int fd = ::open(path.c_str(), access | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) io_error("cannot open pool", path, errno);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int err = errno;
+    close(fd);
+    if (!S_ISREG(st.st_mode)) not_a_regular_file(path, st.st_mode);
+    io_error("cannot stat pool", path, err);
+  }
+  return fd;
+}
 
 RawHeader read_raw_header(int fd, const std::string& path) {
   struct stat st {};
   if (fstat(fd, &st) != 0) io_error("cannot stat pool", path, errno);
-  if (!S_ISREG(st.st_mode))
-    throw Error(ErrorCode::kPoolCorrupt, fmt::format("'{}' is not a regular file", path));
+  if (!S_ISREG(st.st_mode)) not_a_regular_file(path, st.st_mode);
   RawHeader raw{};
   raw.file_size = static_cast<std::uint64_t>(st.st_size);
   if (raw.file_size < disk::kHeaderBytes)
     throw Error(ErrorCode::kPoolCorrupt,
                 fmt::format("'{}' is not a pmlab pool (only {} bytes long)", path, raw.file_size));
-  if (pread(fd, &raw.header, sizeof raw.header, 0) != static_cast<ssize_t>(sizeof raw.header) ||
-      pread(fd, &raw.state, sizeof raw.state, disk::kStateOffset) !=
-          static_cast<ssize_t>(sizeof raw.state))
+  errno = 0;
+  if (pread(fd, raw.block.bytes, sizeof raw.block.bytes, 0) !=
+      static_cast<ssize_t>(sizeof raw.block.bytes))
     io_error("cannot read pool header", path, errno ? errno : EIO);
   return raw;
+}
+
+std::uint64_t* state_word_in(std::byte* base) {
+  return reinterpret_cast<std::uint64_t*>(base + disk::kStateOffset);
+}
+
+// The mapped state word, decoded. It was checked when the pool was opened, and only this process
+// (holding the lock) has written it since; a failing check here means memory was overwritten.
+disk::StateWord load_state_word(std::byte* base, const std::string& path) {
+  const std::uint64_t w = std::atomic_ref<std::uint64_t>(*state_word_in(base)).load();
+  const auto s = disk::decode_state_word(w);
+  if (!s)
+    throw Error(ErrorCode::kPoolCorrupt,
+                fmt::format("pool '{}' is corrupt: invalid run-state word {:#018x}", path, w));
+  return *s;
+}
+
+// One aligned 8-byte store, then a persist: the crash-consistency rule of disk_format.hpp.
+void store_state_word(const Pool& pool, bool read_only, disk::StateWord s) {
+  if (read_only)
+    throw Error(
+        ErrorCode::kIo,
+        fmt::format("pool '{}' was opened read-only: its state cannot change", pool.path()));
+  std::uint64_t* word = state_word_in(pool.base());
+  std::atomic_ref<std::uint64_t>(*word).store(disk::encode_state_word(s));
+  pool.persist(word, sizeof *word);
 }
 
 }  // namespace
@@ -447,6 +554,7 @@ Pool::Pool(Pool&& o) noexcept {
 Pool& Pool::operator=(Pool&& o) noexcept {
   if (this != &o) {
     release();
+    read_only_ = o.read_only_;
     path_ = std::move(o.path_);
     fd_ = std::exchange(o.fd_, -1);
     map_ = std::exchange(o.map_, nullptr);
@@ -474,6 +582,10 @@ void Pool::map_fd(int fd) {
   pmem2_source* src = nullptr;
   if (pmem2_config_new(&cfg) != 0) pmem2_error("cannot configure mapping of", path_);
   pmem2_config_set_required_store_granularity(cfg, PMEM2_GRANULARITY_PAGE);
+  if (read_only_ && pmem2_config_set_protection(cfg, PMEM2_PROT_READ) != 0) {
+    pmem2_config_delete(&cfg);
+    pmem2_error("cannot configure a read-only mapping of", path_);
+  }
   if (pmem2_source_from_fd(&src, fd) != 0) {
     pmem2_config_delete(&cfg);
     pmem2_error("cannot use as a mapping source", path_);
@@ -544,11 +656,14 @@ std::optional<Pool> Pool::try_create(const std::string& path, const RunParams& p
                               std::strerror(err),
                               err == ENOSPC ? " (not enough space on the device)" : ""));
     pool.map_fd(fd);
-    std::memcpy(pool.base_, &h, sizeof h);
-    disk::StateLine st{disk::kStateMagic | static_cast<std::uint64_t>(RunState::kInitialized), 0};
-    std::memcpy(pool.base_ + disk::kStateOffset, &st, sizeof st);
+    HeaderBlock block{};
+    std::memcpy(block.bytes, &h, sizeof h);
+    const std::uint64_t initialized =
+        disk::encode_state_word({static_cast<std::uint8_t>(RunState::kInitialized), 0});
+    std::memcpy(block.bytes + disk::kStateOffset, &initialized, sizeof initialized);
+    std::memcpy(pool.base_, block.bytes, sizeof block.bytes);
     std::vector<ArrayInfo> infos;
-    pool.params_ = validate_header(h, st, h.file_bytes, path, infos);
+    pool.params_ = validate_header(block, h.file_bytes, path, infos);
     pool.arrays_ = std::move(infos);
     if (init) init(pool);
     pool.persist_all();
@@ -603,14 +718,13 @@ Pool Pool::open_or_create(const std::string& path, const RunParams& params,
 }
 
 Pool Pool::open(const std::string& path, const std::optional<RunParams>& expected) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) io_error("cannot open pool", path, errno);
+  const int fd = open_pool_file(path, O_RDWR);
   Pool pool;
   pool.path_ = path;
   pool.fd_ = fd;
-  lock_or_throw(fd, path);
+  lock_or_throw(fd, path, LOCK_EX);
   RawHeader raw = read_raw_header(fd, path);
-  pool.params_ = validate_header(raw.header, raw.state, raw.file_size, path, pool.arrays_);
+  pool.params_ = validate_header(raw.block, raw.file_size, path, pool.arrays_);
   if (expected) {
     auto diffs = describe_differences(pool.params_, *expected);
     if (!diffs.empty()) {
@@ -624,13 +738,25 @@ Pool Pool::open(const std::string& path, const std::optional<RunParams>& expecte
   return pool;
 }
 
+Pool Pool::open_read_only(const std::string& path) {
+  const int fd = open_pool_file(path, O_RDONLY);
+  Pool pool;
+  pool.path_ = path;
+  pool.fd_ = fd;
+  pool.read_only_ = true;
+  lock_or_throw(fd, path, LOCK_SH);
+  RawHeader raw = read_raw_header(fd, path);
+  pool.params_ = validate_header(raw.block, raw.file_size, path, pool.arrays_);
+  pool.map_fd(fd);
+  return pool;
+}
+
 RunParams Pool::read_params(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) io_error("cannot open pool", path, errno);
+  const int fd = open_pool_file(path, O_RDONLY);
   try {
     RawHeader raw = read_raw_header(fd, path);
     std::vector<ArrayInfo> arrays;
-    auto p = validate_header(raw.header, raw.state, raw.file_size, path, arrays);
+    auto p = validate_header(raw.block, raw.file_size, path, arrays);
     close(fd);
     return p;
   } catch (...) {
@@ -640,24 +766,23 @@ RunParams Pool::read_params(const std::string& path) {
 }
 
 RunState Pool::state() const {
-  auto* st = reinterpret_cast<const disk::StateLine*>(base_ + disk::kStateOffset);
-  return static_cast<RunState>(st->state_word & 0xffff'ffffu);
+  return static_cast<RunState>(load_state_word(base_, path_).state);
 }
 
 void Pool::set_state(RunState s) {
-  auto* st = reinterpret_cast<disk::StateLine*>(base_ + disk::kStateOffset);
-  st->state_word = disk::kStateMagic | static_cast<std::uint64_t>(s);
-  persist(st, sizeof *st);
+  disk::StateWord w = load_state_word(base_, path_);
+  w.state = static_cast<std::uint8_t>(s);
+  store_state_word(*this, read_only_, w);
 }
 
 std::uint64_t Pool::starts() const {
-  return reinterpret_cast<const disk::StateLine*>(base_ + disk::kStateOffset)->starts;
+  return load_state_word(base_, path_).starts;
 }
 
 void Pool::count_start() {
-  auto* st = reinterpret_cast<disk::StateLine*>(base_ + disk::kStateOffset);
-  st->starts += 1;
-  persist(st, sizeof *st);
+  disk::StateWord w = load_state_word(base_, path_);
+  w.starts = std::min(w.starts + 1, disk::kMaxStarts);
+  store_state_word(*this, read_only_, w);
 }
 
 void Pool::require_layout(const std::vector<ArraySpec>& expected) const {

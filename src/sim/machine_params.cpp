@@ -81,6 +81,12 @@ struct Range {
   bool open_min = false;
 };
 constexpr Range kNoRange{-1, -1};
+// Every latency the simulator adds to a clock is declared with at most 1e6 (cycles, or ns, which
+// --freq-ghz <= 100 turns into at most 1e8 cycles), so that a 64-bit clock holds 1.8e11 events
+// at the largest latency; an unbounded one (2^64 - 1 cycles in a machine file) would overflow
+// it at its first use. A period compared with the clock (--periodic-flush, computed in 128 bits)
+// is not a latency and keeps its type's bound.
+constexpr Range kLatency{0, 1e6};
 
 // What every declaration has: names, kind, unit, range (without one, `type_max` bounds it), help.
 MachineParam declared(std::string_view flag, std::string_view key, ParamKind kind,
@@ -210,7 +216,7 @@ std::vector<MachineParam> declare() {
   add(size_field("l1-size", "l1.size_bytes", {1, kTiB}, "Private L1 size",
                  PMLAB_REF(l1.size_bytes)));
   add(field("l1-ways", "l1.ways", "", {1, 1024}, "L1 associativity", PMLAB_REF(l1.ways)));
-  add(field("", "l1.hit_latency", "cycles", kNoRange, "L1 load-to-use latency",
+  add(field("", "l1.hit_latency", "cycles", kLatency, "L1 load-to-use latency",
             PMLAB_REF(l1.hit_latency)));
   add(choice("", "l1.replacement", {Replacement::kLru, Replacement::kRandom, Replacement::kSrrip},
              "L1 replacement policy", PMLAB_REF(l1.replacement)));
@@ -245,7 +251,7 @@ std::vector<MachineParam> declare() {
       "", "l2.name", "", kNoRange, "L2's name in reports",
       [](SimParams & p) -> auto& { return p.l2->name; })));
   add(l2_field(field(
-      "", "l2.hit_latency", "cycles", kNoRange, "L2 load-to-use latency",
+      "", "l2.hit_latency", "cycles", kLatency, "L2 load-to-use latency",
       [](SimParams & p) -> auto& { return p.l2->hit_latency; })));
   add(l2_field(choice(
       "", "l2.replacement", {Replacement::kLru, Replacement::kRandom, Replacement::kSrrip},
@@ -254,7 +260,7 @@ std::vector<MachineParam> declare() {
   add(size_field("llc-size", "llc.size_bytes", {1, kTiB}, "Shared last-level cache size",
                  PMLAB_REF(llc.size_bytes)));
   add(field("llc-ways", "llc.ways", "", {1, 1024}, "LLC associativity", PMLAB_REF(llc.ways)));
-  add(field("", "llc.hit_latency", "cycles", kNoRange, "LLC load-to-use latency",
+  add(field("", "llc.hit_latency", "cycles", kLatency, "LLC load-to-use latency",
             PMLAB_REF(llc.hit_latency)));
   add(choice("", "llc.replacement", {Replacement::kLru, Replacement::kRandom, Replacement::kSrrip},
              "LLC replacement policy", PMLAB_REF(llc.replacement)));
@@ -341,10 +347,10 @@ std::vector<MachineParam> declare() {
   add(field("t-burst", "nvm.row_buffer.t_burst_ns", "ns", {0, 1e6, true},
             "Timed banks: one 64-byte line on the data bus", PMLAB_REF(nvm.row_buffer.t_burst_ns)));
   // -- Flushes, fences, cleaning, non-temporal stores -----------------------------------------
-  add(field("", "flush_issue_latency", "cycles", kNoRange,
+  add(field("", "flush_issue_latency", "cycles", kLatency,
             "Cycles a clflush/clflushopt/clwb occupies the issuing core",
             PMLAB_REF(flush_issue_latency)));
-  add(field("", "fence_latency", "cycles", kNoRange,
+  add(field("", "fence_latency", "cycles", kLatency,
             "Cycles an sfence costs when nothing is outstanding", PMLAB_REF(fence_latency)));
   add(field("", "seed", "", kNoRange, "Seeds the random replacement policy", PMLAB_REF(seed)));
   add(field("periodic-flush", "periodic_flush_cycles", "cycles", kNoRange,

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "pmlab/core/crc32c.hpp"
 #include "pmlab/core/error.hpp"
 #include "pmlab/pool/pool.hpp"
 
@@ -115,6 +116,12 @@ TEST_F(PoolTest, CorruptedParameterIsCaughtByHeaderChecksum) {
 TEST_F(PoolTest, UnknownVersionIsNamed) {
   { auto p = make(path()); }
   poke(path(), 8, std::string("\x09\x00\x00\x00", 4));
+  // A version no pmlab wrote, under a header CRC that fails: a damaged version field.
+  expect_open_fails(path(), ErrorCode::kPoolCorrupt, "format version field reads 9");
+  // The same version under a CRC that holds: a pool of a newer format.
+  std::string header = slurp(path()).substr(0, 1600);
+  const std::uint64_t crc = crc32c(header.data(), header.size());
+  poke(path(), 1600, std::string(reinterpret_cast<const char*>(&crc), sizeof crc));
   expect_open_fails(path(), ErrorCode::kPoolVersion, "format version 9");
 }
 

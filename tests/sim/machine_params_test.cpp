@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,80 @@ TEST(MachineParamsCli, OutOfRangeFlagsExitTwoNamingThem) {
     EXPECT_EQ(r.exit_code, 2) << flag << " " << above << ": " << r.err;
     EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
   }
+}
+
+// The bound rule of machine_params.cpp: every latency the simulator adds to a clock is declared
+// with a range ending at 1e6 (cycles, or ns at --freq-ghz <= 100), so that one is at most 1e8
+// cycles and a 64-bit clock holds 1.8e11 events at the largest. Catches a latency declared
+// without a bound (2^64 - 1 cycles in a machine file overflows the clock at its first use).
+TEST(MachineParams, EveryLatencyIsBoundedSoThatNoClockOverflows) {
+  const MachineParam* freq = find_machine_param("freq-ghz");
+  ASSERT_NE(freq, nullptr);
+  ASSERT_TRUE(freq->ranged);
+  ASSERT_LE(freq->max, 100.0);
+  int latencies = 0;
+  for (const auto& m : machine_params()) {
+    if (m.unit != "cycles" && m.unit != "ns") continue;
+    if (m.flag == "periodic-flush") continue;  // a period compared with the clock, in 128 bits
+    SCOPED_TRACE(m.display_name());
+    ++latencies;
+    EXPECT_TRUE(m.ranged);
+    EXPECT_LE(m.max, 1e6);
+    const double worst_cycles = m.max * (m.unit == "ns" ? freq->max : 1.0);
+    EXPECT_GE(18446744073709551615.0 / worst_cycles, 1.8e11);
+  }
+  EXPECT_GE(latencies, 15);
+}
+
+// A machine file's latency of 2^64 - 1 cycles is refused, naming the key and its range.
+TEST(MachineParams, AHugeLatencyInAMachineFileIsRefusedNamingItsRange) {
+  for (const char* level : {"l1", "llc"}) {
+    json file = to_machine_file(lp_isca18());
+    file[level]["hit_latency"] = 18446744073709551615ull;
+    const std::string e = error_of([&] { (void)from_machine_file(file, "test"); });
+    EXPECT_NE(e.find(std::string(level) + ".hit_latency"), std::string::npos) << e;
+    EXPECT_NE(e.find("[0, 1000000]"), std::string::npos) << e;
+  }
+  for (const char* key : {"flush_issue_latency", "fence_latency"}) {
+    json file = to_machine_file(lp_isca18());
+    file[key] = 18446744073709551615ull;
+    const std::string e = error_of([&] { (void)from_machine_file(file, "test"); });
+    EXPECT_NE(e.find(key), std::string::npos) << e;
+    EXPECT_NE(e.find("[0, 1000000]"), std::string::npos) << e;
+  }
+}
+
+// How a message spells a parameter's upper bound (machine_params.cpp's bound_text).
+std::string max_text(const MachineParam& m) {
+  if (m.kind == ParamKind::kDouble) {
+    std::ostringstream s;
+    s.precision(17);
+    s << m.max;
+    return s.str();
+  }
+  if (m.max >= 18446744073709551615.0) return "18446744073709551615";
+  return fmt::format("{}", static_cast<std::uint64_t>(m.max));
+}
+
+// `--nvm-read-ns 1e308` and every other numeric flag at a huge value (1e308, 2^64) exit 2,
+// naming the flag and its upper bound; nothing is simulated (--dump-config).
+TEST(MachineParamsCli, HugeValuesOfEveryNumericFlagExitTwoNamingTheBound) {
+  int flags = 0;
+  for (const auto& m : machine_params()) {
+    if (!m.on_command_line() ||
+        (m.kind != ParamKind::kInt && m.kind != ParamKind::kSize && m.kind != ParamKind::kDouble))
+      continue;
+    const std::string flag = "--" + std::string(m.flag);
+    const std::string huge = m.kind == ParamKind::kDouble ? "1e308" : "18446744073709551616";
+    const auto r = pmlab::testing::run_process(
+        {PMLAB_BINARY, "sim", "tmm", "--n", "16", "--bs", "4", flag, huge, "--dump-config"},
+        "/tmp/pmlab-machine-params-huge-test.log");
+    ++flags;
+    EXPECT_EQ(r.exit_code, 2) << flag << " " << huge << ": " << r.err;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(max_text(m) + "]"), std::string::npos) << flag << ": " << r.err;
+  }
+  EXPECT_GE(flags, 30);
 }
 
 }  // namespace

@@ -17,7 +17,8 @@ struct pmem2_map;
 
 namespace pmlab::pool {
 
-inline constexpr std::uint32_t kFormatVersion = 3;  // 2: named kernel parameters; 3: layout tag
+// 2: named kernel parameters; 3: layout tag; 4: a self-checked state word, zero unused bytes.
+inline constexpr std::uint32_t kFormatVersion = 4;
 inline constexpr std::size_t kMaxArrays = 32;
 inline constexpr std::size_t kMaxArrayName = 24;
 
@@ -100,6 +101,10 @@ class Pool {
   // parameters differ. The file is only read until every check has passed.
   static Pool open(const std::string& path,
                    const std::optional<RunParams>& expected = std::nullopt);
+  // Opens an existing pool only to read it (`pmlab info`): O_RDONLY, a shared lock (kPoolBusy
+  // while a run holds it), a read-only mapping, so it works on a read-only file or mount. Its
+  // state cannot be changed (set_state and count_start throw kIo).
+  static Pool open_read_only(const std::string& path);
   // Reads and validates the header without locking or mapping (for `pmlab info`-like uses).
   static RunParams read_params(const std::string& path);
 
@@ -112,11 +117,13 @@ class Pool {
   [[nodiscard]] const RunParams& params() const { return params_; }
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] RunState state() const;
-  // Durably records a new state (8-byte store + persist).
+  // Durably records a new state (one 8-byte store + persist of the self-checked state word).
   void set_state(RunState s);
-  // How many times a run has been started on this pool (1 = never resumed).
+  // How many times a run has been started on this pool (1 = never resumed); the count stops at
+  // 2^24 - 1.
   [[nodiscard]] std::uint64_t starts() const;
   void count_start();
+  [[nodiscard]] bool read_only() const { return read_only_; }
 
   // Throws kPoolCorrupt unless the pool holds exactly `expected` (names and sizes, in order):
   // what a kernel computes from the stored parameters, so that no access can leave an array.
@@ -142,6 +149,7 @@ class Pool {
 
   std::string path_;
   int fd_ = -1;
+  bool read_only_ = false;
   pmem2_map* map_ = nullptr;
   std::byte* base_ = nullptr;
   std::uint64_t size_ = 0;
