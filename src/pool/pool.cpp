@@ -409,7 +409,7 @@ const char* file_kind(mode_t mode) {
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
+  return "a special file";
 }
 
 [[noreturn]] void not_a_regular_file(const std::string& path, mode_t mode) {
