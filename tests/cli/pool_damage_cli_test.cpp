@@ -98,7 +98,8 @@ TEST_F(PoolDamageCli, FlippedHeaderBitsExitThreeAndChangeNothing) {
 TEST_F(PoolDamageCli, KilledRunWithAFlippedStateBitExitsThree) {
   bool signalled = false;
   const auto killed = run_process_signal_when(
-      {PMLAB_BINARY, "run", "tmm", "--n", "1024", "--bs", "32", "--pool", pool(), "--quiet"},
+      {PMLAB_BINARY, "run", "tmm", "--n", "1024", "--bs", "32", "--pool", pool(), "--quiet",
+       "--persist", "auto"},
       dir_.string() + ".log",
       [&] {
         const auto s = state_on_disk();
@@ -111,7 +112,7 @@ TEST_F(PoolDamageCli, KilledRunWithAFlippedStateBitExitsThree) {
   expect_refused_unchanged({"run", "--pool", pool()}, "run");
   expect_refused_unchanged({"info", "--pool", pool()}, "info");
   flip(disk::kStateOffset * 8);
-  const auto r = pmlab({"run", "--pool", pool(), "--verify", "--json"});
+  const auto r = pmlab({"run", "--pool", pool(), "--verify", "--json", "--persist", "auto"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(nlohmann::json::parse(r.out)["verified"].get<bool>());
 }

@@ -272,7 +272,9 @@ TEST(MachineParamsCli, HugeValuesOfEveryNumericFlagExitTwoNamingTheBound) {
     ++flags;
     EXPECT_EQ(r.exit_code, 2) << flag << " " << huge << ": " << r.err;
     EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find(max_text(m) + "]"), std::string::npos) << flag << ": " << r.err;
+    // --periodic-flush also takes "P%": its own parser names both forms instead of a range.
+    if (m.flag != "periodic-flush")
+      EXPECT_NE(r.err.find(max_text(m) + "]"), std::string::npos) << flag << ": " << r.err;
   }
   EXPECT_GE(flags, 30);
 }
