@@ -273,8 +273,9 @@ TEST(MachineParamsCli, HugeValuesOfEveryNumericFlagExitTwoNamingTheBound) {
     EXPECT_EQ(r.exit_code, 2) << flag << " " << huge << ": " << r.err;
     EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
     // --periodic-flush also takes "P%": its own parser names both forms instead of a range.
-    if (m.flag != "periodic-flush")
+    if (m.flag != "periodic-flush") {
       EXPECT_NE(r.err.find(max_text(m) + "]"), std::string::npos) << flag << ": " << r.err;
+    }
   }
   EXPECT_GE(flags, 30);
 }
