@@ -23,6 +23,7 @@ static void sweep_rows(const double* u, double* v, uint64_t n, uint64_t i0, uint
                                    u[i * n + j + 1] - 4 * u[i * n + j]);
 }
 
+/* [protection] what protecting the loop adds (to the end marker; check-examples counts it) */
 /* What the callbacks need: the parameters and the pool's two grids. */
 struct heat {
   uint64_t n, steps, bs;
@@ -49,6 +50,7 @@ static void check(int rc, pmlab_loop* loop, const char* what) {
   fprintf(stderr, "c_heat: %s: %s: %s\n", what, pmlab_strerror(rc), pmlab_loop_error(loop));
   exit(rc == PMLAB_E_INVALID ? 2 : 3);
 }
+/* [end] */
 
 int main(int argc, char** argv) {
   if (argc != 2 && argc != 5) {
@@ -65,9 +67,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "c_heat: needs N >= 3, STEPS >= 1 and 1 <= BS <= N - 2\n");
     return 2;
   }
-  const uint64_t n = h.n, params[3] = {h.n, h.steps, h.bs};
+  const uint64_t n = h.n, params[3] = {h.n, h.steps, h.bs}; /* [protection] [end] */
 
-  /* The protected loop: describe, open (or create), run (or recover and resume). */
+  /* [protection] The protected loop: describe, open (or create), run (or recover, resume). */
   pmlab_loop* loop = pmlab_loop_new();
   check(pmlab_loop_add_array(loop, "a", n * n), loop, "array a");
   check(pmlab_loop_add_array(loop, "b", n * n), loop, "array b");
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   h.g[1] = pmlab_loop_array(loop, "b");
   pmlab_report r;
   check(pmlab_loop_run(loop, band, &h, &r), loop, "run");
+  /* [end] */
   printf("c_heat n=%llu steps=%llu bs=%llu: %llu regions per step\n", (unsigned long long)n,
          (unsigned long long)h.steps, (unsigned long long)h.bs,
          (unsigned long long)pmlab_loop_regions(loop));
@@ -100,6 +103,6 @@ int main(int argc, char** argv) {
   printf("  verify: %s\n", bad ? "FAILED" : "OK");
   free(g[0]);
   free(g[1]);
-  pmlab_loop_free(loop);
+  pmlab_loop_free(loop); /* [protection] [end] */
   return bad;
 }

@@ -38,6 +38,7 @@ contains
     end do
   end subroutine sweep_rows
 
+  ! [protection] what protecting the loop adds (to the end marker; check-examples counts it)
   integer(c_int) function init(user, loop) bind(c)
     type(c_ptr), value :: user, loop
     real(c_double), pointer :: g(:, :)
@@ -69,6 +70,7 @@ contains
     if (rc == PMLAB_E_INVALID) error stop 2
     error stop 3
   end subroutine check
+  ! [end]
 
 end module heat_state
 
@@ -76,9 +78,9 @@ program fortran_heat
   use heat_state
   implicit none
   character(len=4096) :: path, arg
-  integer(c_int64_t), target :: params(3)
-  type(c_ptr) :: loop
-  type(pmlab_report) :: r
+  integer(c_int64_t), target :: params(3) ! [protection] [end]
+  type(c_ptr) :: loop ! [protection] [end]
+  type(pmlab_report) :: r ! [protection] [end]
   real(c_double), allocatable :: g0(:, :), g1(:, :)
   integer(c_int64_t) :: t
   logical :: same
@@ -100,9 +102,9 @@ program fortran_heat
     write (0, '(a)') 'fortran_heat: needs N >= 3, STEPS >= 1 and 1 <= BS <= N - 2'
     error stop 2
   end if
-  params = [n, steps, bs]
+  params = [n, steps, bs] ! [protection] [end]
 
-  ! The protected loop: describe, open (or create), run (or recover and resume).
+  ! [protection] The protected loop: describe, open (or create), run (or recover, resume).
   loop = pmlab_loop_new()
   call check(pmlab_loop_add_array(loop, c_str("a"), n * n), loop, 'array a')
   call check(pmlab_loop_add_array(loop, c_str("b"), n * n), loop, 'array b')
@@ -114,6 +116,7 @@ program fortran_heat
   call c_f_pointer(pmlab_loop_array(loop, c_str("a")), pa, [n, n])
   call c_f_pointer(pmlab_loop_array(loop, c_str("b")), pb, [n, n])
   call check(pmlab_loop_run(loop, c_funloc(band), c_null_ptr, r), loop, 'run')
+  ! [end]
   write (*, '(a,i0,a,i0,a,i0,a,i0,a)') 'fortran_heat n=', n, ' steps=', steps, ' bs=', bs, ': ', &
     pmlab_loop_regions(loop), ' regions per step'
   if (r%already_done /= 0) write (*, '(a)') '  the pool holds a completed run (already complete)'
@@ -138,7 +141,7 @@ program fortran_heat
   else
     same = all(transfer(g1, 1_c_int64_t, size(g1)) == transfer(pb, 1_c_int64_t, size(pb)))
   end if
-  call pmlab_loop_free(loop)
+  call pmlab_loop_free(loop) ! [protection] [end]
   if (same) then
     write (*, '(a)') '  verify: OK'
   else

@@ -56,7 +56,8 @@ void print(const char* what, const experiments::CampaignResult& r) {
   for (const auto& t : r.results)
     if (!t.passed) {
       std::printf("         first failure: trial %llu (%s at op %llu): %s\n",
-                  static_cast<unsigned long long>(t.index), experiments::to_string(t.kind),
+                  static_cast<unsigned long long>(t.index),
+                  std::string(experiments::to_string(t.kind)).c_str(),
                   static_cast<unsigned long long>(t.crash_op), t.failure.c_str());
       break;
     }

@@ -1,5 +1,6 @@
-// `pmlab pool info|check|rm`, like pmempool: describe a pool, tell what the next run's recovery
-// will find without changing a byte, remove a pool and its side files (docs/cli.md).
+// `pmlab pool info|check|rm|reset`, like pmempool: describe a pool, tell what the next run's
+// recovery will find without changing a byte, remove a pool and its side files, return a pool
+// left running to a clean start (docs/cli.md).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,7 +63,7 @@ struct CheckResult {
 // that no run changes it meanwhile, and only read), stopped before normal execution.
 CheckResult check_kernel_pool(const std::string& path) {
   const pool::Pool original = pool::Pool::open(path);
-  CheckResult r{"kernel", pool::to_string(original.state()), {}, 0, "none"};
+  CheckResult r{"kernel", std::string(pool::to_string(original.state())), {}, 0, "none"};
   if (original.state() != pool::RunState::kRunning) return r;
   const auto& p = original.params();
   const auto& k = run::find_kernel(p.kernel);
@@ -93,7 +94,8 @@ CheckResult check_kernel_pool(const std::string& path) {
 
 CheckResult check_loop(const std::string& path) {
   const lp::LoopCheck c = lp::check_loop_pool(path);
-  CheckResult r{"loop", pool::to_string(c.state), c.recovery, c.durable_phases, "none"};
+  CheckResult r{"loop", std::string(pool::to_string(c.state)), c.recovery, c.durable_phases,
+                "none"};
   if (c.state == pool::RunState::kRunning) {
     r.action = "lp-loop recovery";
     r.resume_point = std::min(c.durable_phases + 1, c.phases);
@@ -142,7 +144,7 @@ int do_rm(const PoolArgs& a) {
   // A file that is not a pool is refused (kPoolCorrupt), and so is a pool in use (kPoolBusy):
   // opening it takes its lock, held until the files are gone.
   std::optional<pool::Pool> held(pool::Pool::open(a.pool));
-  const std::string state = pool::to_string(held->state());
+  const std::string state(pool::to_string(held->state()));
   if (held->state() == pool::RunState::kRunning && !a.force)
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("pool '{}' holds an interrupted run, which `pmlab run --pool {}` "
@@ -165,6 +167,72 @@ int do_rm(const PoolArgs& a) {
   return kExitOk;
 }
 
+// A kernel pool is reset by building a fresh pool of the same parameters beside it
+// (Pool::create: inputs written by the kernel's init, persisted, published atomically) and
+// renaming it over the old file while the old one is still locked: a crash during the reset
+// leaves either the old pool or the fresh one, never a mixture, and a leftover fresh file is a
+// side file `pool rm` removes.
+int do_reset(const PoolArgs& a) {
+  require_file(a.pool);
+  // Refuses a file that is not a pool and a pool in use (exit 3), as rm does.
+  std::optional<pool::Pool> held(pool::Pool::open(a.pool));
+  const pool::RunParams p = held->params();
+  const pool::RunState before = held->state();
+  const auto print = [&](bool changed) {
+    const std::string state(pool::to_string(changed ? pool::RunState::kInitialized : before));
+    if (a.json) {
+      nlohmann::json j{{"pool", a.pool},     {"kernel", p.kernel},
+                       {"scheme", p.scheme}, {"state_before", std::string(pool::to_string(before))},
+                       {"state", state},     {"changed", changed}};
+      fmt::print("{}\n", with_meta(j).dump(2));
+    } else if (changed) {
+      fmt::print(
+          "pool {}: reset from {} to initialized: the inputs are rewritten and the next "
+          "run starts from the beginning\n",
+          a.pool, pool::to_string(before));
+    } else {
+      fmt::print(
+          "pool {}: state initialized, nothing to reset: the next run starts from the "
+          "beginning\n",
+          a.pool);
+    }
+    return kExitOk;
+  };
+  if (before == pool::RunState::kInitialized) return print(false);
+  if (before == pool::RunState::kDone && !a.force)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("pool '{}' holds a completed run: a reset discards its result; add "
+                            "--force to reset it anyway",
+                            a.pool));
+  if (lp::is_loop_pool(*held))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("pool '{}' is an lp::Loop pool ({}): its inputs are written by its "
+                            "own program, which pmlab cannot run; the program's next run "
+                            "recovers it (`pmlab pool check` tells how), or remove it with "
+                            "`pmlab pool rm --force` and start the program again",
+                            a.pool, p.kernel));
+  if (fs::exists(a.pool + ".pmemobj"))
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("pool '{}': the {} scheme keeps its state in '{}.pmemobj', which a "
+                            "reset cannot rebuild; remove both with `pmlab pool rm --force`",
+                            a.pool, p.scheme, a.pool));
+  const auto& k = run::find_kernel(p.kernel);
+  k.validate(p);
+  const auto arrays = k.arrays(p);
+  held->require_layout(arrays);  // the fresh pool must hold what the old one holds
+  const std::string fresh = fmt::format("{}.creating.reset.{}", a.pool, ::getpid());
+  {
+    const pool::Pool made = pool::Pool::create(fresh, p, arrays, k.init);
+    if (::rename(fresh.c_str(), a.pool.c_str()) != 0) {
+      std::error_code ec;
+      fs::remove(fresh, ec);
+      throw Error(ErrorCode::kIo, fmt::format("cannot replace '{}' with its reset pool", a.pool));
+    }
+  }
+  held.reset();
+  return print(true);
+}
+
 }  // namespace
 
 void add_pool_command(CLI::App& app, int& exit_code) {
@@ -172,14 +240,18 @@ void add_pool_command(CLI::App& app, int& exit_code) {
       "pool",
       "Inspect, check and remove pools, like pmempool: `pool info` describes a pool, `pool "
       "check` tells what the next run's recovery will find without changing a byte, `pool rm` "
-      "removes a pool and its side files. Exit 3 if the file is not a pool or is in use.");
+      "removes a pool and its side files, `pool reset` returns a pool left running to a clean "
+      "start. Exit 3 if the file is not a pool or is in use.");
   pool->require_subcommand(1);
   const auto add = [&](const char* name, const char* help, auto fn, bool with_force) {
     auto a = std::make_shared<PoolArgs>();
     auto* cmd = pool->add_subcommand(name, help);
     cmd->add_option("--pool", a->pool, "Pool file")->required();
     cmd->add_flag("--json", a->json, "Print JSON");
-    if (with_force) cmd->add_flag("--force", a->force, "Remove a pool holding an interrupted run");
+    if (with_force)
+      cmd->add_flag("--force", a->force,
+                    std::string(name) == "rm" ? "Remove a pool holding an interrupted run"
+                                              : "Reset a pool holding a completed run");
     cmd->callback([a, fn, &exit_code] { exit_code = fn(*a); });
   };
   add(
@@ -197,6 +269,13 @@ void add_pool_command(CLI::App& app, int& exit_code) {
       "Refused for a file that is not a pool or a pool in use (exit 3) and for an interrupted "
       "run unless --force (exit 2).",
       do_rm, true);
+  add("reset",
+      "Return a pool left running (an interrupted or stuck run) to the state a new run starts "
+      "from: a fresh pool of the same parameters, its inputs written again, replaces the file "
+      "atomically. A pool already initialized is left as it is. Refused for an lp::Loop pool "
+      "(its program writes its inputs) and a completed run unless --force (exit 2), and for a "
+      "file that is not a pool or a pool in use (exit 3).",
+      do_reset, true);
 }
 
 }  // namespace pmlab::cli

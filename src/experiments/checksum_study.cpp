@@ -94,7 +94,7 @@ void corrupt(std::vector<double>& v, const PanelStates& states, ErrorModel m,
 
 }  // namespace
 
-const char* to_string(ErrorModel m) {
+std::string_view to_string(ErrorModel m) {
   switch (m) {
     case ErrorModel::kSingleBitFlip:
       return "single-bit-flip";

@@ -857,7 +857,7 @@ std::uint64_t max_commits_within(std::vector<sim::CommitPoint> commits, std::uin
 
 }  // namespace
 
-const char* to_string(CrashPointKind k) {
+std::string_view to_string(CrashPointKind k) {
   switch (k) {
     case CrashPointKind::kUniform:
       return "uniform";
@@ -881,7 +881,7 @@ const char* to_string(CrashPointKind k) {
   return "?";
 }
 
-const char* to_string(ImageModel m) {
+std::string_view to_string(ImageModel m) {
   switch (m) {
     case ImageModel::kCache:
       return "cache";

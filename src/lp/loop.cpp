@@ -22,29 +22,12 @@
 #include "pmlab/core/error.hpp"
 #include "pmlab/lp/checksum.hpp"
 #include "pmlab/lp/checksum_table.hpp"
+#include "pmlab/lp/loop_protocol.hpp"
 #include "pmlab/mem/native_backend.hpp"
 #include "pmlab/pool/run_states.hpp"
 
 namespace pmlab::lp {
 namespace {
-
-// pmlab's own arrays in a loop's pool, beside the user's and kUserParamsArray.
-constexpr std::string_view kProgressArray = "lp_progress";   // phases [0, value) are durable
-constexpr std::string_view kLayoutArray = "lp_layout";       // a LayoutRecord
-constexpr std::string_view kLoopScheme = "lp-loop";          // the header's scheme name
-constexpr std::uint64_t kLayoutMagic = 0x706f6f6c2d706cull;  // "lp-loop"
-constexpr std::size_t kMaxOutputs = 8;
-constexpr std::size_t kNameBytes = pool::kMaxArrayName;
-
-// The layout as the pool stores it, so that a tool without the user's code (pmlab pool check)
-// can find every region's output and validate it.
-struct LayoutRecord {
-  std::uint64_t magic = kLayoutMagic;
-  std::uint64_t phases = 0, first = 0, last = 0, chunk = 0, regions = 0;
-  std::uint32_t checksum = 0;
-  std::uint32_t outputs = 0;
-  char output[kMaxOutputs][kNameBytes] = {};
-};
 
 Error usage(const std::string& what) {
   return Error(ErrorCode::kInvalidArgument, "lp::Loop: " + what);
@@ -54,7 +37,10 @@ bool reserved(std::string_view name) {
   return name.rfind("lp_", 0) == 0 || name == pool::kUserParamsArray;
 }
 
-// Checks the layout against the arrays and fills `last` when 0; returns regions per phase.
+}  // namespace
+
+namespace loop_protocol {
+
 std::uint64_t resolve(const std::vector<LoopArray>& arrays, LoopLayout& l) {
   if (arrays.empty()) throw usage("no arrays");
   for (std::size_t i = 0; i < arrays.size(); ++i) {
@@ -89,30 +75,29 @@ std::uint64_t resolve(const std::vector<LoopArray>& arrays, LoopLayout& l) {
   return (l.last - l.first + l.chunk - 1) / l.chunk;
 }
 
-// The loop's view of a pool: outputs, checksum table, progress.
-struct View {
-  std::vector<double*> outputs;
-  std::uint64_t phases = 0, first = 0, last = 0, chunk = 0, regions = 0;
-  ChecksumTable table;
-  std::uint64_t* progress = nullptr;
+LayoutRecord make_record(const LoopLayout& layout, std::uint64_t regions, ChecksumKind checksum) {
+  LayoutRecord rec;
+  rec.phases = layout.phases;
+  rec.first = layout.first;
+  rec.last = layout.last;
+  rec.chunk = layout.chunk;
+  rec.regions = regions;
+  rec.checksum = static_cast<std::uint32_t>(checksum);
+  rec.outputs = static_cast<std::uint32_t>(layout.outputs.size());
+  for (std::size_t i = 0; i < layout.outputs.size(); ++i)
+    std::memcpy(rec.output[i], layout.outputs[i].data(), layout.outputs[i].size());
+  return rec;
+}
 
-  [[nodiscard]] double* begin(std::uint64_t t, std::uint64_t k) const {
-    return outputs[t % outputs.size()] + first + k * chunk;
-  }
-  [[nodiscard]] std::uint64_t length(std::uint64_t k) const {
-    return std::min(chunk, last - first - k * chunk);
-  }
-  // The checksum of region (t, k)'s output as memory holds it.
-  template <ChecksumKind K>
-  [[nodiscard]] ChecksumValue fold(std::uint64_t t, std::uint64_t k) const {
-    Accumulator<K> acc;
-    const std::size_t n = length(k);
-    acc.add_block(StoredBlock{begin(t, k), 1, n, n});
-    return acc.value();
-  }
-  // The slot of phase t's region k holds this use (0: never written).
-  [[nodiscard]] static std::uint64_t use_of(std::uint64_t t) { return t + 1; }
-};
+std::vector<pool::ArraySpec> pool_arrays(const std::vector<LoopArray>& arrays,
+                                         std::uint64_t regions) {
+  std::vector<pool::ArraySpec> specs;
+  for (const auto& a : arrays) specs.push_back({a.name, a.count * sizeof(double)});
+  specs.push_back({kTableArray, ChecksumTable::bytes_for(regions)});
+  specs.push_back({kProgressArray, sizeof(std::uint64_t)});
+  specs.push_back({kLayoutArray, sizeof(LayoutRecord)});
+  return specs;
+}
 
 View view_of(const pool::Pool& pool, const LayoutRecord& rec) {
   View v;
@@ -128,7 +113,6 @@ View view_of(const pool::Pool& pool, const LayoutRecord& rec) {
   return v;
 }
 
-// A pool's layout record, checked enough that view_of can't leave an array.
 LayoutRecord read_record(const pool::Pool& pool) {
   const auto corrupt = [&](const std::string& why) {
     return Error(ErrorCode::kPoolCorrupt,
@@ -155,6 +139,13 @@ LayoutRecord read_record(const pool::Pool& pool) {
     throw corrupt("its checksum table or progress record is missing");
   return rec;
 }
+
+}  // namespace loop_protocol
+
+using loop_protocol::LayoutRecord;
+using loop_protocol::View;
+
+namespace {
 
 // Refuses, in a loop's words, a pool at `path` whose header says it holds another run (the
 // header's n, bs and seed hold regions, chunk and phases here); Pool::open would name the
@@ -196,6 +187,7 @@ persist::Persistence asked_persistence(persist::Persistence from_options) {
 struct Loop::Impl {
   std::optional<pool::Pool> pool;
   pool::Pool* creating = nullptr;  // the pool being created, while `init` runs
+  pool::Pool* borrowed = nullptr;  // the pool of an attached Loop (loop_protocol::attach)
   std::vector<LoopArray> arrays;
   LoopLayout layout;
   LoopOptions options;
@@ -209,13 +201,28 @@ struct Loop::Impl {
     const std::uint64_t n = points.fetch_add(1, std::memory_order_relaxed) + 1;
     if (n == kill_at) ::kill(::getpid(), SIGKILL);
   }
+  [[nodiscard]] const pool::Pool& active() const {
+    return creating != nullptr ? *creating : borrowed != nullptr ? *borrowed : *pool;
+  }
 };
+
+Loop loop_protocol::attach(pool::Pool& pool, const std::vector<LoopArray>& arrays,
+                           const LoopLayout& layout) {
+  auto impl = std::make_unique<Loop::Impl>();
+  impl->arrays = arrays;
+  impl->layout = layout;
+  impl->regions = resolve(impl->arrays, impl->layout);
+  impl->borrowed = &pool;
+  return Loop(std::move(impl));
+}
+
+Loop::Loop(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Loop::Loop(const std::string& path, const void* params, std::size_t bytes,
            std::vector<LoopArray> arrays, LoopLayout layout, const Init& init, LoopOptions options)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  m.regions = resolve(arrays, layout);
+  m.regions = loop_protocol::resolve(arrays, layout);
   if (options.name.empty() || options.name.size() > 15)
     throw usage(fmt::format("name '{}' must have 1 to 15 characters", options.name));
   if (options.threads == 0) options.threads = static_cast<unsigned>(omp_get_max_threads());
@@ -225,32 +232,15 @@ Loop::Loop(const std::string& path, const void* params, std::size_t bytes,
   m.layout = std::move(layout);
   m.options = std::move(options);
 
-  LayoutRecord rec;
-  rec.phases = m.layout.phases;
-  rec.first = m.layout.first;
-  rec.last = m.layout.last;
-  rec.chunk = m.layout.chunk;
-  rec.regions = m.regions;
-  rec.checksum = static_cast<std::uint32_t>(m.options.checksum);
-  rec.outputs = static_cast<std::uint32_t>(m.layout.outputs.size());
-  for (std::size_t i = 0; i < m.layout.outputs.size(); ++i)
-    std::memcpy(rec.output[i], m.layout.outputs[i].data(), m.layout.outputs[i].size());
-
-  std::vector<pool::ArraySpec> specs;
+  const LayoutRecord rec = loop_protocol::make_record(m.layout, m.regions, m.options.checksum);
   std::string key = "lp-loop/1";
-  for (const auto& a : m.arrays) {
-    specs.push_back({a.name, a.count * sizeof(double)});
-    key += fmt::format("/{}:{}", a.name, a.count);
-  }
+  for (const auto& a : m.arrays) key += fmt::format("/{}:{}", a.name, a.count);
   key += fmt::format("/{}/{}/{}/{}", rec.phases, rec.first, rec.last, rec.chunk);
   for (const auto& o : m.layout.outputs) key += "/" + o;
-  specs.push_back({kTableArray, ChecksumTable::bytes_for(m.regions)});
-  specs.push_back({kProgressArray, sizeof(std::uint64_t)});
-  specs.push_back({kLayoutArray, sizeof(LayoutRecord)});
 
   pool::RunParams identity;
   identity.kernel = m.options.name;
-  identity.scheme = std::string(kLoopScheme);
+  identity.scheme = std::string(loop_protocol::kLoopScheme);
   identity.checksum = std::string(to_string(m.options.checksum));
   identity.threads = 1;  // threads do not change a region's bits: a resume may use others
   identity.n = m.regions;
@@ -261,15 +251,15 @@ Loop::Loop(const std::string& path, const void* params, std::size_t bytes,
 
   refuse_other_loop(path, identity);
   m.pool.emplace(pool::open_or_create_with_bytes(
-      path, identity, params, bytes, specs,
+      path, identity, params, bytes, loop_protocol::pool_arrays(m.arrays, m.regions),
       [&](pool::Pool& p) {
-        std::memcpy(p.array<std::byte>(kLayoutArray), &rec, sizeof rec);
+        std::memcpy(p.array<std::byte>(loop_protocol::kLayoutArray), &rec, sizeof rec);
         m.creating = &p;
         if (init) init(*this);  // the pool persists every array before it is published
         m.creating = nullptr;
       },
       &m.created));
-  (void)read_record(*m.pool);
+  (void)loop_protocol::read_record(*m.pool);
 }
 
 Loop::Loop(Loop&&) noexcept = default;
@@ -277,8 +267,7 @@ Loop& Loop::operator=(Loop&&) noexcept = default;
 Loop::~Loop() = default;
 
 std::byte* Loop::array_bytes(std::string_view name) const {
-  const Impl& m = *impl_;
-  const pool::Pool& p = m.creating != nullptr ? *m.creating : *m.pool;
+  const pool::Pool& p = impl_->active();
   if (reserved(name) || !p.has_array(name))
     throw usage(fmt::format("no array '{}' in this loop", name));
   return p.array<std::byte>(name);
@@ -294,11 +283,12 @@ bool Loop::created() const {
   return impl_->created;
 }
 const pool::Pool& Loop::pool() const {
-  return *impl_->pool;
+  return impl_->active();
 }
 
 LoopReport Loop::run(const Body& body) {
   Impl& m = *impl_;
+  if (!m.pool) throw usage("run() on an attached Loop: the crash test runs its protocol");
   pool::Pool& pool = *m.pool;
   LoopReport report;
   report.created = m.created;
@@ -308,65 +298,19 @@ LoopReport Loop::run(const Body& body) {
     if (const auto w = persist::emulation_warning(pool.map(), pool.path()); !w.empty())
       std::fprintf(stderr, "pmlab: warning: %s\n", w.c_str());
   mem::NativeBackend<persist::ChosenPersist> be(persister, static_cast<int>(m.options.threads));
-  const View v = view_of(pool, read_record(pool));
+  const View v = loop_protocol::view_of(pool, loop_protocol::read_record(pool));
 
   with_checksum_kind(m.options.checksum, [&](auto kind) {
     constexpr ChecksumKind K = decltype(kind)::value;
-    // Redoes region (p, k) and leaves it durable, its slot committed durably: a crash during
-    // recovery is then recovered the same way.
-    const auto repair = [&](std::uint64_t p, std::uint64_t k) {
-      body(p, k);
-      m.point();
-      be.persist(v.begin(p, k), v.length(k) * sizeof(double));
-      v.table.commit(be, k, v.fold<K>(p, k), View::use_of(p));
-      be.persist(v.table.slot(k), sizeof(ChecksumSlot));
-      m.point();
-    };
-    // Phases < *progress are durable; phase p = *progress may have run in part. Its regions are
-    // validated against the bank (cleared before p was recorded, so a written slot stamped p is
-    // p's), the others redone. Returns the phase normal execution resumes at.
-    const auto recover = [&]() -> std::uint64_t {
-      const std::uint64_t p = be.load(v.progress);
-      if (p >= v.phases) return v.phases;
-      for (std::uint64_t k = 0; k < v.regions; ++k) {
-        const SlotCheck c = v.table.check(be, k, v.fold<K>(p, k), View::use_of(p));
-        if (c == SlotCheck::kUnwritten) {
-          ++report.recovery.regions_unwritten;
-        } else {
-          ++report.recovery.regions_validated;
-          if (c == SlotCheck::kMatch) continue;
-          ++report.recovery.regions_inconsistent;
-        }
-        repair(p, k);
-        ++report.recovery.regions_recomputed;
-      }
-      return p + 1;
-    };
-    // Before phase t: phase t - 1's output durable (phase t may overwrite its input), the bank
-    // cleared durably, and only then t recorded. With the record first, a crash while clearing
-    // would leave phase t - 1's checksums to be read as phase t's (rule 2 of the guide).
-    const auto boundary = [&](std::uint64_t t) {
-      be.persist(v.begin(t - 1, 0), (v.last - v.first) * sizeof(double));
-      m.point();
-      ChecksumSlot* slots = v.table.slot(0);
-      for (std::uint64_t k = 0; k < v.regions; ++k) {
-        be.store(&slots[k].primary, std::uint64_t{0});
-        be.store(&slots[k].secondary, std::uint64_t{0});
-        be.store(&slots[k].tag, std::uint64_t{0});
-        be.store(&slots[k].use, std::uint64_t{0});
-      }
-      be.persist(slots, ChecksumTable::bytes_for(v.regions));
-      m.point();
-      be.store(v.progress, t);
-      be.persist(v.progress, sizeof(std::uint64_t));
-      m.point();
-    };
+    const auto point = [&m] { m.point(); };
+    loop_protocol::Protocol<K, decltype(be), decltype(point)> protocol(be, v, body, point,
+                                                                       /*store_outputs=*/false);
     const bool ran = pool::run_states(pool, [&](bool resumed) {
       report.resumed = resumed;
-      const std::uint64_t first = resumed ? recover() : 0;
+      const std::uint64_t first = resumed ? protocol.recover(report.recovery) : 0;
       report.resume_phase = first;
       for (std::uint64_t t = first; t < v.phases; ++t) {
-        if (t > 0) boundary(t);
+        if (t > 0) protocol.boundary(t);
         std::exception_ptr error;
         std::mutex error_mutex;
         std::atomic<bool> failed{false};
@@ -375,22 +319,16 @@ LoopReport Loop::run(const Body& body) {
         be.parallel_for(0, v.regions, [&](std::size_t k) {
           if (failed.load(std::memory_order_relaxed)) return;
           try {
-            body(t, k);
+            protocol.region(t, k);
           } catch (...) {
             const std::lock_guard lock(error_mutex);
             if (!error) error = std::current_exception();
             failed.store(true, std::memory_order_relaxed);
-            return;
           }
-          m.point();
-          v.table.commit(be, k, v.fold<K>(t, k), View::use_of(t));  // plain stores, LP's commit
-          m.point();
         });
         if (error) std::rethrow_exception(error);
       }
-      // "done" only once the last phase's output is durable.
-      be.persist(v.begin(v.phases - 1, 0), (v.last - v.first) * sizeof(double));
-      m.point();
+      protocol.finish();
     });
     report.already_done = !ran;
   });
@@ -399,11 +337,11 @@ LoopReport Loop::run(const Body& body) {
 }
 
 bool holds_loop_run(const pool::RunParams& p) {
-  return p.scheme == kLoopScheme;
+  return p.scheme == loop_protocol::kLoopScheme;
 }
 
 bool is_loop_pool(const pool::Pool& pool) {
-  return holds_loop_run(pool.params()) && pool.has_array(kLayoutArray);
+  return holds_loop_run(pool.params()) && pool.has_array(loop_protocol::kLayoutArray);
 }
 
 LoopCheck check_loop_pool(const std::string& path) {
@@ -412,8 +350,8 @@ LoopCheck check_loop_pool(const std::string& path) {
     throw Error(ErrorCode::kPoolCorrupt,
                 fmt::format("pool '{}' is not an lp::Loop pool (kernel {}, scheme {})", path,
                             pool.params().kernel, pool.params().scheme));
-  const LayoutRecord rec = read_record(pool);
-  const View v = view_of(pool, rec);
+  const LayoutRecord rec = loop_protocol::read_record(pool);
+  const View v = loop_protocol::view_of(pool, rec);
   LoopCheck c;
   c.state = pool.state();
   c.phases = v.phases;

@@ -536,7 +536,7 @@ void require_room_for_scratch(const std::string& dir, std::uint64_t file_bytes,
                             gib(memory_bytes), memory_bytes, gib(*mem), kRemedy));
 }
 
-const char* to_string(RunState s) {
+std::string_view to_string(RunState s) {
   switch (s) {
     case RunState::kInitialized:
       return "initialized";

@@ -128,7 +128,7 @@ persist::PersistMode persist_mode_from_string(const std::string& s) {
               fmt::format("unknown persistence mode '{}' (expected auto, cpu or none)", s));
 }
 
-const char* to_string(persist::PersistMode m) {
+std::string_view to_string(persist::PersistMode m) {
   switch (m) {
     case persist::PersistMode::kAuto:
       return "auto";

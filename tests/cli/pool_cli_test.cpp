@@ -1,5 +1,6 @@
-// `pmlab pool info|check|rm`: check reports the counts the next run's recovery reports and leaves
-// the file byte-identical (a pmlab run's pool and an lp::Loop pool); rm refuses what is unsafe.
+// `pmlab pool info|check|rm|reset`: check reports the counts the next run's recovery reports and
+// leaves the file byte-identical (a pmlab run's pool and an lp::Loop pool); rm and reset refuse
+// what is unsafe, and reset returns a pool left running to a clean start.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -110,6 +111,69 @@ TEST_F(PoolCli, InfoAndRmAndTheirRefusals) {
   std::ofstream(pool()) << "not a pool";
   EXPECT_EQ(pmlab({"pool", "rm", "--pool", pool()}).exit_code, 3);
   EXPECT_TRUE(std::filesystem::exists(pool()));
+}
+
+// A tmm pool left running with an input damaged: reset rewrites the inputs (a reset that only
+// set the state would leave A damaged and --verify would fail), the next run starts from the
+// beginning and is bit-exact. What reset cannot do safely it refuses, changing nothing.
+TEST_F(PoolCli, ResetReturnsAPoolLeftRunningToACleanStart) {
+  auto r = pmlab({"run", "tmm", "--scheme", "lp", "--n", "48", "--bs", "16", "--pool", pool()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string done = bytes();
+  const auto refused = pmlab({"pool", "reset", "--pool", pool()});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;  // a completed run, without --force
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_EQ(bytes(), done);
+  {
+    pool::Pool p = pool::Pool::open(pool());
+    p.array<double>("a")[3] += 1.0;
+    p.array<double>("c")[5] += 1.0;
+    p.set_state(pool::RunState::kRunning);
+    const auto busy = pmlab({"pool", "reset", "--pool", pool()});
+    EXPECT_EQ(busy.exit_code, 3) << busy.err;  // in use: this test holds it
+  }
+  const auto reset = pmlab({"pool", "reset", "--pool", pool(), "--json"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  const auto doc = nlohmann::json::parse(reset.out);
+  EXPECT_EQ(doc["state_before"], "running");
+  EXPECT_EQ(doc["state"], "initialized");
+  EXPECT_EQ(doc["changed"], true);
+  EXPECT_EQ(nlohmann::json::parse(pmlab({"pool", "info", "--pool", pool(), "--json"}).out)["state"],
+            "initialized");
+  const std::string initialized = bytes();
+  const auto again = pmlab({"pool", "reset", "--pool", pool(), "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["changed"], false);
+  EXPECT_EQ(bytes(), initialized);  // nothing to reset: untouched
+
+  const auto run = pmlab({"run", "--pool", pool(), "--verify", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  const auto rep = nlohmann::json::parse(run.out);
+  EXPECT_EQ(rep["state_before"], "initialized");
+  EXPECT_EQ(rep["resumed"], false);
+  EXPECT_EQ(bytes().size(), done.size());
+  const auto dir = std::filesystem::path(pool()).parent_path();
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1)
+      << "reset left a file beside the pool";
+}
+
+TEST_F(PoolCli, ResetRefusesALoopPoolAndANonPool) {
+  const std::uint64_t n = 100;
+  {
+    lp::Loop loop(pool(), n, {{"z", n}}, {.outputs = {"z"}, .chunk = 10}, {},
+                  {.threads = 1, .warn_if_emulated = false});
+    EXPECT_THROW(loop.run([&](std::uint64_t, std::uint64_t) { throw std::runtime_error("stop"); }),
+                 std::runtime_error);
+  }
+  const std::string before = bytes();
+  const auto r = pmlab({"pool", "reset", "--pool", pool(), "--force"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("lp::Loop"), std::string::npos) << r.err;
+  EXPECT_EQ(bytes(), before);
+  std::filesystem::remove(pool());
+  EXPECT_EQ(pmlab({"pool", "reset", "--pool", pool()}).exit_code, 3);  // no such file
+  std::ofstream(pool()) << "not a pool";
+  EXPECT_EQ(pmlab({"pool", "reset", "--pool", pool(), "--force"}).exit_code, 3);
 }
 
 }  // namespace

@@ -156,7 +156,7 @@ TEST(SkewedImage, RefusedUnderAHardwareBarrier) {
 
 TEST(SkewedImage, NamedInBothDirections) {
   EXPECT_EQ(image_model_from_string("skewed"), ImageModel::kSkewed);
-  EXPECT_STREQ(to_string(ImageModel::kSkewed), "skewed");
+  EXPECT_EQ(to_string(ImageModel::kSkewed), "skewed");
   EXPECT_TRUE(perturbs(ImageModel::kSkewed));
   EXPECT_TRUE(perturbs(ImageModel::kAnyDirty));
   EXPECT_FALSE(perturbs(ImageModel::kCache));

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,7 +21,7 @@ enum class ErrorModel {
   kStaleLines,     // 1+ cache lines (8 doubles) still hold the previous step's values (the LP case)
   kCompensatingFlips,  // the same bit flipped 0->1 in one value and 1->0 in another
 };
-[[nodiscard]] const char* to_string(ErrorModel m);
+[[nodiscard]] std::string_view to_string(ErrorModel m);
 inline constexpr ErrorModel kAllErrorModels[] = {ErrorModel::kSingleBitFlip,
                                                  ErrorModel::kRandomWords, ErrorModel::kStaleLines,
                                                  ErrorModel::kCompensatingFlips};

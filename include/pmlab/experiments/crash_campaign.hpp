@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,7 +31,7 @@ enum class CrashPointKind {
                    // flush)
   kBetweenFences,  // uniform between two fences: inside a log copy or an index update
 };
-[[nodiscard]] const char* to_string(CrashPointKind k);
+[[nodiscard]] std::string_view to_string(CrashPointKind k);
 
 // What NVM holds after a power failure.
 enum class ImageModel : std::uint8_t {
@@ -52,7 +53,7 @@ enum class ImageModel : std::uint8_t {
 [[nodiscard]] constexpr bool perturbs(ImageModel m) {
   return m == ImageModel::kAnyDirty || m == ImageModel::kSkewed;
 }
-[[nodiscard]] const char* to_string(ImageModel m);
+[[nodiscard]] std::string_view to_string(ImageModel m);
 [[nodiscard]] ImageModel image_model_from_string(const std::string& s);  // throws kInvalidArgument
 [[nodiscard]] mem::Mutation mutation_from_string(const std::string& s);  // throws kInvalidArgument
 // Every campaign's default: the cache's own image and both adversarial ones. Without skewed,

@@ -82,6 +82,15 @@ struct LoopCheck {
   RecoveryStats recovery;  ///< what the next run's recovery will find (recomputed: to redo)
 };
 
+class Loop;
+namespace loop_protocol {
+/// A Loop over a pool laid out by loop_protocol::pool_arrays (the loop crash test's simulated
+/// pools, experiments/loop_crash_test.hpp): array() finds the user's arrays in it, also while
+/// `pool` is being created. The pool must outlive it; run() throws kInvalidArgument on it.
+[[nodiscard]] Loop attach(pool::Pool& pool, const std::vector<LoopArray>& arrays,
+                          const LoopLayout& layout);
+}  // namespace loop_protocol
+
 /// A loop over regions protected by LP on the pool at `path`:
 ///
 ///     lp::Loop loop(path, my_params, {{"a", n}, {"z", n}}, {.outputs = {"z"}, .chunk = 4096},
@@ -140,8 +149,10 @@ class Loop {
   [[nodiscard]] const pool::Pool& pool() const;
 
  private:
-  [[nodiscard]] std::byte* array_bytes(std::string_view name) const;
+  friend Loop loop_protocol::attach(pool::Pool&, const std::vector<LoopArray>&, const LoopLayout&);
   struct Impl;
+  explicit Loop(std::unique_ptr<Impl> impl);
+  [[nodiscard]] std::byte* array_bytes(std::string_view name) const;
   std::unique_ptr<Impl> impl_;
 };
 

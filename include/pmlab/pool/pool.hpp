@@ -27,7 +27,7 @@ enum class RunState : std::uint32_t {
   kRunning = 2,      // computation started; a crash leaves this state
   kDone = 3,         // outputs persisted, run complete
 };
-[[nodiscard]] const char* to_string(RunState s);
+[[nodiscard]] std::string_view to_string(RunState s);
 
 // Removes the temporary files of the pools this process is creating right now (at most a few
 // at once). Async-signal-safe (atomics and unlink only): for a signal handler that ends the

@@ -149,6 +149,6 @@ struct RunPlan {
 [[nodiscard]] RunPlan plan_run(const KernelDriver& k, const pool::RunParams& p);
 
 [[nodiscard]] persist::PersistMode persist_mode_from_string(const std::string& s);
-[[nodiscard]] const char* to_string(persist::PersistMode m);
+[[nodiscard]] std::string_view to_string(persist::PersistMode m);
 
 }  // namespace pmlab::run
