@@ -18,6 +18,7 @@
 #include "dist_kernels.hpp"
 #include "dist_lp.hpp"
 #include "pmlab/core/error.hpp"
+#include "pmlab/persist/flush.hpp"
 #include "pmlab/pool/pool.hpp"
 #include "pmlab/run/catalog.hpp"
 
@@ -45,8 +46,8 @@ int exit_code_of(const Error& e) {
 
 struct Args {
   std::string kernel, pool_dir, scheme = "lp", checksum = "modular", persist = "cpu",
-                                flush{persist::to_string(persist::best_flush_kind())}, compare_with,
-                                mutate, json;
+                                flush{pmlab::persist::to_string(pmlab::persist::best_flush_kind())},
+                                compare_with, mutate, json;
   std::uint64_t n = 64, bs = 8, seed = 1;
   std::uint32_t threads = 1;
   std::optional<std::uint64_t> iters, lp_anchor, nnz;
