@@ -119,7 +119,7 @@ TEST(LoopCrashTest, AnInPlaceBodyFails) {
 TEST(LoopCrashTest, TheMachineIsAParameter) {
   LoopCrashOptions o = small_options(20);
   o.control = false;
-  o.machine.periodic_flush_cycles = sim::Cycles{3000};
+  o.machine.periodic_flush_cycles = Cycles{3000};
   const LoopCrashResult cleaned = crash_test(heat_loop(), o);
   EXPECT_EQ(cleaned.campaign.periodic_flush_cycles, 3000u);
   EXPECT_GT(cleaned.campaign.max_commits_per_period, 0u);
