@@ -28,24 +28,9 @@ def mpi_env():
     return env
 
 
-def flush_options():
-    """pmlab-mpi's --flush for this CPU: its default, clwb, unless the CPU lacks it (a rank's
-    LP anchors flush, and a missing instruction refuses the run)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
-    except OSError:
-        return []
-    for kind in ("clwb", "clflushopt", "clflush"):
-        if kind in flags:
-            return [] if kind == "clwb" else ["--flush", kind]
-    return []
-
-
 def command(args, pool, extra=()):
     return (["mpirun", "--oversubscribe", "-np", str(args.np), args.binary, "run", args.kernel,
-             "--pool", pool, "--scheme", args.scheme] + args.params.split() + flush_options() +
-            list(extra))
+             "--pool", pool, "--scheme", args.scheme] + args.params.split() + list(extra))
 
 
 def rank_pids(mpirun_pid):

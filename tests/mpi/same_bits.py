@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from kill_restart import flush_options, mpi_env
+from kill_restart import mpi_env
 
 
 def mpirun(np_, binary, args):
@@ -39,8 +39,7 @@ def main():
                 for scheme in ("lp", "base"):
                     d = os.path.join(tmp, f"{kernel}-{np_}-{scheme}")
                     r = mpirun(np_, pmlab_mpi, ["run", kernel, "--pool", d, "--scheme", scheme,
-                                                "--compare-with", single] + params.split() +
-                               flush_options())
+                                                "--compare-with", single] + params.split())
                     ok = r.returncode == 0 and "identical to" in r.stdout
                     print(f"{kernel} np={np_} {scheme}: {'same bytes' if ok else 'FAILED'}")
                     if not ok:
