@@ -10,13 +10,17 @@
 #include <string.h>
 
 static const double kAlpha = 0.1;
+static uint64_t n = 64, steps = 10, bs = 8;
 
-static void init_grid(double* g, uint64_t n) {
+static void init_grid(double* g) {
   for (uint64_t i = 0; i < n * n; ++i) g[i] = (double)((i * 2654435761u) % 1000);
 }
 
-static void sweep_rows(const double* u, double* v, uint64_t n, uint64_t i0, uint64_t i1) {
-  for (uint64_t i = i0; i < i1; ++i)
+/* Step t's rows [i0, i1) (clipped to the interior), from grid t % 2 to grid (t + 1) % 2. */
+static void step(double* g[2], uint64_t t, uint64_t i0, uint64_t i1) {
+  const double* u = g[t % 2];
+  double* v = g[(t + 1) % 2];
+  for (uint64_t i = i0; i < i1 && i + 1 < n; ++i)
     for (uint64_t j = 1; j + 1 < n; ++j)
       v[i * n + j] =
           u[i * n + j] + kAlpha * (u[(i - 1) * n + j] + u[(i + 1) * n + j] + u[i * n + j - 1] +
@@ -24,31 +28,9 @@ static void sweep_rows(const double* u, double* v, uint64_t n, uint64_t i0, uint
 }
 
 /* [protection] what protecting the loop adds (to the end marker; check-examples counts it) */
-/* What the callbacks need: the parameters and the pool's two grids. */
-struct heat {
-  uint64_t n, steps, bs;
-  double* g[2];
-};
-
-static int init(void* user, pmlab_loop* loop) {
-  struct heat* h = user;
-  init_grid(pmlab_loop_array(loop, "a"), h->n);
-  init_grid(pmlab_loop_array(loop, "b"), h->n);
+static int band(void* pool_grid, uint64_t t, uint64_t k) {
+  step(pool_grid, t, 1 + k * bs, 1 + (k + 1) * bs);
   return 0;
-}
-
-static int band(void* user, uint64_t t, uint64_t k) {
-  const struct heat* h = user;
-  const uint64_t end = 1 + (k + 1) * h->bs < h->n - 1 ? 1 + (k + 1) * h->bs : h->n - 1;
-  sweep_rows(h->g[t % 2], h->g[(t + 1) % 2], h->n, 1 + k * h->bs, end);
-  return 0;
-}
-
-/* Exits with the status's message when a call failed. */
-static void check(int rc, pmlab_loop* loop, const char* what) {
-  if (rc == PMLAB_OK) return;
-  fprintf(stderr, "c_heat: %s: %s: %s\n", what, pmlab_strerror(rc), pmlab_loop_error(loop));
-  exit(rc == PMLAB_E_INVALID ? 2 : 3);
 }
 /* [end] */
 
@@ -57,33 +39,34 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s POOL [N STEPS BS]\n", argv[0]);
     return 2;
   }
-  struct heat h = {64, 10, 8, {NULL, NULL}};
   if (argc == 5) {
-    h.n = strtoull(argv[2], NULL, 10);
-    h.steps = strtoull(argv[3], NULL, 10);
-    h.bs = strtoull(argv[4], NULL, 10);
+    n = strtoull(argv[2], NULL, 10);
+    steps = strtoull(argv[3], NULL, 10);
+    bs = strtoull(argv[4], NULL, 10);
   }
-  if (h.n < 3 || h.steps == 0 || h.bs == 0 || h.bs > h.n - 2) {
+  if (n < 3 || steps == 0 || bs == 0 || bs > n - 2) {
     fprintf(stderr, "c_heat: needs N >= 3, STEPS >= 1 and 1 <= BS <= N - 2\n");
     return 2;
   }
-  const uint64_t n = h.n, params[3] = {h.n, h.steps, h.bs}; /* [protection] [end] */
+  double* g[2] = {malloc(n * n * sizeof(double)), malloc(n * n * sizeof(double))};
+  init_grid(g[0]);
+  init_grid(g[1]);
+  pmlab_report r;
 
   /* [protection] The protected loop: describe, open (or create), run (or recover, resume). */
-  pmlab_loop* loop = pmlab_loop_new();
-  check(pmlab_loop_add_array(loop, "a", n * n), loop, "array a");
-  check(pmlab_loop_add_array(loop, "b", n * n), loop, "array b");
-  check(pmlab_loop_set_layout(loop, h.steps, "b,a", n, n * n - n, h.bs * n), loop, "layout");
-  check(pmlab_loop_set_params(loop, params, sizeof params), loop, "params");
-  check(pmlab_loop_set_option(loop, "name", "c-heat"), loop, "name");
-  check(pmlab_loop_open(loop, argv[1], init, &h), loop, "open");
-  h.g[0] = pmlab_loop_array(loop, "a");
-  h.g[1] = pmlab_loop_array(loop, "b");
-  pmlab_report r;
-  check(pmlab_loop_run(loop, band, &h, &r), loop, "run");
+  pmlab_loop* loop = pmlab_loop_new(); /* a failed call makes every later one fail: check once */
+  pmlab_loop_add_input(loop, "a", n * n, g[0]);
+  pmlab_loop_add_input(loop, "b", n * n, g[1]);
+  pmlab_loop_set_layout(loop, steps, "b,a", n, n * n - n, bs * n);
+  pmlab_loop_set_params(loop, (uint64_t[]){n, steps, bs}, 3 * sizeof(uint64_t));
+  pmlab_loop_open(loop, argv[1], NULL, NULL);
+  double* pool_grid[2] = {pmlab_loop_array(loop, "a"), pmlab_loop_array(loop, "b")};
+  const int rc = pmlab_loop_run(loop, band, pool_grid, &r);
+  if (rc != PMLAB_OK)
+    return fprintf(stderr, "%s: %s\n", pmlab_strerror(rc), pmlab_loop_error(loop)), 3;
   /* [end] */
   printf("c_heat n=%llu steps=%llu bs=%llu: %llu regions per step\n", (unsigned long long)n,
-         (unsigned long long)h.steps, (unsigned long long)h.bs,
+         (unsigned long long)steps, (unsigned long long)bs,
          (unsigned long long)pmlab_loop_regions(loop));
   if (r.already_done) printf("  the pool holds a completed run (already complete)\n");
   if (r.resumed)
@@ -95,11 +78,8 @@ int main(int argc, char** argv) {
         (unsigned long long)r.resume_phase);
 
   /* The unprotected loop, for the bit-for-bit comparison. */
-  double* g[2] = {malloc(n * n * sizeof(double)), malloc(n * n * sizeof(double))};
-  init_grid(g[0], n);
-  init_grid(g[1], n);
-  for (uint64_t t = 0; t < h.steps; ++t) sweep_rows(g[t % 2], g[(t + 1) % 2], n, 1, n - 1);
-  const int bad = memcmp(g[h.steps % 2], h.g[h.steps % 2], n * n * sizeof(double)) != 0;
+  for (uint64_t t = 0; t < steps; ++t) step(g, t, 1, n - 1);
+  const int bad = memcmp(g[steps % 2], pool_grid[steps % 2], n * n * sizeof(double)) != 0;
   printf("  verify: %s\n", bad ? "FAILED" : "OK");
   free(g[0]);
   free(g[1]);

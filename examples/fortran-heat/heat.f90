@@ -1,5 +1,6 @@
 ! Example: the 2-D heat stencil of examples/heat protected from Fortran through pmlab's
-! ISO_C_BINDING module (pmlab.f90), checked bit for bit against the same loop unprotected.
+! module (pmlab.f90: ISO_C_BINDING interfaces and Fortran wrappers), checked bit for bit
+! against the same loop unprotected.
 !
 !   fortran_heat POOL [N STEPS BS]   (threads: OMP_NUM_THREADS; PMLAB_LOOP_KILL_AT=K kills at K)
 !
@@ -11,7 +12,7 @@ module heat_state
   implicit none
   real(c_double), parameter :: alpha = 0.1_c_double
   integer(c_int64_t) :: n = 64, steps = 10, bs = 8
-  real(c_double), pointer :: pa(:, :) => null(), pb(:, :) => null()
+  real(c_double), pointer :: pa(:, :) => null(), pb(:, :) => null() ! [protection] [end]
 contains
 
   subroutine init_grid(g)
@@ -24,7 +25,17 @@ contains
     end do
   end subroutine init_grid
 
-  ! Rows [i0, i1) of one step, from u to v.
+  ! Rows [i0, i1) (clipped to the interior) of step t: from g0 to g1 when t is even, else back.
+  subroutine step(g0, g1, t, i0, i1)
+    real(c_double), intent(inout) :: g0(0:n - 1, 0:n - 1), g1(0:n - 1, 0:n - 1)
+    integer(c_int64_t), intent(in) :: t, i0, i1
+    if (mod(t, 2_c_int64_t) == 0) then
+      call sweep_rows(g0, g1, i0, min(i1, n - 1))
+    else
+      call sweep_rows(g1, g0, i0, min(i1, n - 1))
+    end if
+  end subroutine step
+
   subroutine sweep_rows(u, v, i0, i1)
     real(c_double), intent(in) :: u(0:n - 1, 0:n - 1)
     real(c_double), intent(inout) :: v(0:n - 1, 0:n - 1)
@@ -39,37 +50,12 @@ contains
   end subroutine sweep_rows
 
   ! [protection] what protecting the loop adds (to the end marker; check-examples counts it)
-  integer(c_int) function init(user, loop) bind(c)
-    type(c_ptr), value :: user, loop
-    real(c_double), pointer :: g(:, :)
-    call c_f_pointer(pmlab_loop_array(loop, c_str("a")), g, [n, n])
-    call init_grid(g)
-    call c_f_pointer(pmlab_loop_array(loop, c_str("b")), g, [n, n])
-    call init_grid(g)
-    init = 0
-  end function init
-
   integer(c_int) function band(user, t, k) bind(c)
     type(c_ptr), value :: user
     integer(c_int64_t), value :: t, k
-    if (mod(t, 2_c_int64_t) == 0) then
-      call sweep_rows(pa, pb, 1 + k * bs, min(n - 1, 1 + (k + 1) * bs))
-    else
-      call sweep_rows(pb, pa, 1 + k * bs, min(n - 1, 1 + (k + 1) * bs))
-    end if
+    call step(pa, pb, t, 1 + k * bs, 1 + (k + 1) * bs)
     band = 0
   end function band
-
-  subroutine check(rc, loop, what)
-    integer(c_int), intent(in) :: rc
-    type(c_ptr), intent(in) :: loop
-    character(len=*), intent(in) :: what
-    if (rc == PMLAB_OK) return
-    write (0, '(a)') 'fortran_heat: ' // what // ': ' // pmlab_status_name(rc) // ': ' // &
-      pmlab_error_message(loop)
-    if (rc == PMLAB_E_INVALID) error stop 2
-    error stop 3
-  end subroutine check
   ! [end]
 
 end module heat_state
@@ -78,12 +64,11 @@ program fortran_heat
   use heat_state
   implicit none
   character(len=4096) :: path, arg
-  integer(c_int64_t), target :: params(3) ! [protection] [end]
-  type(c_ptr) :: loop ! [protection] [end]
-  type(pmlab_report) :: r ! [protection] [end]
-  real(c_double), allocatable :: g0(:, :), g1(:, :)
+  real(c_double), allocatable, target :: g0(:, :), g1(:, :)
   integer(c_int64_t) :: t
   logical :: same
+  type(pmlab_loop_t) :: loop ! [protection] [end]
+  type(pmlab_report) :: r
 
   if (command_argument_count() /= 1 .and. command_argument_count() /= 4) then
     write (0, '(a)') 'usage: fortran_heat POOL [N STEPS BS]'
@@ -102,23 +87,20 @@ program fortran_heat
     write (0, '(a)') 'fortran_heat: needs N >= 3, STEPS >= 1 and 1 <= BS <= N - 2'
     error stop 2
   end if
-  params = [n, steps, bs] ! [protection] [end]
+  allocate (g0(n, n), g1(n, n))
+  call init_grid(g0)
+  call init_grid(g1)
 
   ! [protection] The protected loop: describe, open (or create), run (or recover, resume).
-  loop = pmlab_loop_new()
-  call check(pmlab_loop_add_array(loop, c_str("a"), n * n), loop, 'array a')
-  call check(pmlab_loop_add_array(loop, c_str("b"), n * n), loop, 'array b')
-  call check(pmlab_loop_set_layout(loop, steps, c_str("b,a"), n, n * n - n, bs * n), loop, &
-             'layout')
-  call check(pmlab_loop_set_params(loop, c_loc(params), c_sizeof(params)), loop, 'params')
-  call check(pmlab_loop_set_option(loop, c_str("name"), c_str("fortran-heat")), loop, 'name')
-  call check(pmlab_loop_open(loop, c_str(path), c_funloc(init), c_null_ptr), loop, 'open')
-  call c_f_pointer(pmlab_loop_array(loop, c_str("a")), pa, [n, n])
-  call c_f_pointer(pmlab_loop_array(loop, c_str("b")), pb, [n, n])
-  call check(pmlab_loop_run(loop, c_funloc(band), c_null_ptr, r), loop, 'run')
+  ! A wrapper without stat= stops the program with pmlab's message when it fails.
+  call pmlab_input(loop, "a", g0)
+  call pmlab_input(loop, "b", g1)
+  call pmlab_layout(loop, steps, "b,a", n, n * n - n, bs * n)
+  call pmlab_open(loop, path, [n, steps, bs], pa, pb)
+  call pmlab_run(loop, c_funloc(band), r)
   ! [end]
   write (*, '(a,i0,a,i0,a,i0,a,i0,a)') 'fortran_heat n=', n, ' steps=', steps, ' bs=', bs, ': ', &
-    pmlab_loop_regions(loop), ' regions per step'
+    pmlab_loop_regions(loop%handle), ' regions per step'
   if (r%already_done /= 0) write (*, '(a)') '  the pool holds a completed run (already complete)'
   if (r%resumed /= 0) write (*, '(a,i0,a,i0,a,i0,a,i0,a,i0)') '  recovered: ', &
     r%regions_validated, ' regions validated, ', r%regions_inconsistent, ' inconsistent, ', &
@@ -126,22 +108,15 @@ program fortran_heat
     ' recomputed; resumed at step ', r%resume_phase
 
   ! The unprotected loop, for the bit-for-bit comparison (transfer compares the bits).
-  allocate (g0(n, n), g1(n, n))
-  call init_grid(g0)
-  call init_grid(g1)
   do t = 0, steps - 1
-    if (mod(t, 2_c_int64_t) == 0) then
-      call sweep_rows(g0, g1, 1_c_int64_t, n - 1)
-    else
-      call sweep_rows(g1, g0, 1_c_int64_t, n - 1)
-    end if
+    call step(g0, g1, t, 1_c_int64_t, n - 1)
   end do
   if (mod(steps, 2_c_int64_t) == 0) then
     same = all(transfer(g0, 1_c_int64_t, size(g0)) == transfer(pa, 1_c_int64_t, size(pa)))
   else
     same = all(transfer(g1, 1_c_int64_t, size(g1)) == transfer(pb, 1_c_int64_t, size(pb)))
   end if
-  call pmlab_loop_free(loop) ! [protection] [end]
+  call pmlab_free(loop) ! [protection] [end]
   if (same) then
     write (*, '(a)') '  verify: OK'
   else

@@ -27,7 +27,21 @@ enum pmlab_status {
   PMLAB_E_INTERNAL = 9     /**< anything else (out of memory, a bug) */
 };
 
-/** A loop being described, then open on its pool. */
+/** A loop being described, then open on its pool. A handle keeps its first failure: every later
+ * call on it does nothing and returns that status (pmlab_loop_array returns NULL), and
+ * pmlab_loop_error keeps that failure's message. A program may therefore make its calls and check
+ * only the status of pmlab_loop_run:
+ *
+ *     pmlab_loop* loop = pmlab_loop_new();
+ *     pmlab_loop_add_input(loop, "a", n, a);      // the pool's "a" starts as a copy of a[0..n)
+ *     pmlab_loop_add_array(loop, "z", n);         // zero-filled
+ *     pmlab_loop_set_layout(loop, 1, "z", 0, 0, 4096);
+ *     pmlab_loop_set_params(loop, &params, sizeof params);
+ *     pmlab_loop_open(loop, path, NULL, NULL);
+ *     double* z = pmlab_loop_array(loop, "z");
+ *     if (pmlab_loop_run(loop, body, z, NULL) != PMLAB_OK) puts(pmlab_loop_error(loop));
+ *     pmlab_loop_free(loop);
+ */
 typedef struct pmlab_loop pmlab_loop;
 
 /** Computes region `region` of phase `phase`; returns 0, or non-zero to stop the run. */
@@ -53,8 +67,13 @@ typedef struct pmlab_report {
 pmlab_loop* pmlab_loop_new(void);
 /** Frees the loop, closing its pool (a NULL loop is ignored). */
 void pmlab_loop_free(pmlab_loop* loop);
-/** Adds an array of `count` 8-byte elements. */
+/** Adds an array of `count` 8-byte elements, zero-filled when the pool is created. */
 int pmlab_loop_add_array(pmlab_loop* loop, const char* name, uint64_t count);
+/** Adds an array of `count` 8-byte elements whose values, when the pool is created, are a copy of
+ * initial[0..count) (NULL: zeros). `initial` is read only by the pmlab_loop_open that creates the
+ * pool, before any init callback runs; an open that finds the pool never reads it. */
+int pmlab_loop_add_input(pmlab_loop* loop, const char* name, uint64_t count,
+                         const double* initial);
 /** The layout: phase t's region k writes elements [first + k*chunk, first + (k+1)*chunk) (up to
  * `last`, 0: the array's end) of output t % n of `outputs`, a comma-separated list of array
  * names ("b,a"). phases = 1: independent regions. */
@@ -66,7 +85,8 @@ int pmlab_loop_set_params(pmlab_loop* loop, const void* params, size_t bytes);
  * "persistence" (auto, pmem2, cpu, none), "checksum" (modular, parity, adler32, modular-parity,
  * crc32c), "warn" (0 or 1: the warning for a pool not on persistent memory). */
 int pmlab_loop_set_option(pmlab_loop* loop, const char* key, const char* value);
-/** Opens the pool at `path`, or creates it and calls init(user, loop) to write the inputs. */
+/** Opens the pool at `path`, or creates it: arrays filled (pmlab_loop_add_input), then
+ * init(user, loop) called, if not NULL, to write further inputs. */
 int pmlab_loop_open(pmlab_loop* loop, const char* path, pmlab_init_fn init, void* user);
 /** The array `name` of an open loop (or inside init); NULL, with the message set, if none. */
 double* pmlab_loop_array(pmlab_loop* loop, const char* name);

@@ -68,9 +68,12 @@ int do_eval(const EvalArgs& a) {
     fmt::print("{}\n", with_meta(results).dump(2));
   } else {
     fmt::print("\n{}\n", experiments::render_headline(results));
+    const nlohmann::json partial = results.value("partial_sections", nlohmann::json::array());
     fmt::print("{} in {:.0f} s. Report: {}/report.md, data: {}/results.json, figures: {}\n",
-               results["complete"].get<bool>() ? "Evaluation complete"
-                                               : "Evaluation INTERRUPTED (partial report)",
+               results["complete"].get<bool>()
+                   ? std::string("Evaluation complete")
+                   : fmt::format("Evaluation INCOMPLETE (partial report; unfinished: {})",
+                                 fmt::join(partial, ", ")),
                results["wall_seconds"].get<double>(), a.out, a.out, results["figures"].size());
   }
   if (results.contains("figures_error"))
@@ -96,7 +99,9 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       "numbers side by side) and PNG figures. Ctrl-C stops after the current measurement and "
       "still writes a (partial) report. Exit codes: 0 every check passed, 1 a crash trial failed "
       "or a result was not bit-exact (listed on stderr and in results.json's failed_checks), "
-      "130 interrupted by Ctrl-C or SIGTERM (partial report written).");
+      "130 incomplete: interrupted by Ctrl-C or SIGTERM, or a section carried over from an earlier "
+      "run into DIR that was itself interrupted (partial report written; results.json's "
+      "partial_sections names the unfinished sections).");
   auto* q = cmd->add_flag("--quick", a->quick, "Small sizes, a few minutes on 2 cores (default)");
   cmd->add_flag("--full", a->full, "The papers' sizes (hours)")->excludes(q);
   cmd->add_option("--out", a->out, "Output directory")->capture_default_str();

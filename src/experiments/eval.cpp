@@ -597,6 +597,17 @@ json earlier_results(const fs::path& dir, const json& now) {
   return e;
 }
 
+// Whether `earlier` holds `section` unfinished: listed in its partial_sections, or (results
+// written before that list existed) run by an evaluation that did not complete.
+bool section_was_partial(const json& earlier, const std::string& section) {
+  const auto lists = [&](const char* key) {
+    const json l = earlier.value(key, json::array());
+    return l.is_array() && std::find(l.begin(), l.end(), section) != l.end();
+  };
+  if (earlier.contains("partial_sections")) return lists("partial_sections");
+  return !earlier.value("complete", true) && lists("sections_run");
+}
+
 }  // namespace
 
 json run_eval(const EvalOptions& opt) {
@@ -627,6 +638,7 @@ json run_eval(const EvalOptions& opt) {
   results["section_seconds"] = json::object();
   results["sections_run"] = chosen;
   if (!opt.native_schemes.empty()) results["native_schemes"] = opt.native_schemes;
+  std::set<std::string> partial;  // sections whose steps did not all run
   if (chosen.size() < eval_sections().size()) {
     // A partial run: the other sections come from this directory's last results, if any.
     const json earlier = earlier_results(opt.out_dir, results);
@@ -637,6 +649,8 @@ json run_eval(const EvalOptions& opt) {
             earlier[section].empty())
           continue;
         results[section] = earlier[section];
+        // A section the earlier run did not finish stays partial: this run is not complete.
+        if (section_was_partial(earlier, section)) partial.insert(section);
         // Where it came from: the earlier run's own origin if it too was carried over.
         json origin = earlier.value("carried_over", json::object()).value(section, json());
         if (origin.is_null()) origin = earlier.value("meta", json::object());
@@ -654,7 +668,10 @@ json run_eval(const EvalOptions& opt) {
   const bool interrupted = run.interrupted;
   results["jobs"] = run_opt.jobs;
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (!run.outcomes[i]) continue;  // not run: interrupted
+    if (!run.outcomes[i]) {  // not run: interrupted
+      partial.insert(steps[i].section);
+      continue;
+    }
     json r = run.outcomes[i]->result;
     r["label"] = steps[i].label;
     // Where `make run`'s minutes go (the quick mode promises under 10 of them on 2 cores).
@@ -665,7 +682,8 @@ json run_eval(const EvalOptions& opt) {
         results["section_seconds"].value(steps[i].section, 0.0) + step_seconds;
     results[steps[i].section].push_back(std::move(r));
   }
-  results["complete"] = !interrupted;
+  results["partial_sections"] = partial;
+  results["complete"] = !interrupted && partial.empty();
   results["failed_checks"] = failed_checks(results);
   results["wall_seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -682,10 +682,14 @@ std::string sections_note(const json& results) {
 std::string render_report(const json& results) {
   std::string md = fmt::format("# pmlab evaluation ({} mode, pmlab {})\n\n",
                                results.value("mode", "?"), results.value("pmlab_version", "?"));
-  if (!results.value("complete", false))
-    md +=
-        "**Partial report: the evaluation was interrupted; sections below hold what was "
-        "measured.**\n\n";
+  if (!results.value("complete", false)) {
+    const json partial = results.value("partial_sections", json::array());
+    md += fmt::format(
+        "**Partial report: unfinished sections ({}), interrupted in this run or in the earlier "
+        "run they were carried over from; sections below hold what was measured.**\n\n",
+        partial.empty() ? std::string("not recorded")
+                        : fmt::format("{}", fmt::join(partial, ", ")));
+  }
   if (const json failed = results.value("failed_checks", json::array()); !failed.empty()) {
     md += fmt::format("**{} check(s) FAILED (`pmlab eval` exits 1):**\n\n", failed.size());
     for (const auto& f : failed) md += "- " + f.get<std::string>() + "\n";

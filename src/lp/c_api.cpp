@@ -1,5 +1,6 @@
 // pmlab's C API (pmlab/pmlab.h) over lp::Loop: every entry point catches everything, so no
-// exception crosses into C or Fortran; failures become a status and the handle's message.
+// exception crosses into C or Fortran; failures become a status and the handle's message. A
+// handle keeps its first failure (sticky), so that a caller may check only pmlab_loop_run.
 #include "pmlab/pmlab.h"
 
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -18,6 +20,7 @@
 
 struct pmlab_loop {
   std::vector<pmlab::lp::LoopArray> arrays;
+  std::vector<const double*> inputs;  // per array: the caller's initial values, or null (zeros)
   pmlab::lp::LoopLayout layout;
   bool layout_set = false;
   std::vector<std::byte> params;
@@ -25,6 +28,7 @@ struct pmlab_loop {
   std::optional<pmlab::lp::Loop> loop;
   pmlab::lp::Loop* initializing = nullptr;  // the Loop under construction while init runs
   std::string error;
+  int status = PMLAB_OK;  // the first failure; every later call returns it and does nothing
 };
 
 namespace {
@@ -77,6 +81,14 @@ int guarded(std::string& error, Fn&& fn) {
   return PMLAB_E_INTERNAL;
 }
 
+// guarded() on a handle: does nothing once the handle has failed, and remembers a first failure.
+template <class Fn>
+int sticky(pmlab_loop* loop, Fn&& fn) {
+  if (loop->status != PMLAB_OK) return loop->status;
+  loop->status = guarded(loop->error, std::forward<Fn>(fn));
+  return loop->status;
+}
+
 pmlab::Error invalid(const std::string& what) {
   return pmlab::Error(pmlab::ErrorCode::kInvalidArgument, what);
 }
@@ -109,18 +121,24 @@ void pmlab_loop_free(pmlab_loop* loop) {
 }
 
 int pmlab_loop_add_array(pmlab_loop* loop, const char* name, uint64_t count) {
+  return pmlab_loop_add_input(loop, name, count, nullptr);
+}
+
+int pmlab_loop_add_input(pmlab_loop* loop, const char* name, uint64_t count,
+                         const double* initial) {
   if (loop == nullptr) return PMLAB_E_INVALID;
-  return guarded(loop->error, [&] {
+  return sticky(loop, [&] {
     if (loop->loop) throw invalid("pmlab_loop_add_array after pmlab_loop_open");
     if (name == nullptr) throw invalid("pmlab_loop_add_array: no name");
     loop->arrays.push_back({name, count});
+    loop->inputs.push_back(initial);
   });
 }
 
 int pmlab_loop_set_layout(pmlab_loop* loop, uint64_t phases, const char* outputs, uint64_t first,
                           uint64_t last, uint64_t chunk) {
   if (loop == nullptr) return PMLAB_E_INVALID;
-  return guarded(loop->error, [&] {
+  return sticky(loop, [&] {
     if (loop->loop) throw invalid("pmlab_loop_set_layout after pmlab_loop_open");
     if (outputs == nullptr) throw invalid("pmlab_loop_set_layout: no outputs");
     pmlab::lp::LoopLayout l{
@@ -141,7 +159,7 @@ int pmlab_loop_set_layout(pmlab_loop* loop, uint64_t phases, const char* outputs
 
 int pmlab_loop_set_params(pmlab_loop* loop, const void* params, size_t bytes) {
   if (loop == nullptr) return PMLAB_E_INVALID;
-  return guarded(loop->error, [&] {
+  return sticky(loop, [&] {
     if (loop->loop) throw invalid("pmlab_loop_set_params after pmlab_loop_open");
     if (params == nullptr && bytes != 0) throw invalid("pmlab_loop_set_params: no parameters");
     const auto* p = static_cast<const std::byte*>(params);
@@ -151,7 +169,7 @@ int pmlab_loop_set_params(pmlab_loop* loop, const void* params, size_t bytes) {
 
 int pmlab_loop_set_option(pmlab_loop* loop, const char* key, const char* value) {
   if (loop == nullptr) return PMLAB_E_INVALID;
-  return guarded(loop->error, [&] {
+  return sticky(loop, [&] {
     if (key == nullptr || value == nullptr) throw invalid("pmlab_loop_set_option: no key or value");
     const std::string_view k(key);
     auto& o = loop->options;
@@ -173,20 +191,24 @@ int pmlab_loop_set_option(pmlab_loop* loop, const char* key, const char* value) 
 
 int pmlab_loop_open(pmlab_loop* loop, const char* path, pmlab_init_fn init, void* user) {
   if (loop == nullptr) return PMLAB_E_INVALID;
-  return guarded(loop->error, [&] {
+  return sticky(loop, [&] {
     if (loop->loop) throw invalid("pmlab_loop_open: the loop is open already");
     if (path == nullptr) throw invalid("pmlab_loop_open: no path");
     if (!loop->layout_set) throw invalid("pmlab_loop_open before pmlab_loop_set_layout");
     // A run without parameters stores one zero byte, so that every loop pool holds some.
     if (loop->params.empty()) loop->params.push_back(std::byte{0});
-    pmlab::lp::Loop::Init on_create;
-    if (init != nullptr)
-      on_create = [loop, init, user](pmlab::lp::Loop& l) {
-        loop->initializing = &l;
-        const int rc = init(user, loop);
-        loop->initializing = nullptr;
-        if (rc != 0) throw CallbackFailed{fmt::format("the init callback returned {}", rc)};
-      };
+    // A created pool's arrays: the callers' initial values copied, then init (if any) run.
+    const pmlab::lp::Loop::Init on_create = [loop, init, user](pmlab::lp::Loop& l) {
+      for (std::size_t i = 0; i < loop->arrays.size(); ++i)
+        if (loop->inputs[i] != nullptr)
+          std::memcpy(l.array(loop->arrays[i].name), loop->inputs[i],
+                      loop->arrays[i].count * sizeof(double));
+      if (init == nullptr) return;
+      loop->initializing = &l;
+      const int rc = init(user, loop);
+      loop->initializing = nullptr;
+      if (rc != 0) throw CallbackFailed{fmt::format("the init callback returned {}", rc)};
+    };
     loop->loop.emplace(path, loop->params.data(), loop->params.size(), loop->arrays, loop->layout,
                        on_create, loop->options);
   });
@@ -195,7 +217,7 @@ int pmlab_loop_open(pmlab_loop* loop, const char* path, pmlab_init_fn init, void
 double* pmlab_loop_array(pmlab_loop* loop, const char* name) {
   if (loop == nullptr) return nullptr;
   double* p = nullptr;
-  guarded(loop->error, [&] {
+  sticky(loop, [&] {
     if (name == nullptr) throw invalid("pmlab_loop_array: no name");
     const pmlab::lp::Loop* l = loop->initializing != nullptr ? loop->initializing
                                : loop->loop                  ? &*loop->loop
@@ -208,7 +230,7 @@ double* pmlab_loop_array(pmlab_loop* loop, const char* name) {
 
 int pmlab_loop_run(pmlab_loop* loop, pmlab_body_fn body, void* user, pmlab_report* report) {
   if (loop == nullptr) return PMLAB_E_INVALID;
-  return guarded(loop->error, [&] {
+  return sticky(loop, [&] {
     if (!loop->loop) throw invalid("pmlab_loop_run before pmlab_loop_open");
     if (body == nullptr) throw invalid("pmlab_loop_run: no body");
     const auto r = loop->loop->run([body, user](std::uint64_t t, std::uint64_t k) {

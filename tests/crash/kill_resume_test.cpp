@@ -67,7 +67,7 @@ double measure_run_ms(const std::string& kernel, const std::string& scheme, std:
 
 // `extra_trials` more trials run, one at a time, while no resume has recomputed work yet: a kill
 // leaves recovery work only when it lands inside a region and is the run's last kill (about 1 trial
-// in 10), so a fixed 30 trials would miss it in ~5% of campaigns and make the check a coin toss.
+// in 10), so a fixed 20 trials would miss it in ~14% of campaigns and make the check a coin toss.
 void kill_resume_campaign(const std::string& kernel, const std::string& scheme,
                           const std::vector<std::string>& extra, int trials, int extra_trials,
                           std::uint64_t seed, SchemeTally& tally) {
@@ -118,8 +118,12 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme,
                                     checksum,
                                     "--pool",
                                     pool,
+                                    "--verify",
                                     "--json"};
     create.insert(create.end(), extra.begin(), extra.end());
+    // The run that completes also verifies (--verify on every attempt): a kill that lands
+    // during the verification leaves a done pool, which the next attempt opens and verifies.
+    nlohmann::json finished;
     // Kill delays up to ~the run time of the larger sizes; later attempts run to completion.
     bool done = false;
     for (int attempt = 0; attempt < 12 && !done; ++attempt) {
@@ -132,26 +136,23 @@ void kill_resume_campaign(const std::string& kernel, const std::string& scheme,
       // A kill during creation leaves no pool (only a PATH.creating.PID.* temporary, removed by
       // the next creation): the run must be re-issued
       // with its parameters; otherwise `--pool` alone resumes with the stored ones.
-      auto args = !fs::exists(pool)
-                      ? create
-                      : std::vector<std::string>{PMLAB_BINARY, "run", "--pool", pool, "--json"};
+      auto args =
+          !fs::exists(pool) ? create : std::vector<std::string>{PMLAB_BINARY, "run",      "--pool",
+                                                                pool,         "--verify", "--json"};
       auto r = run_process(args, (dir / "proc").string(), kill_after);
       if (r.killed) {
         ++tally.kills;
         continue;
       }
       ASSERT_EQ(r.exit_code, 0) << "attempt " << attempt << " stderr: " << r.err;
-      auto j = json::parse(r.out);
-      if (j["resumed"].get<bool>() && j["recovery"]["regions_recomputed"].get<int>() > 0)
+      finished = json::parse(r.out);
+      if (finished["resumed"].get<bool>() &&
+          finished["recovery"]["regions_recomputed"].get<int>() > 0)
         ++tally.resumes_with_recovery_work;
       done = true;
     }
     ASSERT_TRUE(done);
-    auto v = run_process({PMLAB_BINARY, "run", "--pool", pool, "--verify", "--json"},
-                         (dir / "verify").string());
-    ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
-    auto j = json::parse(v.out);
-    ASSERT_TRUE(j["verified"].get<bool>()) << v.out;
+    ASSERT_TRUE(finished["verified"].get<bool>()) << finished.dump();
     ++tally.trials;
     fs::remove(pool);
   }
@@ -184,11 +185,11 @@ class KillResume : public ::testing::TestWithParam<Case> {};
 TEST_P(KillResume, RandomSigkillsThenRestartGiveBitExactResults) {
   const std::uint64_t seed = test::test_seed();
   SCOPED_TRACE(test::seed_trace(seed));
-  const int trials = env_int("PMLAB_CRASH_TRIALS", 30);
+  const int trials = env_int("PMLAB_CRASH_TRIALS", kNonVacuityTrials);
   const auto& [kernel, scheme, label, args] = GetParam();
   SchemeTally tally;
   // Non-vacuity is a statistical property: it is asserted for campaigns large enough to make
-  // a false alarm negligible (the default 30 trials, extended for LP until a resume recomputed
+  // a false alarm negligible (the default 20 trials, extended for LP until a resume recomputed
   // work: with ~0.1 per trial, 150 extra trials miss with probability e^-15). The sanitizer run
   // uses a few trials to look for memory errors, where a kill landing or not is a coin toss.
   const bool assert_non_vacuity = trials >= kNonVacuityTrials;

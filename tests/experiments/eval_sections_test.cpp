@@ -189,10 +189,22 @@ TEST(EvalSections, RunsOnlyTheNamedOnesCarriesTheOthersAndTwoProcessesGiveOnesFi
   for (const auto& f : r["figures"]) EXPECT_NE(f, "crash_recovery.png");
   EXPECT_EQ(report.find("crash_recovery.png"), std::string::npos) << report;
 
+  EXPECT_EQ(r["partial_sections"], json::array());
+
   // Run again into the same directory, with two processes: what was carried keeps its first
-  // origin, and the section's figures are the one-process run's.
+  // origin, and the section's figures are the one-process run's. The stored run is made to
+  // say that its (carried) checksum section was interrupted: a report carrying it is partial.
+  {
+    json stored = json::parse(std::ifstream(dir.path / "results.json"));
+    stored["complete"] = false;
+    stored["partial_sections"] = json::array({"checksum"});
+    std::ofstream(dir.path / "results.json") << stored.dump();
+  }
   opt.jobs = 2;
   const json again = experiments::run_eval(opt);
+  EXPECT_FALSE(again["complete"].get<bool>());
+  EXPECT_EQ(again["partial_sections"], json::array({"checksum"}));
+  EXPECT_NE(read(dir.path / "report.md").find("unfinished sections (checksum)"), std::string::npos);
   EXPECT_EQ(again["carried_over"]["checksum"]["git_revision"], "abc1234");
   EXPECT_EQ(again["checksum"], r["checksum"]);
   ASSERT_GE(r["barriers"].size(), 2u);

@@ -220,6 +220,11 @@ TEST_F(LoopTest, RefusesOtherParametersOtherLayoutsAndBadLayouts) {
 // running and the next run recovers it.
 TEST_F(LoopTest, CApiReturnsStatusesAndRecovers) {
   const std::uint64_t params[2] = {100, 10};
+  const auto describe_unchecked = [&](pmlab_loop* l) {
+    pmlab_loop_add_array(l, "z", 100);
+    pmlab_loop_set_layout(l, 1, "z", 0, 0, 10);
+    pmlab_loop_set_params(l, params, sizeof params);
+  };
   const auto describe = [&](pmlab_loop* l) {
     EXPECT_EQ(pmlab_loop_add_array(l, "z", 100), PMLAB_OK);
     EXPECT_EQ(pmlab_loop_set_layout(l, 1, "z", 0, 0, 10), PMLAB_OK);
@@ -230,11 +235,34 @@ TEST_F(LoopTest, CApiReturnsStatusesAndRecovers) {
   pmlab_loop* l = pmlab_loop_new();
   EXPECT_EQ(pmlab_loop_run(l, nullptr, nullptr, nullptr), PMLAB_E_INVALID);
   EXPECT_NE(std::string(pmlab_loop_error(l)).find("before pmlab_loop_open"), std::string::npos);
-  EXPECT_EQ(pmlab_loop_set_option(l, "persistence", "fast"), PMLAB_E_INVALID);
+  pmlab_loop_free(l);
+  for (const char* bad : {"persistence=fast", "colour=1"}) {
+    l = pmlab_loop_new();
+    const std::string kv(bad);
+    const auto eq = kv.find('=');
+    EXPECT_EQ(pmlab_loop_set_option(l, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str()),
+              PMLAB_E_INVALID)
+        << bad;
+    pmlab_loop_free(l);
+  }
+  // A handle keeps its first failure: later calls do nothing and return it, message kept.
+  l = pmlab_loop_new();
   EXPECT_EQ(pmlab_loop_set_option(l, "colour", "1"), PMLAB_E_INVALID);
+  describe_unchecked(l);
+  EXPECT_EQ(pmlab_loop_open(l, pool().c_str(), nullptr, nullptr), PMLAB_E_INVALID);
+  EXPECT_EQ(pmlab_loop_array(l, "z"), nullptr);
+  EXPECT_NE(std::string(pmlab_loop_error(l)).find("colour"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(pool()));
+  pmlab_loop_free(l);
+  l = pmlab_loop_new();
   describe(l);
   ASSERT_EQ(pmlab_loop_open(l, pool().c_str(), nullptr, nullptr), PMLAB_OK);
   EXPECT_EQ(pmlab_loop_array(l, "nope"), nullptr);
+  EXPECT_NE(std::string(pmlab_loop_error(l)).find("nope"), std::string::npos);
+  pmlab_loop_free(l);
+  l = pmlab_loop_new();
+  describe(l);
+  ASSERT_EQ(pmlab_loop_open(l, pool().c_str(), nullptr, nullptr), PMLAB_OK);
   const auto fill = [](void* z, std::uint64_t, std::uint64_t k) {
     if (k == 7) return 42;  // stops the run
     for (std::uint64_t i = k * 10; i < k * 10 + 10; ++i)
@@ -282,6 +310,41 @@ TEST_F(LoopTest, CApiReturnsStatusesAndRecovers) {
   describe(l);
   EXPECT_EQ(pmlab_loop_set_params(l, other, sizeof other), PMLAB_OK);
   EXPECT_EQ(pmlab_loop_open(l, pool().c_str(), nullptr, nullptr), PMLAB_E_MISMATCH);
+  pmlab_loop_free(l);
+}
+
+// pmlab_loop_add_input: a created pool's array starts as a copy of the caller's values (read
+// once, at creation: an open that finds the pool never reads them), and init runs after it.
+TEST_F(LoopTest, CApiInputsAreCopiedWhenThePoolIsCreated) {
+  std::vector<double> in(40);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = 0.5 * static_cast<double>(i);
+  const std::uint64_t params[1] = {40};
+  const auto open = [&](const double* initial, pmlab_init_fn init) {
+    pmlab_loop* l = pmlab_loop_new();
+    pmlab_loop_add_input(l, "x", 40, initial);
+    pmlab_loop_add_array(l, "y", 40);
+    pmlab_loop_set_layout(l, 1, "y", 0, 0, 8);
+    pmlab_loop_set_params(l, params, sizeof params);
+    pmlab_loop_set_option(l, "warn", "0");
+    EXPECT_EQ(pmlab_loop_open(l, pool().c_str(), init, nullptr), PMLAB_OK) << pmlab_loop_error(l);
+    return l;
+  };
+  // init sees the copied input and may change it: it runs after the copy.
+  pmlab_loop* l = open(in.data(), [](void*, pmlab_loop* lp) {
+    double* x = pmlab_loop_array(lp, "x");
+    if (x[3] != 1.5) return 1;
+    x[0] = -1;
+    return 0;
+  });
+  const double* x = pmlab_loop_array(l, "x");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x[0], -1.0);
+  for (std::size_t i = 1; i < in.size(); ++i) EXPECT_EQ(x[i], in[i]) << i;
+  EXPECT_EQ(pmlab_loop_array(l, "y")[5], 0.0);
+  pmlab_loop_free(l);
+  std::vector<double> other(40, 9.0);
+  l = open(other.data(), nullptr);
+  EXPECT_EQ(pmlab_loop_array(l, "x")[1], 0.5);  // the pool's, not `other`
   pmlab_loop_free(l);
 }
 
