@@ -4,6 +4,9 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
@@ -177,6 +180,11 @@ PeriodicFlushArg parse_periodic_flush(const std::string& text) {
     }
   } catch (const Error&) {
     throw;
+  } catch (const std::out_of_range&) {
+    bad(
+        fmt::format("--periodic-flush: '{}' is out of range: a cycle count is at most {}, a "
+                    "percentage in (0, 100]",
+                    text, std::numeric_limits<std::uint64_t>::max()));
   } catch (const std::exception&) {
     fail();
   }

@@ -59,10 +59,10 @@ struct CheckResult {
   std::string action;
 };
 
-// A pmlab run's pool: its kernel's recovery run on a copy (the pool itself is opened, locked so
-// that no run changes it meanwhile, and only read), stopped before normal execution.
+// A pmlab run's pool: its kernel's recovery run on a copy (the pool itself is opened read-only
+// under a shared lock, so that no run changes it meanwhile), stopped before normal execution.
 CheckResult check_kernel_pool(const std::string& path) {
-  const pool::Pool original = pool::Pool::open(path);
+  const pool::Pool original = pool::Pool::open_read_only(path);
   CheckResult r{"kernel", std::string(pool::to_string(original.state())), {}, 0, "none"};
   if (original.state() != pool::RunState::kRunning) return r;
   const auto& p = original.params();

@@ -345,7 +345,7 @@ bool is_loop_pool(const pool::Pool& pool) {
 }
 
 LoopCheck check_loop_pool(const std::string& path) {
-  const pool::Pool pool = pool::Pool::open(path);
+  const pool::Pool pool = pool::Pool::open_read_only(path);
   if (!is_loop_pool(pool))
     throw Error(ErrorCode::kPoolCorrupt,
                 fmt::format("pool '{}' is not an lp::Loop pool (kernel {}, scheme {})", path,

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -38,6 +39,9 @@ TEST_F(PoolCli, CheckPredictsTheNextRunsRecoveryAndChangesNothing) {
     p.set_state(pool::RunState::kRunning);
   }
   const std::string before = bytes();
+  // check only reads: it opens the pool read-only under a shared lock, beside another reader
+  // (a run, which locks exclusively, would be refused as busy).
+  std::optional<pool::Pool> reader(pool::Pool::open_read_only(pool()));
   const auto c = pmlab({"pool", "check", "--pool", pool(), "--json"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_EQ(bytes(), before) << "pool check changed the pool";
@@ -45,6 +49,9 @@ TEST_F(PoolCli, CheckPredictsTheNextRunsRecoveryAndChangesNothing) {
   EXPECT_GE(check["regions_inconsistent"].get<int>(), 1) << c.out;  // tmm's regions overlap in C
   const auto t = pmlab({"pool", "check", "--pool", pool()});
   EXPECT_NE(t.out.find("the pool was not changed"), std::string::npos) << t.out;
+  EXPECT_EQ(pmlab({"run", "--pool", pool()}).exit_code, 3);  // a run is busy beside the reader
+  EXPECT_EQ(bytes(), before);
+  reader.reset();
 
   const auto run = pmlab({"run", "--pool", pool(), "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;

@@ -96,6 +96,11 @@ TEST_F(UsageErrors, PeriodicFlushAboveTheWholeRunIsRefused) {
   EXPECT_NE(r.err.find("(0, 100]"), std::string::npos) << r.err;
   const auto ok = pmlab({"sim", "tmm", "--n", "16", "--bs", "4", "--periodic-flush", "100%"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  // A cycle count past 64 bits names the bound.
+  const auto huge =
+      pmlab({"sim", "tmm", "--n", "16", "--bs", "4", "--periodic-flush", "99999999999999999999"});
+  EXPECT_EQ(huge.exit_code, 2) << huge.err;
+  EXPECT_NE(huge.err.find("at most 18446744073709551615"), std::string::npos) << huge.err;
 }
 
 TEST_F(UsageErrors, PoolLargerThanTheFileSystemIsAUsageErrorUpFront) {

@@ -157,9 +157,9 @@ class Loop {
 };
 
 /// What the next run's recovery would find on the loop pool at `path` (LoopReport::recovery of
-/// its run), computed from the pool's bytes without writing one: the pool is opened and locked
-/// like any run's, and only read. Throws kPoolCorrupt for a pool that no Loop wrote, kPoolBusy
-/// while a run holds it.
+/// its run), computed from the pool's bytes without writing one: the pool is opened read-only
+/// (O_RDONLY, a read-only mapping, a shared lock), so it works on a read-only file or mount.
+/// Throws kPoolCorrupt for a pool that no Loop wrote, kPoolBusy while a run holds it.
 [[nodiscard]] LoopCheck check_loop_pool(const std::string& path);
 
 /// Whether the pool holds a Loop's layout record (lp::Loop wrote it).
