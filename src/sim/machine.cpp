@@ -206,7 +206,8 @@ void Machine::dram_cache_place(LineAddr first, LineAddr last) {
   impl_->dram_cache_place(first.value(), last.value());
 }
 void Machine::dram_cache_flush(int core, LineAddr first, LineAddr last) {
-  if (functional_) return;
+  // Off: not even the pending instructions' dispatch, so that every figure stays as it was.
+  if (functional_ || !impl_->params().dram_cache.enabled) return;
   before_op(core);
   impl_->dram_cache_flush(core, first.value(), last.value());
   after_op(core);
