@@ -130,7 +130,7 @@ TEST(SimDramCache, NvmReceivesWhatDramHeldNotBytesStoredSince) {
   EXPECT_EQ(f.be.image().durable(f.at(0)), 1.0);
 }
 
-TEST(SimDramCache, TheNegativeControlAndFlushNoneDropTheFlush) {
+TEST(SimDramCache, TheNegativeControlDropsTheFlush) {
   FourLines f(with_dram_cache());
   f.be.set_mutation(mem::Mutation::kDramCacheNoFlush);
   mem::dram_cache_flush(f.be, f.buf.mem.get(), f.buf.bytes);
