@@ -2,7 +2,15 @@
 // stay in DRAM until dram_cache_flush, the crash image, and nothing at all while it is off.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "../support/process.hpp"
 
 #include "machine_probe.hpp"
 #include "pmlab/mem/backend.hpp"
@@ -173,6 +181,38 @@ TEST(SimDramCache, OnWithNothingPlacedChangesNoOtherFigure) {
     return j.dump();
   };
   EXPECT_EQ(run(true), run(false));
+}
+
+// The CLI: `pmlab sim --json` reports the DRAM cache; `pmlab crash` with it on passes ipv and
+// catches the control, which does not apply with it off.
+TEST(SimDramCacheCli, CrashPassesIpvAndCatchesTheControlOnlyWithTheCacheOn) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("pmlab-dram-cache-{}", ::getpid());
+  fs::create_directories(dir);
+  const std::string log = (dir / "log").string();
+  const auto sim =
+      pmlab::testing::run_process({PMLAB_BINARY, "sim", "jacobi", "--scheme", "ipv", "--n", "64",
+                                   "--bs", "8", "--dram-cache", "on", "--json", "--quiet"},
+                                  log);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const nlohmann::json j = nlohmann::json::parse(sim.out);
+  ASSERT_TRUE(j.contains("dram_cache")) << sim.out;
+  EXPECT_GT(j["dram_cache"]["hits"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(j["dram_cache"]["flushed_lines"].get<std::uint64_t>(), 0u);
+  const std::vector<std::string> crash{PMLAB_BINARY, "crash", "jacobi", "--scheme", "ipv",
+                                       "--trials",   "40",    "--seed", "11"};
+  auto on = crash;
+  on.insert(on.end(), {"--dram-cache", "on"});
+  const auto ok = pmlab::testing::run_process(on, log);
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("dram-cache-no-flush"), std::string::npos) << ok.out;
+  auto mutated = on;
+  mutated.insert(mutated.end(), {"--mutate", "dram-cache-no-flush"});
+  EXPECT_EQ(pmlab::testing::run_process(mutated, log).exit_code, 1);
+  auto off = crash;
+  off.insert(off.end(), {"--mutate", "dram-cache-no-flush"});
+  EXPECT_EQ(pmlab::testing::run_process(off, log).exit_code, 2);  // does not apply
+  fs::remove_all(dir);
 }
 
 }  // namespace
