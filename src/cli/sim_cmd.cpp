@@ -98,6 +98,9 @@ std::vector<Row> report_rows(const sim::SimParams& m) {
       rows.push_back({"  flushed by " + c, {"epochs", "flushed_by", c}});
     }
   }
+  if (m.dram_cache.enabled)  // seed 002's DRAM cache (docs/simulator.md "DRAM cache")
+    for (const char* k : {"hits", "absorbed_writes", "flushed_lines", "placed_bytes"})
+      rows.push_back({fmt::format("DRAM cache: {}", k), {"dram_cache", k}});
   rows.push_back({"line accesses", {"accesses"}});
   rows.push_back({"flushes", {"flushes"}});
   rows.push_back({"fences", {"fences"}});

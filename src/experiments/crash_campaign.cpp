@@ -1151,6 +1151,8 @@ std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
   const auto& per = spec.machine.persistency;
   std::erase_if(ms, [&](mem::Mutation m) {
     if (m == mem::Mutation::kNoFlush || m == mem::Mutation::kNoFence) return per.hardware();
+    // Seed 002's DRAM cache: without it dram_cache_flush does nothing, so dropping it neither.
+    if (m == mem::Mutation::kDramCacheNoFlush) return !spec.machine.dram_cache.enabled;
     if (mem::epoch_engine_mutation(m))
       return !per.hardware() ||
              ((mem::idt_mutation(m) || m == mem::Mutation::kLbNoSplit) && !per.idt());

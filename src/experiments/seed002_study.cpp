@@ -549,7 +549,8 @@ json seed002_kernel(const std::string& kernel, const Seed002Options& o) {
                  {"par_gain_over_clflush", gain("cp-par-clflush", "cp-clflush")},
                  {"cp_nt_overhead", ovh("cp-nt")}};
   // Fig. 7: the copy's share of each clflush design's loss over base (the paper's third part,
-  // the DRAM cache's flush, is not modelled: pmlab's NVM has no DRAM cache in front).
+  // the DRAM cache's flush, is modelled behind --dram-cache on, which these runs leave off:
+  // docs/seed002.md "The DRAM cache").
   const auto copy_share = [&](const std::string& design) -> json {
     const double loss = cyc(design) - base, copy = cyc(design + " copy only") - base;
     return cyc(design) > 0 && cyc(design + " copy only") > 0 && loss > 0 ? json(copy / loss)

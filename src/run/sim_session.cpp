@@ -85,7 +85,15 @@ struct SimSession::State {
         kd(s.user ? &s.user->driver : &find_kernel(s.run.kernel)),
         sk(s.user ? &s.user->sim : &find_sim_kernel(s.run.kernel)),
         pool(scratch_pool(*kd, s.run)),
-        be(make_backend(s, pool)) {}
+        be(make_backend(s, pool)) {
+    // Seed 002 §3's DRAM cache (--dram-cache on; nothing otherwise): the kernel's output, the
+    // object it declares it rewrites (ResumableKernel::output), is placed for every row; a row
+    // places its own write-intensive objects (ipv's second version) when it runs.
+    if (sk->output) {
+      const std::span<const std::byte> out = sk->output(pool);
+      be.dram_cache_place(out.data(), out.size());
+    }
+  }
 };
 
 void validate(const SimRunSpec& spec) {

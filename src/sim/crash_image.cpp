@@ -46,6 +46,23 @@ void CrashImage::capture_line(LineAddr line) {
     oracle_->on_capture(line);
 }
 
+void CrashImage::capture_line_from(LineAddr line, const std::byte* bytes) {
+  if (ranges_.empty()) return;
+  const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
+                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
+  if (it != ranges_.begin()) --it;
+  bool any = false;
+  for (; it != ranges_.end() && it->base < hi; ++it) {
+    const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
+    if (from >= to) continue;
+    any = true;
+    std::memcpy(it->shadow.data() + (from - it->base), bytes + (from - lo), to - from);
+  }
+  if (oracle_ != nullptr && any) [[unlikely]]
+    oracle_->on_capture(line);
+}
+
 bool CrashImage::covers_line(LineAddr line) const {
   const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,

@@ -44,6 +44,7 @@ Hierarchy::Hierarchy(const SimParams& p)
       rob_entries_(p.core.rob_entries),
       issue_(interval_ ? p.core.issue_width : 1),
       rb_(p.nvm.row_buffer) {
+  if (p.dram_cache.enabled) dram_.emplace(p.dram_cache);
   if (p.nvm.write_queue == WriteQueueModel::kBanks) {
     const RowBufferParams& r = p.nvm.row_buffer;
     const auto cyc = [&p](double ns) { return p.nvm_timing_cycles(ns).value(); };
@@ -301,7 +302,10 @@ std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_sto
     return 0;
   }
   ++llc_.counters().misses;
-  if (!volatile_.empty() && is_volatile(line)) {
+  if (dram_ && dram_->resident(line)) [[unlikely]] {
+    dram_->note_hit();  // seed 002's DRAM cache serves it: no NVM read
+    lat = llc_lat + params_.dram_cache.latency_cycles;
+  } else if (!volatile_.empty() && is_volatile(line)) {
     ++nvm_.dram_reads;  // same latency (the model has one memory), not an NVM read
     lat = llc_lat + nvm_read_cycles_;
   } else if (timed_) {
@@ -442,6 +446,11 @@ std::uint64_t Hierarchy::nvm_write(std::uint64_t line, WriteCause cause, std::ui
   }
   if (!volatile_.empty() && is_volatile(line)) {
     ++nvm_.dram_writes;  // DRAM: not persistent, not queued at the NVM controller
+    return t;
+  }
+  if (dram_ && dram_->resident(line)) [[unlikely]] {
+    // Stays in the DRAM cache, not durable until dram_cache_flush.
+    dram_->absorb(line, image_.covers_line(LineAddr(line)));
     return t;
   }
   ++nvm_.writes;
@@ -793,6 +802,7 @@ void Hierarchy::wbinvd(int core, std::size_t lo, std::size_t hi, bool last) {
 
 void Hierarchy::power_fail() {
   if (epochs_) epochs_->power_fail();
+  if (dram_) dram_->power_fail();
   for (auto& c : private_) c.clear();
   llc_.clear();
   std::fill(filter_.begin(), filter_.end(), detail::kNoEntry);
@@ -811,6 +821,7 @@ void Hierarchy::power_fail() {
 }
 
 void Hierarchy::reset_stats() {
+  if (dram_) dram_->reset_stats();
   for (auto& c : private_) c.counters() = LevelStats{c.name()};
   llc_.counters() = LevelStats{llc_.name()};
   for (auto& c : cores_) {
@@ -1072,6 +1083,7 @@ SimStats Hierarchy::stats() const {
     s.nvm.row_buffer = timed_->snapshot();
   else if (params_.nvm.row_buffer.enabled)
     s.nvm.row_buffer = rb_.snapshot();
+  if (dram_) s.dram_cache = dram_->stats();
   s.coherence = coh_;
   for (int lv = 0; lv < npriv_; ++lv) {
     LevelStats sum{priv(0, lv).name()};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cache.hpp"
+#include "dram_cache.hpp"
 #include "epochs.hpp"
 #include "nt_store.hpp"
 #include "pmlab/sim/crash_image.hpp"
@@ -40,6 +41,11 @@ class Hierarchy {
   void remove_volatile(std::uint64_t first, std::uint64_t last) {
     std::erase(volatile_, std::pair{first, last});
   }
+  // Seed 002's DRAM cache (SimParams::dram_cache; both do nothing when it is off), defined in
+  // src/sim/dram_cache.cpp: places lines [first, last) as one object; writes the dirty resident
+  // lines of [first, last) to NVM, `core` waiting flush_cycles_per_line per line.
+  void dram_cache_place(std::uint64_t first, std::uint64_t last);
+  void dram_cache_flush(int core, std::uint64_t first, std::uint64_t last);
 
   // `l1_slot`: the line's L1 slot or kNoSlot when the caller has searched, else kUnsearched.
   static constexpr std::size_t kUnsearched = kNoSlot - 1;
@@ -275,6 +281,7 @@ class Hierarchy {
       if (line >= lo && line < hi) return true;
     return false;
   }
+  std::optional<DramCache> dram_;  // seed 002's DRAM cache, only when on
   CoherenceStats coh_;
   std::vector<Preflusher> pf_;
   PreflushDirectory pf_dir_{0};  // the directory's PreFlushers table (PreFlush on only)

@@ -202,6 +202,16 @@ void Machine::add_volatile(LineAddr first, LineAddr last) {
 void Machine::remove_volatile(LineAddr first, LineAddr last) {
   impl_->remove_volatile(first.value(), last.value());
 }
+void Machine::dram_cache_place(LineAddr first, LineAddr last) {
+  impl_->dram_cache_place(first.value(), last.value());
+}
+void Machine::dram_cache_flush(int core, LineAddr first, LineAddr last) {
+  // Off: not even the pending instructions' dispatch, so that every figure stays as it was.
+  if (functional_ || !impl_->params().dram_cache.enabled) return;
+  before_op(core);
+  impl_->dram_cache_flush(core, first.value(), last.value());
+  after_op(core);
+}
 CrashImage& Machine::image() {
   return impl_->image();
 }

@@ -420,6 +420,27 @@ std::vector<MachineParam> declare() {
   add(field("wbinvd-cycles", "wbinvd_cycles_per_line", "cycles", {0, 1e6},
             "Cycles WBINVD spends per LLC line it walks (default 1, an assumption)",
             PMLAB_REF(wbinvd_cycles_per_line)));
+  // -- Seed 002's DRAM cache in front of NVM (src/sim/dram_cache.hpp) --------------------------
+  add(spelled_bool("dram-cache", "dram_cache.enabled", {"off", "on"},
+                   "Seed 002 §3's DRAM cache in front of NVM (software-managed, whole objects: "
+                   "each kernel's output, ipv's second version): an LLC miss to it costs "
+                   "--dram-cache-latency, its write-backs are not durable until the scheme's "
+                   "dram_cache_flush (ipv, cp rows); off (default) or on",
+                   PMLAB_REF(dram_cache.enabled)));
+  add(size_field("dram-cache-size", "dram_cache.size_bytes", {64, kTiB},
+                 "DRAM cache capacity; an object that does not fit whole stays in NVM (seed 002 "
+                 "§3: 256 MB)",
+                 PMLAB_REF(dram_cache.size_bytes)));
+  add(field("dram-cache-latency", "dram_cache.latency_cycles", "cycles", kLatency,
+            "DRAM cache: an LLC miss to a resident line, after the LLC lookup (pmlab's choice: "
+            "one DRAM access as haswell-ep's --dir-lookup, 90 ns at 2.4 GHz = 216)",
+            PMLAB_REF(dram_cache.latency_cycles)));
+  add(field("dram-cache-flush-cycles-per-line", "dram_cache.flush_cycles_per_line", "cycles",
+            {0, 1e6},
+            "DRAM cache: cycles per dirty line written to NVM by dram_cache_flush (NVM at 1/8 of "
+            "DRAM bandwidth, seed 002 §3; DRAM 59 GB/s, E5-2630 v3 4 x DDR4-1866, pmlab's "
+            "choice: 7.4 GB/s = 20.8 cycles per line at 2.4 GHz)",
+            PMLAB_REF(dram_cache.flush_cycles_per_line)));
   // -- Thesis Ch. 5: flush round trip and PreFlush ---------------------------------------------
   add(field("flush-mc-hop", "flush_mc_hop", "cycles", {0, 1e6},
             "Flush round trip (thesis §2.3.2): 0 = first-order (done at the LLC or when the "

@@ -278,6 +278,10 @@ nlohmann::json to_json(const SimParams& p) {
                                {"bsp_log", p.persistency.bsp_log}});
     if (p.persistency.bsp_write_through) j["persistency"]["bsp_write_through"] = true;
   }
+  if (p.dram_cache.enabled)  // only when on: the golden JSON stays as it was
+    j["dram_cache"] = {{"size_bytes", p.dram_cache.size_bytes},
+                       {"latency_cycles", p.dram_cache.latency_cycles},
+                       {"flush_cycles_per_line", p.dram_cache.flush_cycles_per_line}};
   if (p.persistency.check_order) {  // only when on: the golden JSON stays as it was
     j["persistency"]["barrier"] = std::string(to_string(p.persistency.barrier));
     j["persistency"]["check_order"] = true;

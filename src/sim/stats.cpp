@@ -173,6 +173,18 @@ nlohmann::json to_json(const SimStats& s) {
                    {"exposed_cycles", h.exposed_cycles},
                    {"overlap", h.overlap()}};
   }
+  if (s.dram_cache) {
+    const DramCacheStats& d = *s.dram_cache;
+    j["dram_cache"] = {{"objects", d.objects},
+                       {"refused_objects", d.refused_objects},
+                       {"placed_bytes", d.placed_bytes},
+                       {"hits", d.hits},
+                       {"absorbed_writes", d.absorbed_writes},
+                       {"flushes", d.flushes},
+                       {"flushed_lines", d.flushed_lines},
+                       {"lost_lines", d.lost_lines},
+                       {"dirty_lines", d.dirty_lines}};
+  }
   return j;
 }
 

@@ -104,6 +104,10 @@ std::map<mem::Mutation, Evidence> evidence() {
   e[M::kPreflushNoOwnStore] = {"tmm wal-ii preflush", preflush_spec(wal)};
   // Thread 1 stores to a line thread 0 has PreFlushed, then thread 0 flushes and commits it.
   e[M::kPreflushNoNack] = {"handoff master preflush", preflush_spec(handoff_spec("master", 8))};
+  // Seed 002's DRAM cache: ipv's commits name versions whose lines sit in DRAM until flushed.
+  auto dram = test::negative_control_spec("jacobi", "ipv-sync", 16);
+  dram.machine.dram_cache.enabled = true;
+  e[M::kDramCacheNoFlush] = {"jacobi ipv-sync n=16 --dram-cache on", dram};
   return e;
 }
 

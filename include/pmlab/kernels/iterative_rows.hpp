@@ -174,7 +174,7 @@ constexpr auto iterative_cp_async_scheme() {
         return kernels::iterative::recover_cp(
             be, c.op, scheme::checkpoint_variant_of<scheme::CopyMode::kNt>(c), r.recovery);
       },
-      .mutants = scheme::kAsyncCopyMutants};
+      .mutants = scheme::kAsyncCopyMutants | scheme::kDramCacheMutants};
 }
 
 // Every scheme of an iterative kernel (outer iteration = one solver iteration), in table order.

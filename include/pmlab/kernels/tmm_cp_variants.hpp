@@ -53,6 +53,7 @@ void run_cp_variant(B& be, const Operands& op, const CpVariant& v, std::size_t f
     cp_variant_copy(
         be, v.mode,
         {{{area, op.a.data(), m}, {area + m, op.b.data(), m}, {area + 2 * m, op.c.data(), m}}});
+    mem::dram_cache_flush(be, op.c.data(), m * sizeof(double));  // as run_cp (tmm_eager.hpp)
     be.store(&v.st.header->done, (static_cast<std::uint64_t>(done) << 1) | slot);
     be.persist(&v.st.header->done, sizeof(std::uint64_t));
   }

@@ -55,4 +55,17 @@ void outer_step_done(B& be) {
   if constexpr (requires { be.outer_step_done(); }) be.outer_step_done();
 }
 
+// Seed 002 §3's DRAM cache in front of NVM, which only the simulator models
+// (sim::SimBackend::dram_cache_place / dram_cache_flush, --dram-cache on): a no-op on every
+// other backend. place: an object the kernel or the row declares write-intensive; flush: the
+// row's persistence point writes the object's DRAM-resident dirty lines to NVM.
+template <class B>
+void dram_cache_place(B& be, const void* p, std::size_t bytes) {
+  if constexpr (requires { be.dram_cache_place(p, bytes); }) be.dram_cache_place(p, bytes);
+}
+template <class B>
+void dram_cache_flush(B& be, const void* p, std::size_t bytes) {
+  if constexpr (requires { be.dram_cache_flush(p, bytes); }) be.dram_cache_flush(p, bytes);
+}
+
 }  // namespace pmlab::mem

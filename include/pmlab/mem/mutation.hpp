@@ -41,6 +41,9 @@ enum class Mutation : std::uint8_t {
   // PreFlush (thesis Ch. 5, simulator hardware; applicable when --preflush on):
   kPreflushNoOwnStore,  // an own store to a PreFlushed line is not seen as a misprediction
   kPreflushNoNack,      // the directory never NACKs a PreFlush on another core's store
+  // Seed 002's DRAM cache (simulator, applicable when --dram-cache on): the rows that persist
+  // through it (ipv, cp) never write its dirty lines to NVM (SimBackend::dram_cache_flush)
+  kDramCacheNoFlush,
 };
 
 [[nodiscard]] constexpr std::string_view to_string(Mutation m) {
@@ -83,6 +86,8 @@ enum class Mutation : std::uint8_t {
       return "preflush-no-own-store";
     case Mutation::kPreflushNoNack:
       return "preflush-no-nack";
+    case Mutation::kDramCacheNoFlush:
+      return "dram-cache-no-flush";
   }
   return "?";
 }
@@ -104,7 +109,8 @@ inline constexpr Mutation kAllMutations[] = {Mutation::kNoFlush,
                                              Mutation::kIdtIgnoreDeps,
                                              Mutation::kIdtDepOnlyWaw,
                                              Mutation::kPreflushNoOwnStore,
-                                             Mutation::kPreflushNoNack};
+                                             Mutation::kPreflushNoNack,
+                                             Mutation::kDramCacheNoFlush};
 
 // The epoch engine's mutations (hardware barriers only); the idt- ones need IDT (lb-idt, lb++).
 [[nodiscard]] constexpr bool epoch_engine_mutation(Mutation m) {

@@ -107,8 +107,15 @@ void run_in_place_versions(B& be, const InPlaceVersions& st, IpvFlush how, std::
     else
       be.persist(out, m * sizeof(double));
   };
+  // Seed 002 §3's DRAM cache (simulator, --dram-cache on; a no-op elsewhere): both versions are
+  // placed, the kernel's output first (the run's session places it too) and the second version,
+  // the row's own write-intensive object. A commit names version t % 2, so its lines still in
+  // DRAM go to NVM first (on the main thread, after the helper's barrier).
+  const std::size_t bytes = m * sizeof(double);
+  for (double* v : st.v) mem::dram_cache_place(be, v, bytes);
   const auto barrier_and_commit = [&](std::size_t t) {
     if (flusher) flusher->flush_barrier();
+    if (how != IpvFlush::kNone) mem::dram_cache_flush(be, st.v[t % 2], bytes);
     if (!commit_early) detail::ipv_commit(be, st, t, how);
   };
   for (std::size_t t = first; t < n_it; ++t) {
@@ -137,8 +144,12 @@ void run_in_place_versions(B& be, const InPlaceVersions& st, IpvFlush how, std::
     mem::outer_step_done(be);
   }
   if (flusher) flusher->flush_barrier();
+  if (how != IpvFlush::kNone) mem::dram_cache_flush(be, st.v[n_it % 2], bytes);
   detail::ipv_commit(be, st, n_it, how);
-  if (n_it % 2 == 1) detail::ipv_final_copy(be, st, how);
+  if (n_it % 2 == 1) {
+    detail::ipv_final_copy(be, st, how);
+    if (how != IpvFlush::kNone) mem::dram_cache_flush(be, st.v[0], bytes);
+  }
   be.store(&st.header->complete, std::uint64_t{1});
   if (how != IpvFlush::kNone) be.persist(&st.header->complete, sizeof(std::uint64_t));
 }

@@ -43,10 +43,13 @@ inline constexpr mem::MutationSet kAsyncCopyMutants =
     kCopyVariantMutants | mem::MutationSet{mem::Mutation::kCpBarrierAfterWrite};
 // In-place versioning: its commit word is its own (commit-early does not move it), and the
 // protocol's steps each have a mutant (seed 002 spec A, acceptance).
+// Seed 002's DRAM cache: the rows whose commit needs its flush (applicable with --dram-cache on).
+inline constexpr mem::MutationSet kDramCacheMutants{mem::Mutation::kDramCacheNoFlush};
 inline constexpr mem::MutationSet kIpvMutants =
     kEagerMutants |
     mem::MutationSet{mem::Mutation::kIpvCommitBeforeFlush, mem::Mutation::kIpvBarrierAfterWrite,
-                     mem::Mutation::kIpvSkipFlush};
+                     mem::Mutation::kIpvSkipFlush} |
+    kDramCacheMutants;
 
 // Declared so that ordinary lookup finds a template named run_lp / recover_lp and `run_lp<K>(...)`
 // below parses as a template call for every compiler (clang needs it); the kernels' own
@@ -220,7 +223,7 @@ constexpr auto cp_scheme() {
         r.recovery_action = "cp-recovery";  // restore the last checkpoint
         return recover_cp(be, c.op, checkpoint_of(c), r.recovery);
       },
-      .mutants = kCommitMutants};
+      .mutants = kCommitMutants | kDramCacheMutants};
 }
 
 // Seed 002's checkpoint-by-copy designs (cp-clflush, cp-par-clflush, cp-nt): cp's protocol and
@@ -238,7 +241,7 @@ constexpr auto cp_variant_scheme(std::string_view name) {
         r.recovery_action = "cp-recovery";  // restore the last checkpoint
         return recover_cp(be, c.op, checkpoint_variant_of<Mode>(c), r.recovery);
       },
-      .mutants = kCopyVariantMutants};
+      .mutants = kCopyVariantMutants | kDramCacheMutants};
 }
 
 // The three rows of seed 002 §3, one line each in a kernel's table.

@@ -55,6 +55,9 @@ class CrashImage {
   // Copies the live bytes of `line` that lie inside registered ranges into the shadow, and
   // tells the persist-order oracle when one is attached (it may throw OrderViolation).
   void capture_line(LineAddr line);
+  // The same with the line's 64 bytes taken from `bytes` instead of live memory (seed 002's DRAM
+  // cache hands NVM the copy it held, src/sim/dram_cache.hpp).
+  void capture_line_from(LineAddr line, const std::byte* bytes);
   // Attaches (or with nullptr detaches) the oracle every capture of a registered line reports to.
   void set_oracle(PersistOracle* o) { oracle_ = o; }
   // Whether any byte of `line` lies in a registered range (only those lines have a persist order).

@@ -257,6 +257,11 @@ class Machine {
   // statistics, the row buffer and the crash image. Off unless called; remove with the same pair.
   void add_volatile(LineAddr first, LineAddr last);
   void remove_volatile(LineAddr first, LineAddr last);
+  // Seed 002's DRAM cache (SimParams::dram_cache; nothing when off): lines [first, last) placed
+  // as one object, and their dirty resident lines written to NVM by `core`
+  // (src/sim/dram_cache.hpp).
+  void dram_cache_place(LineAddr first, LineAddr last);
+  void dram_cache_flush(int core, LineAddr first, LineAddr last);
 
   [[nodiscard]] CrashImage& image();
   [[nodiscard]] const CrashImage& image() const;

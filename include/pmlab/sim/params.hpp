@@ -209,6 +209,20 @@ struct PersistencyParams {
 // Seed 002 §4.2: how the helper core writes a flush_async range back. kAuto applies the paper's
 // rule (WBINVD once the range is at least 10 x the LLC's bytes, else a flush per line); kNever
 // and kAlways force one way.
+// Seed 002 §3's DRAM cache in front of NVM (src/sim/dram_cache.hpp): software-managed, whole
+// objects placed (SimBackend::dram_cache_place). An LLC miss to a resident line costs
+// `latency_cycles` instead of an NVM read; a write-back of one stays in DRAM, not durable, until
+// SimBackend::dram_cache_flush writes it to NVM at `flush_cycles_per_line`. Off by default.
+struct DramCacheParams {
+  bool enabled = false;
+  std::uint64_t size_bytes = 256ull * 1024 * 1024;  // seed 002 §3: 256 MB
+  // One DRAM access: haswell-ep's (90 ns at 2.4 GHz = 216 cycles, its --dir-lookup).
+  std::uint64_t latency_cycles = 216;
+  // NVM at 1/8 of DRAM's bandwidth (seed 002 §3): DRAM 59 GB/s (E5-2630 v3, 4 x DDR4-1866, the
+  // vendor's sheet; pmlab's choice) / 8 = 7.4 GB/s = 20.8 cycles per 64-byte line at 2.4 GHz.
+  double flush_cycles_per_line = 20.8;
+};
+
 enum class WholeCacheFlush : std::uint8_t { kAuto, kNever, kAlways };
 [[nodiscard]] std::string_view to_string(WholeCacheFlush w);
 [[nodiscard]] WholeCacheFlush whole_cache_flush_from_string(std::string_view s);  // throws
@@ -272,6 +286,7 @@ struct SimParams {
   // assumption: the paper gives none).
   WholeCacheFlush whole_cache_flush = WholeCacheFlush::kAuto;
   std::uint64_t wbinvd_cycles_per_line = 1;
+  DramCacheParams dram_cache;  // seed 002 §3 (off unless asked: --dram-cache on)
 
   [[nodiscard]] Cycles nvm_read_cycles() const;
   [[nodiscard]] Cycles nvm_write_cycles() const;

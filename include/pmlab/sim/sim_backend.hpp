@@ -231,6 +231,21 @@ class SimBackend {
   void unmark_volatile(const void* base, std::size_t len) {
     machine_.remove_volatile(line_of(base), end_line(base, len));
   }
+  // Seed 002 §3's DRAM cache in front of NVM (SimParams::dram_cache, src/sim/dram_cache.hpp),
+  // reached through mem::dram_cache_place / dram_cache_flush; both do nothing when it is off.
+  // place: [base, base+len) is one object the kernel or the row declares write-intensive; it
+  // is resident if it fits whole (its LLC misses cost DRAM latency, its write-backs stay in
+  // DRAM, not durable). flush: the dirty resident lines of [base, base+len) go to NVM (durable
+  // on return) and stay resident. Not an op (no crash point of its own, the op numbering is the
+  // same on or off); dropped by --flush none and by the dram-cache-no-flush negative control.
+  void dram_cache_place(const void* base, std::size_t len) {
+    if (len > 0) machine_.dram_cache_place(line_of(base), end_line(base, len));
+  }
+  void dram_cache_flush(const void* base, std::size_t len) {
+    if (flush_ == FlushMode::kNone || mutation_ == mem::Mutation::kDramCacheNoFlush || len == 0)
+      return;
+    machine_.dram_cache_flush(core(), line_of(base), end_line(base, len));
+  }
   // The line after the last byte of [base, base+len).
   [[nodiscard]] static LineAddr end_line(const void* base, std::size_t len) {
     return LineAddr(line_of(static_cast<const char*>(base) + (len > 0 ? len - 1 : 0)).value() + 1);

@@ -169,6 +169,19 @@ struct HelperStats {
   }
 };
 
+// Seed 002's DRAM cache in front of NVM (SimParams::dram_cache), present only when it is on.
+struct DramCacheStats {
+  std::uint64_t objects = 0;          // objects placed
+  std::uint64_t refused_objects = 0;  // objects that did not fit whole (left in NVM)
+  std::uint64_t placed_bytes = 0;     // whole lines
+  std::uint64_t hits = 0;             // LLC misses served from DRAM instead of NVM
+  std::uint64_t absorbed_writes = 0;  // write-backs that stayed in DRAM (not durable)
+  std::uint64_t flushes = 0;          // dram_cache_flush calls
+  std::uint64_t flushed_lines = 0;    // dirty lines they wrote to NVM
+  std::uint64_t lost_lines = 0;       // dirty lines a power failure lost
+  std::uint64_t dirty_lines = 0;      // dirty (not durable) now
+};
+
 struct SimStats {
   Cycles cycles{0};                 // max over cores of the per-core clocks
   std::vector<Cycles> core_cycles;  // per simulated core
@@ -193,9 +206,10 @@ struct SimStats {
   NvmStats nvm;
   CoherenceStats coherence;
   VolatilityStats volatility;
-  std::optional<PreflushStats> preflush;  // set when SimParams::preflush.enabled
-  std::optional<EpochStats> epochs;       // set under a hardware persist barrier (lb*)
-  std::optional<HelperStats> helper;      // set when a scheme used seed 002's helper core
+  std::optional<PreflushStats> preflush;     // set when SimParams::preflush.enabled
+  std::optional<EpochStats> epochs;          // set under a hardware persist barrier (lb*)
+  std::optional<HelperStats> helper;         // set when a scheme used seed 002's helper core
+  std::optional<DramCacheStats> dram_cache;  // set when SimParams::dram_cache.enabled
 
   [[nodiscard]] std::uint64_t accesses() const { return loads + stores; }
   [[nodiscard]] const LevelStats& l1() const { return levels.front(); }
