@@ -1047,9 +1047,14 @@ void Hierarchy::prefetch_line(int core, std::uint64_t line, std::uint64_t t) {
   l1.hide(s1);
   pf_ready_[static_cast<std::size_t>(core) * l1.slots() + s1] = t + lat;
   // The fill made the line its set's MRU way: the set's filter entry no longer is (its
-  // re-touch would now change the order), and a way hint must not find the hidden line.
+  // re-touch would now change the order). And no way hint may lead to a hidden line: the lines
+  // that share a hint share their set (the hint's index holds the set bits), so a slot of the
+  // next set holds none of them (not s1 ^ 1, which may hold another hidden line of this hint,
+  // as SimPrefetch.InlinePathSeesEveryFirstUse found).
   filter_entry(core, line) = detail::kNoEntry;
-  if (cs.l1_lean8) cs.l1_hint[line & cs.l1_hint_mask] = static_cast<std::uint32_t>(s1 ^ 1);
+  if (cs.l1_lean8)
+    cs.l1_hint[line & cs.l1_hint_mask] =
+        static_cast<std::uint32_t>((s1 + l1.ways()) & (l1.slots() - 1));
 }
 
 // ---------------------------------------------------------------------------------------------

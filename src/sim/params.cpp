@@ -200,11 +200,11 @@ void SimParams::validate() const {
   if (prefetch.on() && persistency.hardware())
     bad("the stream prefetcher (--prefetch stream) is not modelled under a hardware persist "
         "barrier (lb*)");
-  if (prefetch.on() && l1.ways % 8 != 0)
+  if (prefetch.on() && (l1.ways % 8 != 0 || l1.sets() < 2))
     bad(
-        fmt::format("the stream prefetcher (--prefetch stream) needs an L1 whose ways are a "
-                    "multiple of 8 (got {})",
-                    l1.ways));
+        fmt::format("the stream prefetcher (--prefetch stream) needs an L1 of at least 2 sets "
+                    "whose ways are a multiple of 8 (got {} sets of {} ways)",
+                    l1.sets(), l1.ways));
   if (!inclusive_llc && cores != 1)
     bad(
         fmt::format("a non-inclusive {} needs cores = 1 (got {}): with several cores the inclusive "

@@ -277,6 +277,11 @@ TEST(SimPrefetch, ParametersComeFromTheTable) {
   for (const char* preset : {"lp-isca18", "pact17", "haswell-ep", "micro15", "thesis-ch4"})
     EXPECT_FALSE(machine_from(preset).prefetch.on()) << preset << ": no preset turns it on";
   EXPECT_THROW((void)machine_from("lp-isca18", MachineSettings{{"prefetch-startup", "17"}}), Error);
+  // A 1-set L1 has no other set for the way hints to point at (Hierarchy::prefetch_line).
+  EXPECT_THROW((void)machine_from(
+                   "lp-isca18",
+                   MachineSettings{{"prefetch", "stream"}, {"l1-size", "512"}, {"l1-ways", "8"}}),
+               Error);
   // micro15's L1 has 4 ways: no tag hashes to hide unused lines behind.
   EXPECT_THROW((void)machine_from("micro15", MachineSettings{{"prefetch", "stream"}}), Error);
   EXPECT_THROW(
