@@ -24,10 +24,10 @@ namespace pmlab::sim {
 //    dropped, so training is per page too (gem5 trains across pages; pmlab's choice, as the
 //    brief asks "per 4 KiB page").
 //  - At most `streams` streams; a new one replaces an invalid one, else the least recently used.
-// Two differences from gem5's code, both choices: the per-page filter keeps the page's last
-// line and compares strides (gem5 compares a stored line with a page address after its first
-// update, so it seldom matches again); and a demand miss on a stream's pending line (its
-// prefetch was dropped or evicted) advances the stream instead of leaving it stuck.
+// Two choices where pmlab does not follow gem5's code line for line: the per-page filter keeps
+// the page's last line and the stride between its misses (gem5 keys the entry by the page and
+// updates it with line addresses); and a demand miss on a stream's pending line (its prefetch
+// was dropped or evicted) advances the stream instead of leaving it stuck.
 class StreamPrefetcher {
  public:
   // The lines one event asks for (at most PrefetchParams::startup, which is at most 16).
