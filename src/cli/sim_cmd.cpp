@@ -89,6 +89,9 @@ std::vector<Row> report_rows(const sim::SimParams& m) {
     for (const char* k : {"row_writes_total", "row_writes", "rows_dirty_at_end", "device_writes",
                           "wq_merges", "activations_write", "row_hits_write", "drains"})
       rows.push_back({fmt::format("row buffer: {}", k), {"row_buffer", k}});
+  if (m.prefetch.on())  // the L1D stream prefetcher (docs/simulator.md "Stream prefetcher")
+    for (const char* k : {"issued", "used", "late", "useless", "dropped", "streams"})
+      rows.push_back({fmt::format("prefetch: {}", k), {"prefetch", k}});
   if (epochs) {  // seed 004's epoch engine (docs/simulator.md "Persist barriers")
     for (const char* k : {"barriers", "epochs", "splits", "idt_deps", "idt_overflows",
                           "conflict_pct", "stall_cycles"})

@@ -32,8 +32,12 @@ class Cache {
 
   [[nodiscard]] std::size_t find(std::uint64_t line) const {
     const std::size_t base = set_base(line);
-    if (hashed_) [[likely]]
-      return detail::find_hashed(tags_.data(), hash_.data(), base, ways_, line);
+    if (hashed_) [[likely]] {
+      const std::size_t s = detail::find_hashed(tags_.data(), hash_.data(), base, ways_, line);
+      if (s != kNoSlot || !hides_) [[likely]]
+        return s;
+      // A hidden line (hide()) has no hash to match: the tags decide.
+    }
     for (std::size_t s = base; s < base + ways_; ++s)
       if (tags_[s] == line) return s;
     return kNoSlot;
@@ -74,6 +78,17 @@ class Cache {
     with_policy([slot](auto& p) { p.on_invalidate(slot); });
   }
   void clear();  // everything invalid, policy state reset
+
+  // The stream prefetcher's unused lines (hashed caches only, after allow_hiding): a hidden
+  // slot keeps kHiddenHash in place of its tag's hash, so the hashed lookups of Machine's inline
+  // L1 path miss it and its first demand access reaches the Hierarchy; find() still finds it,
+  // by its tag. fill, invalidate and clear end the hiding with the line.
+  void allow_hiding() { hides_ = hashed_; }
+  void hide(std::size_t slot) { hash_[slot] = detail::kHiddenHash; }
+  [[nodiscard]] bool hidden(std::size_t slot) const {
+    return hides_ && hash_[slot] == detail::kHiddenHash;
+  }
+  void reveal(std::size_t slot) { hash_[slot] = detail::tag_hash(tags_[slot]); }
 
   [[nodiscard]] std::uint64_t tag(std::size_t slot) const { return tags_[slot]; }
   [[nodiscard]] std::uint8_t state(std::size_t slot) const { return state_[slot]; }
@@ -166,6 +181,7 @@ class Cache {
   std::uint32_t ways_;
   std::vector<std::uint64_t> tags_;
   bool hashed_;                     // ways % 8 == 0: lookups scan hash_ first
+  bool hides_ = false;              // allow_hiding(): a hashed miss also scans the tags
   std::vector<std::uint8_t> hash_;  // per slot: detail::tag_hash of its tag, kNoHash if invalid
   std::vector<std::uint8_t> state_;
   std::vector<std::uint64_t> sharers_;

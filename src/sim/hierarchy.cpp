@@ -113,7 +113,15 @@ Hierarchy::Hierarchy(const SimParams& p)
     cores_[c].l1_hint = l1_hint_.data() + c * hints;
     cores_[c].l1_hint_mask = hints - 1;
   }
-  lean_misses_ = p.lean_miss_path && npriv_ == 1 && !epochs_ && pf_.empty() &&
+  if (p.prefetch.on()) {
+    // Unused prefetched L1 lines are hidden from the inline path's hashed lookups, so that
+    // their first use reaches access(); the lean miss path does not train, so it stays off.
+    prefetch_ = true;
+    spf_.assign(cores_.size(), StreamPrefetcher(p.prefetch));
+    pf_ready_.assign(cores_.size() * priv(0, 0).slots(), 0);
+    for (int c = 0; c < p.cores; ++c) priv(c, 0).allow_hiding();
+  }
+  lean_misses_ = p.lean_miss_path && npriv_ == 1 && !epochs_ && pf_.empty() && !prefetch_ &&
                  llc_.lru() != nullptr && llc_.pow2_sets() && llc_.hash_data() != nullptr;
   for (const detail::CoreState& cs : cores_)
     lean_misses_ = lean_misses_ && cs.l1_tags != nullptr && cs.l1_hash != nullptr;
@@ -137,6 +145,7 @@ bool Hierarchy::strip_private(int core, std::uint64_t line, Strip how) {
     dirty |= (c.state(s) & kDirty) != 0;
     switch (how) {
       case Strip::kInvalidate:
+        if (lv == 0) prefetch_left(c, s);
         c.invalidate(s);
         if (lv == 0) l1_line_left(core, line, true);
         break;
@@ -168,9 +177,19 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
   ++(is_store ? stores_ : loads_);
   Cache& l1 = priv(core, 0);
   std::uint64_t lat = 0;
-  std::size_t s1 = l1_slot == kUnsearched ? l1.find(line) : l1_slot;
+  // The inline path cannot see a hidden (prefetched, unused) line: its "not found" is searched
+  // again while the prefetcher is on.
+  std::size_t s1 =
+      l1_slot == kUnsearched || (prefetch_ && l1_slot == kNoSlot) ? l1.find(line) : l1_slot;
   const bool l1_hit = s1 != kNoSlot;
+  // The prefetched line's completion when this is its first use (0: none, or complete).
+  std::uint64_t pf_ready = 0;
+  bool pf_used = false;
   if (l1_hit) {
+    if (prefetch_ && l1.hidden(s1)) [[unlikely]] {
+      pf_ready = prefetch_use(core, s1);
+      pf_used = true;
+    }
     ++l1.counters().hits;
     l1.touch(s1);
     lat = l1.latency().value();
@@ -212,13 +231,27 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
     if (epochs_) [[unlikely]]
       epochs_->after_store(core, line, llc_.find(line));
   }
+  // When the prefetcher sees this access: its dispatch (after any MSHR wait), or in the memory
+  // model its start.
+  std::uint64_t seen = 0;
   if (interval_) {
     dispatch(core, params_.core.insts_per_access);
+    // A use of a prefetch still in flight waits for it (merged into its request).
+    if (pf_ready > cs.clock) [[unlikely]] {
+      ++pfs_.late;
+      lat = std::max(lat, pf_ready - cs.clock);
+    }
     if (lat > l1_latency_) {
       if (sq_ && is_store) sq_push(core, sq_send(core, cs.clock) + lat);
       long_latency(core, lat, !is_store, line);
     }
+    seen = cs.clock;
   } else {
+    if (pf_ready > cs.clock) [[unlikely]] {
+      ++pfs_.late;
+      lat = std::max(lat, pf_ready - cs.clock);
+    }
+    seen = cs.clock;
     cs.clock += lat;
   }
   if (newly_dirty) open_episode(core, line, s1, cs.clock);
@@ -232,6 +265,11 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
   filter_entry(core, line) = filter ? (line << 1) | (skip_stores ? 1u : 0u) : detail::kNoEntry;
   if (is_store && !pf_.empty()) [[unlikely]]
     preflush_store(core, line, s1, pc, reached_directory);
+  // The prefetcher trains on demand L1 misses and advances a stream on a prefetched line's use.
+  if (prefetch_ && (!l1_hit || pf_used)) [[unlikely]] {
+    StreamPrefetcher& spf = spf_[static_cast<std::size_t>(core)];
+    prefetch_issue(core, pf_used ? spf.on_use(line) : spf.on_miss(line), seen);
+  }
   // Not after L1 load hits (filtered or not, see CoreState::deadline). After the filter
   // update: cleaning this line must clear its entry.
   if (cs.clock >= cs.deadline && (is_store || !l1_hit)) [[unlikely]]
@@ -368,7 +406,10 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
   // An L1 victim shares its L1 set, hence its filter entry, with the line access() installs
   // and then records there; only victims of lower levels must clear theirs.
   if (level > 0) forget_filter(core, v);
-  if (level == 0) l1_line_left(core, v, false);
+  if (level == 0) {
+    prefetch_left(c, slot);
+    l1_line_left(core, v, false);
+  }
   ++c.counters().evictions;
   if (level == npriv_ - 1) {
     for (int up = 0; up < level; ++up) {
@@ -376,6 +417,7 @@ void Hierarchy::evict_private(int core, int level, std::size_t slot) {
       const std::size_t us = u.find(v);
       if (us == kNoSlot) continue;
       dirty |= (u.state(us) & kDirty) != 0;
+      if (up == 0) prefetch_left(u, us);
       u.invalidate(us);
       if (up == 0) l1_line_left(core, v, false);
     }
@@ -815,6 +857,8 @@ void Hierarchy::power_fail() {
   wc_.clear();  // bytes still in write-combining buffers are lost
   for (auto& pf : pf_) pf.clear();
   pf_dir_.clear();
+  for (auto& spf : spf_) spf.clear();
+  std::fill(pf_ready_.begin(), pf_ready_.end(), 0);
   // Dirty stretches cut by the failure end without a write: they count nowhere.
   std::fill(since_.begin(), since_.end(), detail::kNever);
   private_since_.clear();
@@ -839,6 +883,10 @@ void Hierarchy::reset_stats() {
   sq_full_stall_ = sq_full_events_ = mshr_full_events_ = 0;
   for (auto& pf : pf_) pf.reset_stats();
   pf_writes_ = pf_violations_ = 0;
+  // Clocks restart at 0: prefetches in flight count as complete.
+  std::fill(pf_ready_.begin(), pf_ready_.end(), 0);
+  for (auto& spf : spf_) spf.reset_stats();
+  pfs_ = PrefetchStats{};
   if (epochs_) epochs_->reset_stats();
   nvm_ = NvmStats{};
   rb_.reset_stats();
@@ -943,6 +991,81 @@ void Hierarchy::stop_modelling() {
   period_ = 0;
   next_due_ = detail::kNever;
   set_deadlines();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stream prefetcher (SimParams::prefetch, src/sim/stream_prefetcher.hpp). A prefetch is a read
+// like a demand load's (fetch_from_llc, fill_private: the directory, inclusion and the LLC's
+// replacement as for any fill), sent when the prefetcher sees its trigger and complete one
+// read later, but the core does not wait for it: only a demand access to the line before then
+// does (late). Until its first use the line is hidden in the L1 (Cache::hide), so that the
+// inline path sends that use here. A prefetched line is clean: a prefetch writes nothing and
+// changes what the crash image holds only as any access does, by the victims it evicts.
+
+std::uint64_t Hierarchy::prefetch_use(int core, std::size_t s1) {
+  priv(core, 0).reveal(s1);
+  ++pfs_.used;
+  return pf_ready_[static_cast<std::size_t>(core) * priv(core, 0).slots() + s1];
+}
+
+void Hierarchy::prefetch_issue(int core, const StreamPrefetcher::Requests& r, std::uint64_t t) {
+  for (unsigned i = 0; i < r.count; ++i) prefetch_line(core, r.lines[i], t);
+}
+
+void Hierarchy::prefetch_line(int core, std::uint64_t line, std::uint64_t t) {
+  Cache& l1 = priv(core, 0);
+  if (l1.find(line) != kNoSlot) return;  // gem5's L1 drops a prefetch of a line it holds
+  if (interval_) {
+    // It needs a free MSHR (fill buffer) to be sent, but holds none after: barriers and the
+    // run's end do not wait for prefetches (pmlab's simplification).
+    const IntervalCore& ic = icore_[static_cast<std::size_t>(core)];
+    bool free = false;
+    for (std::size_t i = 0; i < ic.mshrs && !free; ++i) free = ic.mshr[i] <= t;
+    if (!free) {
+      ++pfs_.dropped;
+      return;
+    }
+  }
+  ++pfs_.issued;
+  detail::CoreState& cs = cores_[static_cast<std::size_t>(core)];
+  // The fill runs at the prefetch's time (a timed NVM read arrives then, a victim's write-back
+  // is queued then); a full write queue may still stall the core, as for any eviction.
+  const std::uint64_t now = cs.clock;
+  cs.clock = t;
+  std::uint64_t lat = 0;
+  std::uint8_t st = 0;
+  bool in_l2 = false;
+  if (npriv_ == 2) {
+    Cache& l2 = priv(core, 1);
+    if (const std::size_t s2 = l2.find(line); s2 != kNoSlot) {
+      ++l2.counters().hits;
+      l2.touch(s2);
+      st = static_cast<std::uint8_t>(l2.state(s2) & kExclusive);
+      lat = l2.latency().value();
+      in_l2 = true;
+    }
+  }
+  std::size_t s1 = kNoSlot;
+  if (!in_l2) {
+    std::size_t ls = kNoSlot;
+    st = fetch_from_llc(core, line, false, lat, ls);
+    const std::size_t last = fill_private(core, npriv_ - 1, line, st);
+    priv(core, npriv_ - 1).set_link(last, ls);
+    if (npriv_ == 1) s1 = last;
+  }
+  if (npriv_ == 2) s1 = fill_private(core, 0, line, st);
+  cs.clock = std::max(now, cs.clock);
+  l1.hide(s1);
+  pf_ready_[static_cast<std::size_t>(core) * l1.slots() + s1] = t + lat;
+  // The fill made the line its set's MRU way: the set's filter entry no longer is (its
+  // re-touch would now change the order). And no way hint may lead to a hidden line: the lines
+  // that share a hint share their set (the hint's index holds the set bits), so a slot of the
+  // next set holds none of them (not s1 ^ 1, which may hold another hidden line of this hint,
+  // as SimPrefetch.InlinePathSeesEveryFirstUse found).
+  filter_entry(core, line) = detail::kNoEntry;
+  if (cs.l1_lean8)
+    cs.l1_hint[line & cs.l1_hint_mask] =
+        static_cast<std::uint32_t>((s1 + l1.ways()) & (l1.slots() - 1));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1134,6 +1257,11 @@ SimStats Hierarchy::stats() const {
     p.dir_occupancy_max = pf_dir_.occupancy_max();
     p.transparency_violations = pf_violations_;
     s.preflush = p;
+  }
+  if (prefetch_) {
+    PrefetchStats p = pfs_;
+    for (const StreamPrefetcher& spf : spf_) p.streams += spf.streams_allocated();
+    s.prefetch = p;
   }
   const auto open = [&](std::uint64_t since) {
     ++s.volatility.open_lines;

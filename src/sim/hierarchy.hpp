@@ -19,6 +19,7 @@
 #include "pmlab/sim/stats.hpp"
 #include "preflush.hpp"
 #include "shared_write_queue.hpp"
+#include "stream_prefetcher.hpp"
 #include "timed_nvm.hpp"
 #include "write_queue.hpp"
 
@@ -213,6 +214,18 @@ class Hierarchy {
     if (pf_marks_) [[unlikely]]
       pf_[static_cast<std::size_t>(core)].line_left(line, invalidated);
   }
+  // Stream prefetcher (SimParams::prefetch; hierarchy.cpp, "Stream prefetcher"). A demand access
+  // found `core`'s L1 slot `s1` hidden: the prefetched line's first use; returns when its
+  // prefetch completes (what the access waits for).
+  std::uint64_t prefetch_use(int core, std::size_t s1);
+  // The lines `r` asks for, each sent at `t` unless already in the core's private caches.
+  void prefetch_issue(int core, const StreamPrefetcher::Requests& r, std::uint64_t t);
+  void prefetch_line(int core, std::uint64_t line, std::uint64_t t);
+  // `c`'s slot `s` is about to lose its line: an unused prefetched line counts as useless.
+  void prefetch_left(const Cache& c, std::size_t s) {
+    if (c.hidden(s)) [[unlikely]]
+      ++pfs_.useless;
+  }
   void write_back_victim(std::uint64_t line, int core, std::uint64_t since);
   // `since`: when the line became dirty (volatility duration), kNever if unknown.
   std::uint64_t nvm_write(std::uint64_t line, WriteCause cause, std::uint64_t t, int core,
@@ -289,6 +302,12 @@ class Hierarchy {
   std::uint64_t pf_writes_ = 0,
                 pf_violations_ = 0;      // per core when SimParams::preflush.enabled, else empty
   std::unique_ptr<EpochEngine> epochs_;  // only under a hardware persist barrier (lb*)
+  // Stream prefetcher: one per core (empty when off); per L1 slot (core-major) when the
+  // prefetch that filled it completes, meaningful while the slot is hidden (Cache::hide).
+  std::vector<StreamPrefetcher> spf_;
+  std::vector<std::uint64_t> pf_ready_;
+  PrefetchStats pfs_;
+  bool prefetch_ = false;
 };
 
 }  // namespace pmlab::sim

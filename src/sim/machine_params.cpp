@@ -502,6 +502,40 @@ std::vector<MachineParam> declare() {
         p.preflush.own_store_check = std::get<std::string>(v) != "no-own-store";
         p.preflush.nack = std::get<std::string>(v) != "no-nack";
       }));
+  // -- Stream prefetcher (issue 53; gem5 RubyPrefetcher.py defaults, pmlab's choice) ----------
+  add(choice("prefetch", "prefetch.model", {PrefetchModel::kOff, PrefetchModel::kStream},
+             "L1D prefetcher: off (default, every preset: the papers' gem5 ran with "
+             "enable_prefetch False) or stream (gem5's RubyPrefetcher: a stream per page after "
+             "--prefetch-train-misses same-stride misses, prefetches fill L1 off the critical "
+             "path; docs/simulator.md \"Stream prefetcher\")",
+             PMLAB_REF(prefetch.model)));
+  add(field("prefetch-streams", "prefetch.streams", "", {1, 64},
+            "Stream prefetcher: streams tracked per core, LRU replacement (gem5 num_streams 4: "
+            "pmlab's choice)",
+            PMLAB_REF(prefetch.streams)));
+  add(field("prefetch-train-misses", "prefetch.train_misses", "", {1, 64},
+            "Stream prefetcher: same-stride misses a filter entry counts before a stream starts "
+            "(gem5 train_misses 4: the 5th miss of a unit-stride run starts it; pmlab's choice)",
+            PMLAB_REF(prefetch.train_misses)));
+  add(field("prefetch-startup", "prefetch.startup", "", {1, 16},
+            "Stream prefetcher: prefetches a new stream issues (its degree; then one more per "
+            "prefetched line used, so this is also its distance; gem5 num_startup_pfs 1: "
+            "pmlab's choice)",
+            PMLAB_REF(prefetch.startup)));
+  add(field("", "prefetch.unit_filter", "entries", {1, 64},
+            "Stream prefetcher: +1 and -1 stride filter entries each (gem5 unit_filter 8)",
+            PMLAB_REF(prefetch.unit_filter)));
+  add(field("", "prefetch.nonunit_filter", "entries", {1, 64},
+            "Stream prefetcher: per-page stride filter entries (gem5 nonunit_filter 8)",
+            PMLAB_REF(prefetch.nonunit_filter)));
+  add(size_field("", "prefetch.page_bytes", {64, 1 << 30},
+                 "Stream prefetcher: page that training and streams stay in (power of two; gem5 "
+                 "4 KiB)",
+                 PMLAB_REF(prefetch.page_bytes)));
+  add(field("", "prefetch.cross_page", "", kNoRange,
+            "Stream prefetcher: streams may cross a page (gem5 cross_page false; true only as a "
+            "negative control)",
+            PMLAB_REF(prefetch.cross_page)));
   // -- Seed 004: persist barriers -------------------------------------------------------------
   add(choice("barrier", "persistency.barrier",
              {Barrier::kNone, Barrier::kSoftware, Barrier::kLb, Barrier::kLbIdt, Barrier::kLbPf,

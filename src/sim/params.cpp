@@ -103,6 +103,22 @@ void PreflushParams::validate() const {
         "optimised design, not the trace design");
 }
 
+std::string_view to_string(PrefetchModel m) {
+  return m == PrefetchModel::kStream ? "stream" : "off";
+}
+
+PrefetchModel prefetch_model_from_string(std::string_view s) {
+  for (PrefetchModel m : {PrefetchModel::kOff, PrefetchModel::kStream})
+    if (s == to_string(m)) return m;
+  bad(fmt::format("unknown prefetcher '{}' (expected off or stream)", s));
+}
+
+void PrefetchParams::validate() const {
+  if (!std::has_single_bit(page_bytes) || page_bytes < kCacheLineBytes)
+    bad(fmt::format("prefetch.page_bytes must be a power of two of at least {} (got {})",
+                    kCacheLineBytes, page_bytes));
+}
+
 void LevelParams::validate() const {
   const std::string who = name.empty() ? std::string("cache level") : "cache " + name;
   if (ways == 0) bad(fmt::format("{}: ways must be at least 1", who));
@@ -171,6 +187,7 @@ void SimParams::validate() const {
   nvm.validate();
   core.validate();
   preflush.validate();
+  prefetch.validate();
   persistency.validate();
   if (persistency.hardware() && periodic_flush_cycles.value() != 0)
     bad("periodic cache cleaning cannot be combined with a hardware persist barrier (lb*): the "
@@ -178,6 +195,16 @@ void SimParams::validate() const {
   // The epoch engine keeps its tags in the LLC and models neither PreFlush nor WC buffers.
   if (persistency.hardware() && (!inclusive_llc || preflush.enabled || nt_stores))
     bad("a hardware persist barrier (lb*) needs an inclusive LLC and no preflush or nt_stores");
+  // The epoch engine's rules see demand accesses only; the prefetcher hides unused lines from
+  // the inline L1 path by their tag hashes, which L1s of 8, 16, ... ways keep.
+  if (prefetch.on() && persistency.hardware())
+    bad("the stream prefetcher (--prefetch stream) is not modelled under a hardware persist "
+        "barrier (lb*)");
+  if (prefetch.on() && (l1.ways % 8 != 0 || l1.sets() < 2))
+    bad(
+        fmt::format("the stream prefetcher (--prefetch stream) needs an L1 of at least 2 sets "
+                    "whose ways are a multiple of 8 (got {} sets of {} ways)",
+                    l1.sets(), l1.ways));
   if (!inclusive_llc && cores != 1)
     bad(
         fmt::format("a non-inclusive {} needs cores = 1 (got {}): with several cores the inclusive "
@@ -265,6 +292,15 @@ nlohmann::json to_json(const SimParams& p) {
                      {"design", p.preflush.trace ? "trace" : "optimised"},
                      {"marks", p.preflush.l1_marks ? "l1" : "table"},
                      {"storage_bytes_per_core", p.preflush.storage_bytes(p.l1.sets(), p.l1.ways)}};
+  if (p.prefetch.on())  // only when on: the golden JSON stays as it was
+    j["prefetch"] = {{"model", std::string(to_string(p.prefetch.model))},
+                     {"streams", p.prefetch.streams},
+                     {"train_misses", p.prefetch.train_misses},
+                     {"startup", p.prefetch.startup},
+                     {"unit_filter", p.prefetch.unit_filter},
+                     {"nonunit_filter", p.prefetch.nonunit_filter},
+                     {"page_bytes", p.prefetch.page_bytes},
+                     {"cross_page", p.prefetch.cross_page}};
   if (p.persistency.barrier != Barrier::kSoftware) {
     j["persistency"] = {{"barrier", std::string(to_string(p.persistency.barrier))}};
     if (p.persistency.hardware())

@@ -136,6 +136,11 @@ nlohmann::json to_json(const SimStats& s) {
                      {"coverage", ratio(p.correct, s.flushes)},
                      {"accuracy", ratio(p.correct, p.issued)}};
   }
+  if (s.prefetch) {
+    const PrefetchStats& p = *s.prefetch;
+    j["prefetch"] = {{"issued", p.issued},   {"used", p.used},       {"late", p.late},
+                     {"useless", p.useless}, {"dropped", p.dropped}, {"streams", p.streams}};
+  }
   if (s.epochs) {
     const EpochStats& e = *s.epochs;
     auto& je = j["epochs"] = {{"barriers", e.barriers},

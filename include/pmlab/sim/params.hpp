@@ -143,6 +143,28 @@ struct PreflushParams {
   void validate() const;
 };
 
+// Stream prefetcher on each core's L1D (src/sim/stream_prefetcher.hpp): gem5's RubyPrefetcher
+// (src/mem/ruby/structures/RubyPrefetcher.py). Off by default and in every preset: the papers'
+// gem5 runs had it off (MESI_Two_Level-L1cache.sm, enable_prefetch "False"); it is a sensitivity
+// switch (docs/simulator.md "Stream prefetcher"). Every value is pmlab's choice, gem5's default.
+enum class PrefetchModel : std::uint8_t { kOff, kStream };
+[[nodiscard]] std::string_view to_string(PrefetchModel m);
+[[nodiscard]] PrefetchModel prefetch_model_from_string(std::string_view s);  // throws
+
+struct PrefetchParams {
+  PrefetchModel model = PrefetchModel::kOff;
+  std::uint32_t streams = 4;         // num_streams: streams tracked, LRU replacement
+  std::uint32_t train_misses = 4;    // train_misses: filter hits before a stream is allocated
+  std::uint32_t startup = 1;         // num_startup_pfs: prefetches a new stream issues at once
+  std::uint32_t unit_filter = 8;     // unit_filter: +1 and -1 stride filter entries (each)
+  std::uint32_t nonunit_filter = 8;  // nonunit_filter: per-page stride filter entries
+  std::uint64_t page_bytes = 4096;   // streams and training stay within one page
+  bool cross_page = false;           // cross_page: gem5's default false; true = a control
+
+  [[nodiscard]] bool on() const { return model != PrefetchModel::kOff; }
+  void validate() const;
+};
+
 // The persist barrier's modes are a persistency concept (persist/barrier.hpp), which the BEP
 // building blocks name too; the simulator models the hardware ones.
 using persist::Barrier;
@@ -280,6 +302,7 @@ struct SimParams {
   std::uint64_t dir_lookup_cycles = 0;
   std::uint64_t remote_snoop_cycles = 0;
   PreflushParams preflush;
+  PrefetchParams prefetch;        // L1D stream prefetcher (off unless asked)
   PersistencyParams persistency;  // seed 004's persist barriers (software EP unless asked)
   // Seed 002's helper core (SimBackend::helper_flush_async; only schemes with a helper, ipv,
   // reach it): WBINVD or per-line flushes, and WBINVD's price per LLC line it walks (an

@@ -111,6 +111,17 @@ struct PreflushStats {
   std::uint64_t storage_bytes_per_core = 0;
 };
 
+// The stream prefetcher's counters (SimParams::prefetch), summed over cores; present only when
+// it is on. Its reads also count in nvm_reads and in the LLC's hits and misses.
+struct PrefetchStats {
+  std::uint64_t issued = 0;   // prefetches sent (the line was in no private cache of the core)
+  std::uint64_t used = 0;     // demand accesses to a prefetched line not used before
+  std::uint64_t late = 0;     // of those, the ones that waited for the prefetch (merged)
+  std::uint64_t useless = 0;  // prefetched lines that left the L1 unused
+  std::uint64_t dropped = 0;  // prefetches not sent: every MSHR busy (interval core)
+  std::uint64_t streams = 0;  // streams allocated
+};
+
 // Why an epoch was flushed (seed 004, Fig. 12): it left naturally (all its lines evicted or
 // still written at drain without any forced flush), or a request forced it.
 enum class EpochCause : std::uint8_t {
@@ -207,6 +218,7 @@ struct SimStats {
   CoherenceStats coherence;
   VolatilityStats volatility;
   std::optional<PreflushStats> preflush;     // set when SimParams::preflush.enabled
+  std::optional<PrefetchStats> prefetch;     // set when SimParams::prefetch is on
   std::optional<EpochStats> epochs;          // set under a hardware persist barrier (lb*)
   std::optional<HelperStats> helper;         // set when a scheme used seed 002's helper core
   std::optional<DramCacheStats> dram_cache;  // set when SimParams::dram_cache.enabled

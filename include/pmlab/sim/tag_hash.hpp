@@ -16,6 +16,9 @@ namespace pmlab::sim::detail {
 // Written by hand because no library offers it for a cache model's flat arrays; the same
 // technique as the control bytes of Abseil's SwissTable and folly's F14.
 inline constexpr std::uint8_t kNoHash = 0xFF;
+// A valid line hidden from hashed lookups (Cache::hide, the stream prefetcher's unused lines):
+// like kNoHash it has its high bit set, so it is never a candidate, not even by a borrow.
+inline constexpr std::uint8_t kHiddenHash = 0xFE;
 
 [[nodiscard]] constexpr std::uint8_t tag_hash(std::uint64_t line) {
   // Fibonacci hashing: the top 7 bits of the product depend on every bit of the line, so
