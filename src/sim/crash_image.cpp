@@ -10,6 +10,20 @@
 
 namespace pmlab::sim {
 
+namespace {
+
+// The first of the sorted, disjoint `ranges` that may overlap [lo, ...): the last one starting at
+// or before lo, else the next.
+template <class Ranges>
+auto first_overlap(Ranges& ranges, std::uintptr_t lo) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), lo,
+                             [](std::uintptr_t a, const auto& r) { return a < r.base; });
+  if (it != ranges.begin()) --it;
+  return it;
+}
+
+}  // namespace
+
 void CrashImage::add_range(const void* base, std::size_t len) {
   const auto b = reinterpret_cast<std::uintptr_t>(base);
   if (base == nullptr || len == 0)
@@ -27,31 +41,14 @@ void CrashImage::add_range(const void* base, std::size_t len) {
 }
 
 void CrashImage::capture_line(LineAddr line) {
-  if (ranges_.empty()) return;
-  const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
-  // First range that may overlap: the last one starting at or before lo, else the next.
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
-                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
-  if (it != ranges_.begin()) --it;
-  bool any = false;
-  for (; it != ranges_.end() && it->base < hi; ++it) {
-    const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
-    if (from >= to) continue;
-    any = true;
-    std::memcpy(it->shadow.data() + (from - it->base), reinterpret_cast<const void*>(from),
-                to - from);
-  }
-  // After the copy: the image already holds the bytes whose order the oracle judges.
-  if (oracle_ != nullptr && any) [[unlikely]]
-    oracle_->on_capture(line);
+  // The line's bytes as they are in memory now.
+  capture_line_from(line, reinterpret_cast<const std::byte*>(line.value() * kCacheLineBytes));
 }
 
 void CrashImage::capture_line_from(LineAddr line, const std::byte* bytes) {
   if (ranges_.empty()) return;
   const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
-                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
-  if (it != ranges_.begin()) --it;
+  auto it = first_overlap(ranges_, lo);
   bool any = false;
   for (; it != ranges_.end() && it->base < hi; ++it) {
     const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
@@ -59,15 +56,14 @@ void CrashImage::capture_line_from(LineAddr line, const std::byte* bytes) {
     any = true;
     std::memcpy(it->shadow.data() + (from - it->base), bytes + (from - lo), to - from);
   }
+  // After the copy: the image already holds the bytes whose order the oracle judges.
   if (oracle_ != nullptr && any) [[unlikely]]
     oracle_->on_capture(line);
 }
 
 bool CrashImage::covers_line(LineAddr line) const {
   const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
-                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
-  if (it != ranges_.begin()) --it;
+  auto it = first_overlap(ranges_, lo);
   for (; it != ranges_.end() && it->base < hi; ++it)
     if (std::max(lo, it->base) < std::min(hi, it->base + it->len)) return true;
   return false;
@@ -76,9 +72,7 @@ bool CrashImage::covers_line(LineAddr line) const {
 bool CrashImage::line_durable(LineAddr line) const {
   if (ranges_.empty()) return true;
   const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
-                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
-  if (it != ranges_.begin()) --it;
+  auto it = first_overlap(ranges_, lo);
   for (; it != ranges_.end() && it->base < hi; ++it) {
     const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
     if (from < to && std::memcmp(it->shadow.data() + (from - it->base),
@@ -91,9 +85,7 @@ bool CrashImage::line_durable(LineAddr line) const {
 bool CrashImage::durable_line(LineAddr line, std::byte* buf) const {
   bool any = false;
   const std::uintptr_t lo = line.value() * kCacheLineBytes, hi = lo + kCacheLineBytes;
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo,
-                             [](std::uintptr_t a, const Range& r) { return a < r.base; });
-  if (it != ranges_.begin()) --it;
+  auto it = first_overlap(ranges_, lo);
   for (; it != ranges_.end() && it->base < hi; ++it) {
     const std::uintptr_t from = std::max(lo, it->base), to = std::min(hi, it->base + it->len);
     if (from >= to) continue;
