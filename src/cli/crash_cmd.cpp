@@ -82,6 +82,9 @@ struct CrashArgs {
   bool sim_tail = false;
   bool one_fork_per_trial = false;
   bool json = false;
+  // Each negative control on the caches that expose its mutant (set by the command's callback:
+  // off when the user chose the caches).
+  bool controls_on_exposing_caches = true;
 };
 
 sim::FlushMode flush_mode(const std::string& s) {
@@ -109,13 +112,17 @@ run::SimRunSpec make_spec(const CrashArgs& a) {
   return spec;
 }
 
-// The resolved cleaning period is repeated in cycles: no calibration run on replay.
+// The resolved cleaning period is repeated in cycles: no calibration run on replay. `caches`:
+// settings over the campaign's machine (a control's own machine), repeated in the command.
 std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
-                           const experiments::TrialResult& t) {
+                           const experiments::TrialResult& t,
+                           const sim::MachineSettings& caches = {}) {
+  MachineArgs machine = a.machine;
+  for (const auto& [flag, value] : caches.items()) machine.settings.set(flag, value);
   std::string cmd = fmt::format(
       "pmlab crash {} --scheme {} --n {} --bs {} --threads {} --checksum {} {} --flush {} "
       "--replay {}",
-      a.kernel, a.scheme, a.n, a.bs, a.threads, a.checksum, machine_flags(a.machine), a.flush,
+      a.kernel, a.scheme, a.n, a.bs, a.threads, a.checksum, machine_flags(machine), a.flush,
       t.crash_op);
   if (const auto period = spec.machine.periodic_flush_cycles.value(); period > 0)
     cmd += fmt::format(" --periodic-flush {}", period);
@@ -189,6 +196,7 @@ int do_crash(const CrashArgs& a) {
   opt.batch_trials = !a.one_fork_per_trial;
   opt.images = images;
   opt.mutation = mutation;
+  opt.controls_on_exposing_caches = a.controls_on_exposing_caches;
   ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials,
                   progress_wanted(a.quiet));
   opt.progress = [&](std::uint64_t done, std::uint64_t) { bar.update(done); };
@@ -202,7 +210,23 @@ int do_crash(const CrashArgs& a) {
   j["seed"] = opt.seed;
   // Every declared parameter's effective value, as a machine file holds it.
   j["machine_parameters"] = sim::to_machine_file(spec.machine);
-  if (with_controls) j["controls"] = experiments::to_json(controls);
+  if (with_controls) {
+    j["controls"] = experiments::to_json(controls);
+    // An unmutated trial that failed on a control's own machine, with the command that replays it.
+    nlohmann::json failed = nlohmann::json::array();
+    std::vector<std::string> seen;
+    for (const auto& c : controls) {
+      if (!c.own_machine() || std::find(seen.begin(), seen.end(), c.settings.flags()) != seen.end())
+        continue;
+      seen.push_back(c.settings.flags());
+      for (const auto& t : c.unmutated_failures)
+        failed.push_back({{"trial", t.index},
+                          {"crash_op", t.crash_op},
+                          {"failure", t.failure},
+                          {"replay", replay_command(a, c.unmutated_spec, t, c.settings)}});
+    }
+    j["controls"]["unmutated_failed_trials"] = failed;
+  }
   if (a.json) {
     for (auto& f : j["failures"])
       f["replay"] = replay_command(a, spec, r.results[f["trial"].get<std::size_t>()]);
@@ -265,10 +289,11 @@ int do_crash(const CrashArgs& a) {
     if (with_controls) {
       std::string each;
       for (const auto& c : controls)
-        each += fmt::format("{}{} {}/{} trials failed{}{}", each.empty() ? "" : ", ",
-                            mem::to_string(c.mutation), c.failed, c.trials,
-                            c.campaigns > 1 ? fmt::format(" in {} campaigns", c.campaigns) : "",
-                            c.not_reached.empty() ? "" : " (not reached)");
+        each += fmt::format(
+            "{}{} {}/{} trials failed{}{}{}", each.empty() ? "" : ", ", mem::to_string(c.mutation),
+            c.failed, c.trials, c.campaigns > 1 ? fmt::format(" in {} campaigns", c.campaigns) : "",
+            c.own_machine() ? fmt::format(" on {} caches", mem::to_string(c.caches)) : "",
+            c.not_reached.empty() ? "" : " (not reached)");
       if (controls.empty())
         fmt::print("  negative controls: none apply to {} here ({})\n", a.scheme,
                    spec.machine.persistency.hardware()
@@ -285,6 +310,39 @@ int do_crash(const CrashArgs& a) {
         if (!c.not_reached.empty())
           fmt::print("  negative control {} missed but not reached, so not counted: {}\n",
                      mem::to_string(c.mutation), c.not_reached);
+      // The machines the controls ran on: the campaign's, or their own exposing caches (each
+      // with the unmutated campaign run there once).
+      std::vector<std::string> seen;
+      std::string on_campaign;
+      for (const auto& c : controls)
+        if (!c.own_machine())
+          on_campaign +=
+              fmt::format("{}{}", on_campaign.empty() ? "" : ", ", mem::to_string(c.mutation));
+      const bool any_own = std::any_of(controls.begin(), controls.end(),
+                                       [](const auto& c) { return c.own_machine(); });
+      if (any_own && !on_campaign.empty())
+        fmt::print("  controls on the campaign's machine: {}\n", on_campaign);
+      for (const auto& c : controls) {
+        if (!c.own_machine() ||
+            std::find(seen.begin(), seen.end(), c.settings.flags()) != seen.end())
+          continue;
+        seen.push_back(c.settings.flags());
+        std::string names;
+        for (const auto& d : controls)
+          if (d.settings.flags() == c.settings.flags())
+            names += fmt::format("{}{}", names.empty() ? "" : ", ", mem::to_string(d.mutation));
+        fmt::print(
+            "  controls on {} caches (the campaign's machine with{}; the caches that expose "
+            "their mutants): {}; unmutated there {} / {} trials bit-exact\n",
+            mem::to_string(c.caches), c.settings.flags(), names, c.unmutated_passed,
+            c.unmutated_trials);
+        for (const auto& t : c.unmutated_failures)
+          fmt::print(
+              "  FAILED unmutated trial {} on {} caches ({} crash at op {}): {}\n    replay: "
+              "{}\n",
+              t.index, mem::to_string(c.caches), experiments::to_string(t.kind), t.crash_op,
+              t.failure, replay_command(a, c.unmutated_spec, t, c.settings));
+      }
     }
     if (r.periodic_flush_cycles > 0)
       fmt::print("  periodic flush every {} cycles: at most {} region commits in any such window\n",
@@ -296,6 +354,13 @@ int do_crash(const CrashArgs& a) {
                    replay_command(a, spec, t));
   }
   if (r.passed != r.trials) return kExitVerifyFailed;
+  if (with_controls && experiments::unmutated_failures(controls) > 0) {
+    fmt::print(stderr,
+               "pmlab: {} unmutated trials failed on the caches a negative control runs on "
+               "(replay commands above; exit {})\n",
+               experiments::unmutated_failures(controls), kExitVerifyFailed);
+    return kExitVerifyFailed;
+  }
   if (with_controls &&
       experiments::mutants_detected(controls) < experiments::mutants_reached(controls)) {
     // Skewed images reach the corners a validation or commit bug needs (all of an iteration's
@@ -433,6 +498,13 @@ void add_crash_command(CLI::App& app, int& exit_code) {
         if (cmd->get_option(std::string("--") + flag)->count() == 0)
           a->machine.settings.erase(flag);
     };
+    // The user's caches win: a cache flag or a machine file runs every negative control on
+    // the campaign's machine; otherwise each runs on the caches that expose its mutant
+    // (experiments::exposing_settings).
+    a->controls_on_exposing_caches = !sim::is_machine_file_path(a->machine.config);
+    for (const char* flag : {"l1-size", "l1-ways", "l2-size", "l2-ways", "llc-size", "llc-ways"})
+      if (cmd->get_option(std::string("--") + flag)->count() > 0)
+        a->controls_on_exposing_caches = false;
     if (sim::is_machine_file_path(a->machine.config)) {
       if (cmd->get_option("--cores")->count() == 0) a->machine.settings.erase("cores");
       keep_unless_given();

@@ -1171,9 +1171,25 @@ bool keeps_preset_caches(const std::string& kernel, const std::string& scheme) {
   const run::KernelDriver* k = run::kernel_driver_named(kernel);
   if (k == nullptr || std::find(k->schemes.begin(), k->schemes.end(), scheme) == k->schemes.end())
     return false;
-  // Decided by what the row declares, not by its name (crash_campaign.hpp says why).
+  // Decided by what the row and its mutants declare, not by names (crash_campaign.hpp says why).
   const SimKernel& sk = find_sim_kernel(kernel);
-  return sk.mutants && sk.mutants(scheme).contains(mem::Mutation::kCpBarrierAfterWrite);
+  if (!sk.mutants) return false;
+  const auto ms = sk.mutants(scheme).list();
+  return std::any_of(ms.begin(), ms.end(), [](mem::Mutation m) {
+    return mem::exposing_caches(m) == mem::ExposingCaches::kPreset;
+  });
+}
+
+sim::MachineSettings exposing_settings(mem::ExposingCaches c) {
+  if (c != mem::ExposingCaches::kTiny) return {};
+  // docs/crash-campaigns.md's table: the machine on which sps lb catches
+  // lb-no-replacement-order; at the default sizes it also exposes the other engine mutants
+  // that the 32 KiB LLC hides ("Each control on the machine that exposes it").
+  return sim::MachineSettings{{"l1-size", "512"},
+                              {"l1-ways", "2"},
+                              {"l2-size", "0"},
+                              {"llc-size", "4096"},
+                              {"llc-ways", "4"}};
 }
 
 sim::MachineSettings control_machine(const std::string& kernel, const std::string& scheme) {
@@ -1202,6 +1218,10 @@ CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m) {
   CampaignOptions c = opt;
   c.mutation = m;
   c.progress = nullptr;
+  if (opt.controls_on_exposing_caches) {
+    const sim::MachineSettings s = exposing_settings(mem::exposing_caches(m));
+    if (!s.empty()) c.spec.machine = sim::machine_from(opt.spec.machine, s);
+  }
   if (m == mem::Mutation::kCommitEarly || m == mem::Mutation::kCpNoSfence)
     c.trials = opt.trials * kNarrowWindowTrialFactor;
   // cp-no-sfence: the cache image keeps every flush, fenced or not, so only the perturbing
@@ -1284,9 +1304,43 @@ void extend_missed_control(ControlResult& c, CampaignOptions opt) {
 std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
   std::vector<ControlResult> out;
   std::optional<sim::PreflushStats> fault_free;  // simulated when a PreFlush control is missed
+  // The unmutated campaign on each machine of the controls' own, run once per machine: a
+  // control detected there shows what the campaign sees only if the unbroken code passes there.
+  struct Unmutated {
+    std::string key;
+    std::uint64_t trials = 0, passed = 0;
+    std::vector<TrialResult> failures;
+  };
+  std::vector<Unmutated> unmutated;
   for (const mem::Mutation m : applicable_mutations(opt.spec)) {
     const CampaignOptions c = control_options(opt, m);
     ControlResult& r = out.emplace_back(ControlResult{.mutation = m});
+    if (opt.controls_on_exposing_caches) {
+      r.caches = mem::exposing_caches(m);
+      r.settings = exposing_settings(r.caches);
+    }
+    if (r.own_machine()) {
+      const std::string key = r.settings.flags();
+      auto it = std::find_if(unmutated.begin(), unmutated.end(),
+                             [&](const Unmutated& u) { return u.key == key; });
+      if (it == unmutated.end()) {
+        CampaignOptions clean = opt;
+        clean.spec = c.spec;
+        clean.spec.machine.persistency.check_order = opt.spec.machine.persistency.check_order;
+        clean.progress = nullptr;
+        const CampaignResult cr = run_campaign(clean);
+        Unmutated u{key, cr.trials, cr.passed, {}};
+        for (const TrialResult& t : cr.results)
+          if (!t.passed) u.failures.push_back(t);
+        unmutated.push_back(std::move(u));
+        it = std::prev(unmutated.end());
+      }
+      r.unmutated_trials = it->trials;
+      r.unmutated_passed = it->passed;
+      r.unmutated_failures = it->failures;
+      r.unmutated_spec = c.spec;
+      r.unmutated_spec.machine.persistency.check_order = opt.spec.machine.persistency.check_order;
+    }
     add_campaign(r, run_campaign(c));
     if (r.detected()) continue;
     if (preflush_control(m)) {
@@ -1302,6 +1356,19 @@ std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
 std::uint64_t mutants_detected(const std::vector<ControlResult>& c) {
   return static_cast<std::uint64_t>(
       std::count_if(c.begin(), c.end(), [](const ControlResult& x) { return x.detected(); }));
+}
+
+std::uint64_t unmutated_failures(const std::vector<ControlResult>& c) {
+  std::vector<std::string> seen;
+  std::uint64_t failed = 0;
+  for (const ControlResult& x : c) {
+    if (!x.own_machine()) continue;
+    std::string key = x.settings.flags();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(std::move(key));
+    failed += x.unmutated_trials - x.unmutated_passed;
+  }
+  return failed;
 }
 
 std::uint64_t mutants_reached(const std::vector<ControlResult>& c) {
@@ -1322,12 +1389,21 @@ nlohmann::json to_json(const std::vector<ControlResult>& c) {
                     {"campaigns", x.campaigns},
                     {"image_models", models},
                     {"seconds", x.seconds}});
+    // The machine it ran on: the campaign's, or the campaign's with these cache settings.
+    nlohmann::json machine{{"caches", std::string(x.own_machine() ? mem::to_string(x.caches)
+                                                                  : std::string_view("campaign"))},
+                           {"settings", nlohmann::json::object()}};
+    for (const auto& [flag, value] : x.settings.items()) machine["settings"][flag] = value;
+    if (x.own_machine())
+      machine["unmutated"] = {{"trials", x.unmutated_trials}, {"passed", x.unmutated_passed}};
+    runs.back()["machine"] = machine;
     if (!x.not_reached.empty()) runs.back()["not_reached"] = x.not_reached;
   }
   // "mutants": the controls that must be detected (every one the fault-free run reaches).
   return {{"mutants", mutants_reached(c)},
           {"declared", c.size()},
           {"detected", mutants_detected(c)},
+          {"unmutated_failures", unmutated_failures(c)},
           {"runs", runs}};
 }
 

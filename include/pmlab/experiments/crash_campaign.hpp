@@ -13,6 +13,7 @@
 
 #include "pmlab/mem/mutation.hpp"
 #include "pmlab/run/sim_session.hpp"
+#include "pmlab/sim/machine_params.hpp"
 
 namespace pmlab::experiments {
 
@@ -106,6 +107,12 @@ struct CampaignOptions {
   // A test aid: the forked child that runs this trial kills itself (SIGKILL) before finishing
   // it, to check that a dead child fails its own trial and no other.
   std::optional<std::uint64_t> kill_trial;
+  // Negative controls (run_controls): each runs on spec.machine with the caches that expose its
+  // mutant (mem::exposing_caches, exposing_settings) instead of spec.machine's own, and the
+  // unmutated campaign runs there once too, so that a control detected there means something.
+  // `pmlab crash` turns it on unless the user chose the caches (a cache size or associativity
+  // flag, or a machine file); off, every control runs on spec.machine.
+  bool controls_on_exposing_caches = false;
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 
@@ -201,9 +208,14 @@ struct ImageTally {
 // first, so that mutant could never be seen (docs/seed002.md, "cp-nt-async").
 [[nodiscard]] sim::MachineSettings control_machine(const std::string& kernel,
                                                    const std::string& scheme);
-// Whether the row declares cp-barrier-after-write, whose campaigns keep the preset's caches
-// (control_machine, and `pmlab crash`'s default machine).
+// Whether the row declares a mutant whose exposing caches are the preset's
+// (mem::ExposingCaches::kPreset: cp-barrier-after-write), so that its campaigns keep the preset's
+// caches (control_machine, and `pmlab crash`'s default machine).
 [[nodiscard]] bool keeps_preset_caches(const std::string& kernel, const std::string& scheme);
+// The cache settings that expose a mutant of class `c`, applied over the campaign's machine:
+// empty for kCampaign and kPreset (a row declaring a kPreset mutant runs its whole campaign on
+// the preset's caches), tiny caches for kTiny (mem/mutation.hpp says why).
+[[nodiscard]] sim::MachineSettings exposing_settings(mem::ExposingCaches c);
 // The mutations that break the spec's scheme, i.e. that its campaign must detect: what the
 // scheme's row declares (Scheme::mutants; the named sets are in scheme/rows.hpp). Empty for a
 // row that declares none (base, a scheme without a persistence protocol).
@@ -227,9 +239,20 @@ struct ControlResult {
   // Campaigns run: more than 1 when the first failed no trial and fresh ones were added
   // (kControlTrialCap).
   std::uint64_t campaigns = 1;
+  // The machine it ran on: the campaign's, or the campaign's with `settings` (the cache
+  // settings that expose the mutant, CampaignOptions::controls_on_exposing_caches).
+  mem::ExposingCaches caches = mem::ExposingCaches::kCampaign;
+  sim::MachineSettings settings;
+  // On a machine of its own (settings not empty): the unmutated campaign there (the control's
+  // seed, trials and images), once per such machine; a failed trial of it is a real failure.
+  std::uint64_t unmutated_trials = 0, unmutated_passed = 0;
+  std::vector<TrialResult> unmutated_failures;  // with the spec of `unmutated_spec`
+  run::SimRunSpec unmutated_spec;
+  [[nodiscard]] bool own_machine() const { return !settings.empty(); }
   [[nodiscard]] bool detected() const { return failed > 0; }
 };
-// The campaign a negative control runs: `opt` under mutation `m`. Two mutants are visible only
+// The campaign a negative control runs: `opt` under mutation `m`, on the caches that expose it
+// when opt.controls_on_exposing_caches. Two mutants are visible only
 // to a crash inside a window of a few ops, so they get kNarrowWindowTrialFactor times the trials:
 // commit-early (a commit moved before its data) and cp-no-sfence (a copy left unfenced is fenced
 // by the publish's own persist a few ops later); cp-no-sfence also runs only the any-dirty model
@@ -253,7 +276,9 @@ inline constexpr std::uint64_t kControlTrialCap = 8;
 // The controls that must be detected (all but the missed ones the run never reaches): what
 // mutants_detected must equal.
 [[nodiscard]] std::uint64_t mutants_reached(const std::vector<ControlResult>& c);
-// {"mutants": M, "detected": N, "runs": [{mutation, trials, failed, by_image}]}
+// Unmutated trials that failed on the controls' own machines (each machine counted once).
+[[nodiscard]] std::uint64_t unmutated_failures(const std::vector<ControlResult>& c);
+// {"mutants": M, "detected": N, "runs": [{mutation, trials, failed, by_image, machine}]}
 [[nodiscard]] nlohmann::json to_json(const std::vector<ControlResult>& c);
 
 }  // namespace pmlab::experiments
