@@ -82,9 +82,10 @@ struct CrashArgs {
   bool sim_tail = false;
   bool one_fork_per_trial = false;
   bool json = false;
-  // Each negative control on the caches that expose its mutant (set by the command's callback:
-  // off when the user chose the caches).
-  bool controls_on_exposing_caches = true;
+  // Whether a negative control may move to smaller caches / more cores and threads to expose
+  // its mutant (set by the command's callback: off where the user chose them).
+  bool controls_may_change_caches = true;
+  bool controls_may_change_threads = true;
 };
 
 sim::FlushMode flush_mode(const std::string& s) {
@@ -112,18 +113,18 @@ run::SimRunSpec make_spec(const CrashArgs& a) {
   return spec;
 }
 
-// The resolved cleaning period is repeated in cycles: no calibration run on replay. `caches`:
-// settings over the campaign's machine (a control's own machine), repeated in the command.
+// The resolved cleaning period is repeated in cycles: no calibration run on replay. `step`: a
+// control's own machine over the campaign's, repeated in the command.
 std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
                            const experiments::TrialResult& t,
-                           const sim::MachineSettings& caches = {}) {
+                           const experiments::ExposingStep& step = {}) {
   MachineArgs machine = a.machine;
-  for (const auto& [flag, value] : caches.items()) machine.settings.set(flag, value);
+  for (const auto& [flag, value] : step.settings.items()) machine.settings.set(flag, value);
   std::string cmd = fmt::format(
       "pmlab crash {} --scheme {} --n {} --bs {} --threads {} --checksum {} {} --flush {} "
       "--replay {}",
-      a.kernel, a.scheme, a.n, a.bs, a.threads, a.checksum, machine_flags(machine), a.flush,
-      t.crash_op);
+      a.kernel, a.scheme, a.n, a.bs, step.threads > 0 ? step.threads : a.threads, a.checksum,
+      machine_flags(machine), a.flush, t.crash_op);
   if (const auto period = spec.machine.periodic_flush_cycles.value(); period > 0)
     cmd += fmt::format(" --periodic-flush {}", period);
   cmd += a.kernel_options.as_flags();
@@ -196,7 +197,8 @@ int do_crash(const CrashArgs& a) {
   opt.batch_trials = !a.one_fork_per_trial;
   opt.images = images;
   opt.mutation = mutation;
-  opt.controls_on_exposing_caches = a.controls_on_exposing_caches;
+  opt.controls_may_change_caches = a.controls_may_change_caches;
+  opt.controls_may_change_threads = a.controls_may_change_threads;
   ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials,
                   progress_wanted(a.quiet));
   opt.progress = [&](std::uint64_t done, std::uint64_t) { bar.update(done); };
@@ -216,14 +218,15 @@ int do_crash(const CrashArgs& a) {
     nlohmann::json failed = nlohmann::json::array();
     std::vector<std::string> seen;
     for (const auto& c : controls) {
-      if (!c.own_machine() || std::find(seen.begin(), seen.end(), c.settings.flags()) != seen.end())
+      if (!c.own_machine() || std::find(seen.begin(), seen.end(), c.machine.name) != seen.end())
         continue;
-      seen.push_back(c.settings.flags());
+      seen.push_back(c.machine.name);
       for (const auto& t : c.unmutated_failures)
         failed.push_back({{"trial", t.index},
+                          {"machine", c.machine.name},
                           {"crash_op", t.crash_op},
                           {"failure", t.failure},
-                          {"replay", replay_command(a, c.unmutated_spec, t, c.settings)}});
+                          {"replay", replay_command(a, c.unmutated_spec, t, c.machine)}});
     }
     j["controls"]["unmutated_failed_trials"] = failed;
   }
@@ -289,11 +292,11 @@ int do_crash(const CrashArgs& a) {
     if (with_controls) {
       std::string each;
       for (const auto& c : controls)
-        each += fmt::format(
-            "{}{} {}/{} trials failed{}{}{}", each.empty() ? "" : ", ", mem::to_string(c.mutation),
-            c.failed, c.trials, c.campaigns > 1 ? fmt::format(" in {} campaigns", c.campaigns) : "",
-            c.own_machine() ? fmt::format(" on {} caches", mem::to_string(c.caches)) : "",
-            c.not_reached.empty() ? "" : " (not reached)");
+        each += fmt::format("{}{} {}/{} trials failed{}{}{}", each.empty() ? "" : ", ",
+                            mem::to_string(c.mutation), c.failed, c.trials,
+                            c.campaigns > 1 ? fmt::format(" in {} campaigns", c.campaigns) : "",
+                            c.own_machine() ? fmt::format(" on {}", c.machine.name) : "",
+                            c.not_reached.empty() ? "" : " (not reached)");
       if (controls.empty())
         fmt::print("  negative controls: none apply to {} here ({})\n", a.scheme,
                    spec.machine.persistency.hardware()
@@ -310,38 +313,27 @@ int do_crash(const CrashArgs& a) {
         if (!c.not_reached.empty())
           fmt::print("  negative control {} missed but not reached, so not counted: {}\n",
                      mem::to_string(c.mutation), c.not_reached);
-      // The machines the controls ran on: the campaign's, or their own exposing caches (each
-      // with the unmutated campaign run there once).
+      // The machines the controls ran on: the campaign's, or the first machine of their ladder
+      // that failed a trial (each with the unmutated campaign run there once).
       std::vector<std::string> seen;
-      std::string on_campaign;
-      for (const auto& c : controls)
-        if (!c.own_machine())
-          on_campaign +=
-              fmt::format("{}{}", on_campaign.empty() ? "" : ", ", mem::to_string(c.mutation));
-      const bool any_own = std::any_of(controls.begin(), controls.end(),
-                                       [](const auto& c) { return c.own_machine(); });
-      if (any_own && !on_campaign.empty())
-        fmt::print("  controls on the campaign's machine: {}\n", on_campaign);
       for (const auto& c : controls) {
-        if (!c.own_machine() ||
-            std::find(seen.begin(), seen.end(), c.settings.flags()) != seen.end())
+        if (!c.own_machine() || std::find(seen.begin(), seen.end(), c.machine.name) != seen.end())
           continue;
-        seen.push_back(c.settings.flags());
+        seen.push_back(c.machine.name);
         std::string names;
         for (const auto& d : controls)
-          if (d.settings.flags() == c.settings.flags())
+          if (d.own_machine() && d.machine.name == c.machine.name)
             names += fmt::format("{}{}", names.empty() ? "" : ", ", mem::to_string(d.mutation));
         fmt::print(
-            "  controls on {} caches (the campaign's machine with{}; the caches that expose "
-            "their mutants): {}; unmutated there {} / {} trials bit-exact\n",
-            mem::to_string(c.caches), c.settings.flags(), names, c.unmutated_passed,
-            c.unmutated_trials);
+            "  controls on {} (the campaign's machine with{}{}; the first machine that exposed "
+            "them): {}; unmutated there {} / {} trials bit-exact\n",
+            c.machine.name, c.machine.settings.flags(),
+            c.machine.threads > 0 ? fmt::format(" --threads {}", c.machine.threads) : "", names,
+            c.unmutated_passed, c.unmutated_trials);
         for (const auto& t : c.unmutated_failures)
-          fmt::print(
-              "  FAILED unmutated trial {} on {} caches ({} crash at op {}): {}\n    replay: "
-              "{}\n",
-              t.index, mem::to_string(c.caches), experiments::to_string(t.kind), t.crash_op,
-              t.failure, replay_command(a, c.unmutated_spec, t, c.settings));
+          fmt::print("  FAILED unmutated trial {} on {} ({} crash at op {}): {}\n    replay: {}\n",
+                     t.index, c.machine.name, experiments::to_string(t.kind), t.crash_op, t.failure,
+                     replay_command(a, c.unmutated_spec, t, c.machine));
       }
     }
     if (r.periodic_flush_cycles > 0)
@@ -374,8 +366,9 @@ int do_crash(const CrashArgs& a) {
                    "campaigns, the last ones added because none had failed), so these passes "
                    "cannot rule that bug out (more --trials{}; exit {})\n",
                    mem::to_string(c.mutation), c.trials, c.campaigns,
-                   skewed ? " or other --images"
-                          : ", or add skewed images: --images cache,any-dirty,skewed",
+                   spec.machine.persistency.hardware() ? ""
+                   : skewed                            ? " or other --images"
+                            : ", or add skewed images: --images cache,any-dirty,skewed",
                    kExitControlMissed);
     return kExitControlMissed;
   }
@@ -450,8 +443,9 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                   "flushed / the barrier and commit come after the next iteration's first panel "
                   "/ the working version's last panel is never flushed; lb-no-intra-flush, "
                   "lb-no-replacement-order, lb-no-split, lb-per-bank-no-arbiter, "
-                  "idt-ignore-deps, idt-dep-only-waw (tx rows under --barrier lb*; no-split, "
-                  "idt- only with IDT): the epoch engine breaks one of its rules "
+                  "idt-ignore-deps, idt-dep-only-waw (under --barrier lb*, each tx row the ones "
+                  "its campaign can expose; no-split, idt- only with IDT): the epoch engine breaks "
+                  "one of its rules "
                   "(docs/simulator.md); "
                   "the campaign then also runs the persist-order oracle")
       ->capture_default_str()
@@ -498,13 +492,17 @@ void add_crash_command(CLI::App& app, int& exit_code) {
         if (cmd->get_option(std::string("--") + flag)->count() == 0)
           a->machine.settings.erase(flag);
     };
-    // The user's caches win: a cache flag or a machine file runs every negative control on
-    // the campaign's machine; otherwise each runs on the caches that expose its mutant
-    // (experiments::exposing_settings).
-    a->controls_on_exposing_caches = !sim::is_machine_file_path(a->machine.config);
+    // The user's choices win: a cache flag or a machine file keeps every negative control on
+    // the campaign's caches, --cores or --threads on its cores and threads; otherwise each
+    // control runs on the first machine of its ladder that exposes its mutant
+    // (experiments::exposing_ladder).
+    a->controls_may_change_caches = !sim::is_machine_file_path(a->machine.config);
     for (const char* flag : {"l1-size", "l1-ways", "l2-size", "l2-ways", "llc-size", "llc-ways"})
       if (cmd->get_option(std::string("--") + flag)->count() > 0)
-        a->controls_on_exposing_caches = false;
+        a->controls_may_change_caches = false;
+    a->controls_may_change_threads = a->controls_may_change_caches &&
+                                     cmd->get_option("--cores")->count() == 0 &&
+                                     cmd->get_option("--threads")->count() == 0;
     if (sim::is_machine_file_path(a->machine.config)) {
       if (cmd->get_option("--cores")->count() == 0) a->machine.settings.erase("cores");
       keep_unless_given();

@@ -1176,20 +1176,35 @@ bool keeps_preset_caches(const std::string& kernel, const std::string& scheme) {
   if (!sk.mutants) return false;
   const auto ms = sk.mutants(scheme).list();
   return std::any_of(ms.begin(), ms.end(), [](mem::Mutation m) {
-    return mem::exposing_caches(m) == mem::ExposingCaches::kPreset;
+    return mem::exposing_machine(m) == mem::ExposingMachine::kPreset;
   });
 }
 
-sim::MachineSettings exposing_settings(mem::ExposingCaches c) {
-  if (c != mem::ExposingCaches::kTiny) return {};
-  // docs/crash-campaigns.md's table: the machine on which sps lb catches
-  // lb-no-replacement-order; at the default sizes it also exposes the other engine mutants
-  // that the 32 KiB LLC hides ("Each control on the machine that exposes it").
-  return sim::MachineSettings{{"l1-size", "512"},
-                              {"l1-ways", "2"},
-                              {"l2-size", "0"},
-                              {"llc-size", "4096"},
-                              {"llc-ways", "4"}};
+std::vector<ExposingStep> exposing_ladder(mem::ExposingMachine c) {
+  std::vector<ExposingStep> out{{"the campaign's machine", {}, 0}};
+  if (c != mem::ExposingMachine::kEvictionsOrConflicts) return out;
+  // Smaller caches evict lines that carry an epoch while older epochs are cached (replacement
+  // order); each size exposes a different set of the five BEP workloads' mutants
+  // (docs/crash-campaigns.md's table), so all three are tried, largest first.
+  for (const auto& [l1, llc] : {std::pair{"512", "4096"}, {"256", "2048"}, {"128", "1024"}})
+    out.push_back({fmt::format("{} B L1s, {} KiB LLC", l1, std::stoi(llc) / 1024),
+                   sim::MachineSettings{{"l1-size", l1},
+                                        {"l1-ways", "2"},
+                                        {"l2-size", "0"},
+                                        {"llc-size", llc},
+                                        {"llc-ways", "4"}},
+                   0});
+  // More threads conflict on more lines (IDT's write-after-write rule needs two threads on one
+  // line while the first one's epoch is unpersisted).
+  out.push_back({"4 cores, 4 threads", sim::MachineSettings{{"cores", "4"}}, 4});
+  return out;
+}
+
+run::SimRunSpec exposing_spec(const run::SimRunSpec& spec, const ExposingStep& s) {
+  run::SimRunSpec out = spec;
+  if (!s.settings.empty()) out.machine = sim::machine_from(spec.machine, s.settings);
+  if (s.threads > 0) out.run.threads = s.threads;
+  return out;
 }
 
 sim::MachineSettings control_machine(const std::string& kernel, const std::string& scheme) {
@@ -1218,10 +1233,6 @@ CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m) {
   CampaignOptions c = opt;
   c.mutation = m;
   c.progress = nullptr;
-  if (opt.controls_on_exposing_caches) {
-    const sim::MachineSettings s = exposing_settings(mem::exposing_caches(m));
-    if (!s.empty()) c.spec.machine = sim::machine_from(opt.spec.machine, s);
-  }
   if (m == mem::Mutation::kCommitEarly || m == mem::Mutation::kCpNoSfence)
     c.trials = opt.trials * kNarrowWindowTrialFactor;
   // cp-no-sfence: the cache image keeps every flush, fenced or not, so only the perturbing
@@ -1304,32 +1315,72 @@ void extend_missed_control(ControlResult& c, CampaignOptions opt) {
 std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
   std::vector<ControlResult> out;
   std::optional<sim::PreflushStats> fault_free;  // simulated when a PreFlush control is missed
-  // The unmutated campaign on each machine of the controls' own, run once per machine: a
-  // control detected there shows what the campaign sees only if the unbroken code passes there.
+  // The unmutated campaign on each machine a control ended on other than the campaign's, run
+  // once per machine: a control detected there shows what the campaign sees only if the
+  // unbroken code passes there.
   struct Unmutated {
-    std::string key;
+    std::string name;
     std::uint64_t trials = 0, passed = 0;
     std::vector<TrialResult> failures;
   };
   std::vector<Unmutated> unmutated;
   for (const mem::Mutation m : applicable_mutations(opt.spec)) {
-    const CampaignOptions c = control_options(opt, m);
-    ControlResult& r = out.emplace_back(ControlResult{.mutation = m});
-    if (opt.controls_on_exposing_caches) {
-      r.caches = mem::exposing_caches(m);
-      r.settings = exposing_settings(r.caches);
+    const CampaignOptions base = control_options(opt, m);
+    std::vector<ExposingStep> ladder;
+    for (ExposingStep& s : exposing_ladder(mem::exposing_machine(m))) {
+      const bool allowed = s.settings.empty() || (s.threads > 0 ? opt.controls_may_change_threads
+                                                                : opt.controls_may_change_caches);
+      if (!allowed) continue;
+      try {  // a step the row cannot run (e.g. more threads than it allows) is no step of it
+        run::validate(exposing_spec(base.spec, s));
+      } catch (const Error&) {
+        continue;
+      }
+      ladder.push_back(std::move(s));
     }
+    const auto on = [&](const ExposingStep& s) {
+      CampaignOptions c = base;
+      c.spec = exposing_spec(base.spec, s);
+      return c;
+    };
+    // Pass 1: one campaign per machine of the ladder, up to the first that fails a trial.
+    std::vector<ControlResult> tried(ladder.size());
+    std::size_t at = ladder.size();
+    for (std::size_t i = 0; i < ladder.size() && at == ladder.size(); ++i) {
+      tried[i].machine = ladder[i];
+      add_campaign(tried[i], run_campaign(on(ladder[i])));
+      if (tried[i].detected()) at = i;
+    }
+    std::string excuse;
+    if (at == ladder.size()) {
+      if (preflush_control(m)) {
+        if (!fault_free) fault_free = simulate(opt.spec).stats.preflush;  // once for both
+        excuse = not_reached_in(fault_free, m);
+      }
+      // Pass 2: each machine in turn extended to kControlTrialCap x its trials. A miss the
+      // fault-free run cannot reach stays excused as it is; more trials cannot help.
+      for (std::size_t i = 0; i < ladder.size() && at == ladder.size() && excuse.empty(); ++i) {
+        extend_missed_control(tried[i], on(ladder[i]));
+        if (tried[i].detected()) at = i;
+      }
+    }
+    // Its machine: the one that failed a trial, or (missed) the campaign's.
+    const std::size_t mine = at == ladder.size() ? 0 : at;
+    ControlResult& r = out.emplace_back(tried[mine]);
+    r.not_reached = excuse;
+    for (std::size_t j = 0; j < ladder.size(); ++j)
+      if (j != mine && tried[j].trials > 0)
+        r.passed_on.emplace_back(ladder[j].name, tried[j].trials);
+    r.mutation = m;
     if (r.own_machine()) {
-      const std::string key = r.settings.flags();
       auto it = std::find_if(unmutated.begin(), unmutated.end(),
-                             [&](const Unmutated& u) { return u.key == key; });
+                             [&](const Unmutated& u) { return u.name == r.machine.name; });
       if (it == unmutated.end()) {
         CampaignOptions clean = opt;
-        clean.spec = c.spec;
-        clean.spec.machine.persistency.check_order = opt.spec.machine.persistency.check_order;
+        clean.spec = exposing_spec(opt.spec, r.machine);
         clean.progress = nullptr;
         const CampaignResult cr = run_campaign(clean);
-        Unmutated u{key, cr.trials, cr.passed, {}};
+        Unmutated u{r.machine.name, cr.trials, cr.passed, {}};
         for (const TrialResult& t : cr.results)
           if (!t.passed) u.failures.push_back(t);
         unmutated.push_back(std::move(u));
@@ -1338,17 +1389,8 @@ std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
       r.unmutated_trials = it->trials;
       r.unmutated_passed = it->passed;
       r.unmutated_failures = it->failures;
-      r.unmutated_spec = c.spec;
-      r.unmutated_spec.machine.persistency.check_order = opt.spec.machine.persistency.check_order;
+      r.unmutated_spec = exposing_spec(opt.spec, r.machine);
     }
-    add_campaign(r, run_campaign(c));
-    if (r.detected()) continue;
-    if (preflush_control(m)) {
-      if (!fault_free) fault_free = simulate(opt.spec).stats.preflush;  // once for both controls
-      r.not_reached = not_reached_in(fault_free, m);
-    }
-    // A miss the fault-free run cannot reach stays excused as it is; more trials cannot help.
-    if (r.not_reached.empty()) extend_missed_control(r, c);
   }
   return out;
 }
@@ -1363,9 +1405,8 @@ std::uint64_t unmutated_failures(const std::vector<ControlResult>& c) {
   std::uint64_t failed = 0;
   for (const ControlResult& x : c) {
     if (!x.own_machine()) continue;
-    std::string key = x.settings.flags();
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(std::move(key));
+    if (std::find(seen.begin(), seen.end(), x.machine.name) != seen.end()) continue;
+    seen.push_back(x.machine.name);
     failed += x.unmutated_trials - x.unmutated_passed;
   }
   return failed;
@@ -1389,13 +1430,16 @@ nlohmann::json to_json(const std::vector<ControlResult>& c) {
                     {"campaigns", x.campaigns},
                     {"image_models", models},
                     {"seconds", x.seconds}});
-    // The machine it ran on: the campaign's, or the campaign's with these cache settings.
-    nlohmann::json machine{{"caches", std::string(x.own_machine() ? mem::to_string(x.caches)
-                                                                  : std::string_view("campaign"))},
-                           {"settings", nlohmann::json::object()}};
-    for (const auto& [flag, value] : x.settings.items()) machine["settings"][flag] = value;
+    // The machine it ran on (the first of its ladder that failed a trial), and the ones before.
+    nlohmann::json machine{{"name", x.machine.name}, {"settings", nlohmann::json::object()}};
+    for (const auto& [flag, value] : x.machine.settings.items()) machine["settings"][flag] = value;
+    if (x.machine.threads > 0) machine["threads"] = x.machine.threads;
     if (x.own_machine())
       machine["unmutated"] = {{"trials", x.unmutated_trials}, {"passed", x.unmutated_passed}};
+    nlohmann::json before = nlohmann::json::array();
+    for (const auto& [name, trials] : x.passed_on)
+      before.push_back({{"name", name}, {"trials", trials}, {"failed", 0}});
+    machine["passed_on"] = before;
     runs.back()["machine"] = machine;
     if (!x.not_reached.empty()) runs.back()["not_reached"] = x.not_reached;
   }

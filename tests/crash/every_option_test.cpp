@@ -1,0 +1,104 @@
+// `pmlab crash K --scheme S` detects every control its row declares under every option family
+// that declares or changes controls, for every crash-safe kernel x scheme: each control runs on
+// the caches that expose its mutant (experiments::exposing_settings), so an option that moves
+// a control onto a machine where it is invisible fails here with exit 5. Its own executable
+// (pmlab_option_tests, label slow): docs/crash-campaigns.md, "Each control on the machine that
+// exposes it".
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../support/crash_safe_cases.hpp"
+#include "../support/process.hpp"
+#include "pmlab/experiments/crash_campaign.hpp"
+#include "pmlab/sim/machine_params.hpp"
+
+namespace pmlab::run::every_option {
+namespace {
+
+// Small: the command's defaults but for fewer trials (a missed control is still extended to 8x
+// its trials, kControlTrialCap). Cut repetition, not coverage.
+constexpr const char* kTrials = "40";
+
+std::uint64_t seed() {
+  const char* s = std::getenv("PMLAB_TEST_SEED");
+  return s != nullptr ? std::strtoull(s, nullptr, 10) : 11;
+}
+
+struct Family {
+  std::string name;
+  std::vector<std::string> flags;
+};
+
+// The option families that declare controls (--preflush on: PreFlush's two; --barrier lb*: the
+// epoch engine's) or change what a control can see (cleaning, write-combining buffers, BSP's
+// hardware epochs, the thread count). The barrier families apply to the rows that declare the
+// epoch engine's mutants, i.e. whose code follows the hardware's epochs: asked of the row's
+// declaration, not of its name.
+std::vector<Family> families(const pmlab::test::CrashSafeCase& c) {
+  std::vector<Family> out{{"no option", {}},
+                          {"--preflush on", {"--preflush", "on"}},
+                          {"--periodic-flush 5%", {"--periodic-flush", "5%"}},
+                          {"--wc-buffers 4", {"--wc-buffers", "4"}},
+                          {"--threads 3", {"--threads", "3"}}};
+  SimRunSpec spec;
+  spec.run.kernel = c.kernel;
+  spec.run.scheme = c.scheme;
+  spec.machine = sim::machine_from("lp-isca18");
+  spec.machine.persistency.barrier = sim::Barrier::kLb;
+  const auto ms = experiments::applicable_mutations(spec);
+  if (std::any_of(ms.begin(), ms.end(), mem::epoch_engine_mutation)) {
+    out.push_back({"--barrier lb", {"--barrier", "lb"}});
+    out.push_back({"--barrier lb++", {"--barrier", "lb++"}});
+    out.push_back({"--barrier lb --bsp-epoch 300", {"--barrier", "lb", "--bsp-epoch", "300"}});
+  }
+  return out;
+}
+
+class EveryOption : public ::testing::TestWithParam<pmlab::test::CrashSafeCase> {};
+
+TEST_P(EveryOption, TheDefaultCommandDetectsEveryDeclaredControl) {
+  const pmlab::test::CrashSafeCase& c = GetParam();
+  const auto scratch =
+      std::filesystem::temp_directory_path() /
+      ("pmlab-every-option-" + std::to_string(getpid()) + "-" + c.kernel + "-" + c.scheme);
+  std::filesystem::create_directories(scratch);
+  for (const Family& f : families(c)) {
+    std::vector<std::string> args{PMLAB_BINARY, "crash",  c.kernel,
+                                  "--scheme",   c.scheme, "--trials",
+                                  kTrials,      "--seed", std::to_string(seed()),
+                                  "--quiet",    "--json"};
+    args.insert(args.end(), f.flags.begin(), f.flags.end());
+    std::string command;
+    for (std::size_t i = 1; i < args.size(); ++i) command += (i > 1 ? " " : "pmlab ") + args[i];
+    const auto r = pmlab::testing::run_process(args, (scratch / "log").string());
+    if (r.exit_code == 2 && r.err.find("natively") != std::string::npos) {
+      std::filesystem::remove_all(scratch);
+      GTEST_SKIP() << "runs natively only";
+    }
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.err;
+    if (r.exit_code != 0 && r.exit_code != 5) continue;
+    const auto j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << command;
+    EXPECT_EQ(j["passed"], j["trials"]) << command;
+    EXPECT_EQ(j["controls"]["detected"], j["controls"]["mutants"]) << command << "\n"
+                                                                   << j["controls"].dump();
+    EXPECT_EQ(j["controls"]["unmutated_failures"], 0) << command;
+  }
+  std::filesystem::remove_all(scratch);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSimulable, EveryOption,
+                         ::testing::ValuesIn(pmlab::test::crash_safe_cases()),
+                         pmlab::test::CrashSafeCaseName{});
+
+}  // namespace
+}  // namespace pmlab::run::every_option
