@@ -1181,22 +1181,28 @@ bool keeps_preset_caches(const std::string& kernel, const std::string& scheme) {
 }
 
 std::vector<ExposingStep> exposing_ladder(mem::ExposingMachine c) {
-  std::vector<ExposingStep> out{{"the campaign's machine", {}, 0}};
+  std::vector<ExposingStep> out;
+  out.push_back(ExposingStep{"the campaign's machine", {}, 0});
   if (c != mem::ExposingMachine::kEvictionsOrConflicts) return out;
   // Smaller caches evict lines that carry an epoch while older epochs are cached (replacement
   // order); each size exposes a different set of the five BEP workloads' mutants
   // (docs/crash-campaigns.md's table), so all three are tried, largest first.
-  for (const auto& [l1, llc] : {std::pair{"512", "4096"}, {"256", "2048"}, {"128", "1024"}})
-    out.push_back({fmt::format("{} B L1s, {} KiB LLC", l1, std::stoi(llc) / 1024),
-                   sim::MachineSettings{{"l1-size", l1},
-                                        {"l1-ways", "2"},
-                                        {"l2-size", "0"},
-                                        {"llc-size", llc},
-                                        {"llc-ways", "4"}},
-                   0});
+  struct Size {
+    const char* l1;
+    const char* llc;
+    int llc_kib;
+  };
+  for (const Size& z : {Size{"512", "4096", 4}, Size{"256", "2048", 2}, Size{"128", "1024", 1}})
+    out.push_back(ExposingStep{fmt::format("{} B L1s, {} KiB LLC", z.l1, z.llc_kib),
+                               sim::MachineSettings{{"l1-size", z.l1},
+                                                    {"l1-ways", "2"},
+                                                    {"l2-size", "0"},
+                                                    {"llc-size", z.llc},
+                                                    {"llc-ways", "4"}},
+                               0});
   // More threads conflict on more lines (IDT's write-after-write rule needs two threads on one
   // line while the first one's epoch is unpersisted).
-  out.push_back({"4 cores, 4 threads", sim::MachineSettings{{"cores", "4"}}, 4});
+  out.push_back(ExposingStep{"4 cores, 4 threads", sim::MachineSettings{{"cores", "4"}}, 4});
   return out;
 }
 
