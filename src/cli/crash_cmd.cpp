@@ -348,7 +348,7 @@ int do_crash(const CrashArgs& a) {
   if (r.passed != r.trials) return kExitVerifyFailed;
   if (with_controls && experiments::unmutated_failures(controls) > 0) {
     fmt::print(stderr,
-               "pmlab: {} unmutated trials failed on the caches a negative control runs on "
+               "pmlab: {} unmutated trials failed on a machine a negative control ran on "
                "(replay commands above; exit {})\n",
                experiments::unmutated_failures(controls), kExitVerifyFailed);
     return kExitVerifyFailed;
