@@ -63,6 +63,24 @@ std::vector<Family> families(const pmlab::test::CrashSafeCase& c) {
   return out;
 }
 
+// Rows and options under which the default command still misses a declared control (exit 5),
+// measured at seed 11 (docs/crash-campaigns.md, "Each control on the machine that exposes it",
+// lists each with its counts): held to exit 5 here, so that a fix shows (and moves the entry
+// out) and any other miss fails.
+struct KnownMiss {
+  std::string kernel, scheme, family;
+};
+const std::vector<KnownMiss>& known_misses() {
+  static const std::vector<KnownMiss> k{};
+  return k;
+}
+bool known_miss(const pmlab::test::CrashSafeCase& c, const Family& f) {
+  const auto& k = known_misses();
+  return std::any_of(k.begin(), k.end(), [&](const KnownMiss& m) {
+    return m.kernel == c.kernel && m.scheme == c.scheme && m.family == f.name;
+  });
+}
+
 class EveryOption : public ::testing::TestWithParam<pmlab::test::CrashSafeCase> {};
 
 TEST_P(EveryOption, TheDefaultCommandDetectsEveryDeclaredControl) {
@@ -83,6 +101,10 @@ TEST_P(EveryOption, TheDefaultCommandDetectsEveryDeclaredControl) {
     if (r.exit_code == 2 && r.err.find("natively") != std::string::npos) {
       std::filesystem::remove_all(scratch);
       GTEST_SKIP() << "runs natively only";
+    }
+    if (known_miss(c, f)) {
+      EXPECT_EQ(r.exit_code, 5) << command << ": a known miss no longer exits 5\n" << r.err;
+      continue;
     }
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.err;
     if (r.exit_code != 0 && r.exit_code != 5) continue;
