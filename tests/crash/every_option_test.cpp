@@ -79,8 +79,8 @@ const std::vector<KnownMiss>& known_misses() {
       {"lu", "cp-nt", "--wc-buffers 4"},
       {"conv2d", "cp-nt", "--wc-buffers 4"},
       {"fft", "cp-nt", "--wc-buffers 4"},
-      // PreFlush's controls, reached but not caught (own-store), or reached only by the
-      // directory's back-invalidations (NACK).
+      // PreFlush's controls: the fault-free run reaches the mechanism (own-store on tmm, the
+      // NACK on gauss), and no trial fails.
       {"tmm", "cp-par-clflush", "--preflush on"},
       {"gauss", "cp-nt", "--preflush on"},
       // commit-early fails 3 of 6400 trials at the command's 200: rarer than 40 trials' cap.
