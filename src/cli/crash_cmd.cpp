@@ -82,6 +82,10 @@ struct CrashArgs {
   bool sim_tail = false;
   bool one_fork_per_trial = false;
   bool json = false;
+  // Whether a negative control may move to smaller caches / more cores and threads to expose
+  // its mutant (set by the command's callback: off where the user chose them).
+  bool controls_may_change_caches = true;
+  bool controls_may_change_threads = true;
 };
 
 sim::FlushMode flush_mode(const std::string& s) {
@@ -109,14 +113,18 @@ run::SimRunSpec make_spec(const CrashArgs& a) {
   return spec;
 }
 
-// The resolved cleaning period is repeated in cycles: no calibration run on replay.
+// The resolved cleaning period is repeated in cycles: no calibration run on replay. `step`: a
+// control's own machine over the campaign's, repeated in the command.
 std::string replay_command(const CrashArgs& a, const run::SimRunSpec& spec,
-                           const experiments::TrialResult& t) {
+                           const experiments::TrialResult& t,
+                           const experiments::ExposingStep& step = {}) {
+  MachineArgs machine = a.machine;
+  for (const auto& [flag, value] : step.settings.items()) machine.settings.set(flag, value);
   std::string cmd = fmt::format(
       "pmlab crash {} --scheme {} --n {} --bs {} --threads {} --checksum {} {} --flush {} "
       "--replay {}",
-      a.kernel, a.scheme, a.n, a.bs, a.threads, a.checksum, machine_flags(a.machine), a.flush,
-      t.crash_op);
+      a.kernel, a.scheme, a.n, a.bs, step.threads > 0 ? step.threads : a.threads, a.checksum,
+      machine_flags(machine), a.flush, t.crash_op);
   if (const auto period = spec.machine.periodic_flush_cycles.value(); period > 0)
     cmd += fmt::format(" --periodic-flush {}", period);
   cmd += a.kernel_options.as_flags();
@@ -189,6 +197,8 @@ int do_crash(const CrashArgs& a) {
   opt.batch_trials = !a.one_fork_per_trial;
   opt.images = images;
   opt.mutation = mutation;
+  opt.controls_may_change_caches = a.controls_may_change_caches;
+  opt.controls_may_change_threads = a.controls_may_change_threads;
   ProgressBar bar(fmt::format("crash {} {}", a.kernel, a.scheme), a.trials,
                   progress_wanted(a.quiet));
   opt.progress = [&](std::uint64_t done, std::uint64_t) { bar.update(done); };
@@ -202,7 +212,24 @@ int do_crash(const CrashArgs& a) {
   j["seed"] = opt.seed;
   // Every declared parameter's effective value, as a machine file holds it.
   j["machine_parameters"] = sim::to_machine_file(spec.machine);
-  if (with_controls) j["controls"] = experiments::to_json(controls);
+  if (with_controls) {
+    j["controls"] = experiments::to_json(controls);
+    // An unmutated trial that failed on a control's own machine, with the command that replays it.
+    nlohmann::json failed = nlohmann::json::array();
+    std::vector<std::string> seen;
+    for (const auto& c : controls) {
+      if (!c.own_machine() || std::find(seen.begin(), seen.end(), c.machine.name) != seen.end())
+        continue;
+      seen.push_back(c.machine.name);
+      for (const auto& t : c.unmutated_failures)
+        failed.push_back({{"trial", t.index},
+                          {"machine", c.machine.name},
+                          {"crash_op", t.crash_op},
+                          {"failure", t.failure},
+                          {"replay", replay_command(a, c.unmutated_spec, t, c.machine)}});
+    }
+    j["controls"]["unmutated_failed_trials"] = failed;
+  }
   if (a.json) {
     for (auto& f : j["failures"])
       f["replay"] = replay_command(a, spec, r.results[f["trial"].get<std::size_t>()]);
@@ -265,9 +292,10 @@ int do_crash(const CrashArgs& a) {
     if (with_controls) {
       std::string each;
       for (const auto& c : controls)
-        each += fmt::format("{}{} {}/{} trials failed{}{}", each.empty() ? "" : ", ",
+        each += fmt::format("{}{} {}/{} trials failed{}{}{}", each.empty() ? "" : ", ",
                             mem::to_string(c.mutation), c.failed, c.trials,
                             c.campaigns > 1 ? fmt::format(" in {} campaigns", c.campaigns) : "",
+                            c.own_machine() ? fmt::format(" on {}", c.machine.name) : "",
                             c.not_reached.empty() ? "" : " (not reached)");
       if (controls.empty())
         fmt::print("  negative controls: none apply to {} here ({})\n", a.scheme,
@@ -285,6 +313,28 @@ int do_crash(const CrashArgs& a) {
         if (!c.not_reached.empty())
           fmt::print("  negative control {} missed but not reached, so not counted: {}\n",
                      mem::to_string(c.mutation), c.not_reached);
+      // The machines the controls ran on: the campaign's, or the first machine of their ladder
+      // that failed a trial (each with the unmutated campaign run there once).
+      std::vector<std::string> seen;
+      for (const auto& c : controls) {
+        if (!c.own_machine() || std::find(seen.begin(), seen.end(), c.machine.name) != seen.end())
+          continue;
+        seen.push_back(c.machine.name);
+        std::string names;
+        for (const auto& d : controls)
+          if (d.own_machine() && d.machine.name == c.machine.name)
+            names += fmt::format("{}{}", names.empty() ? "" : ", ", mem::to_string(d.mutation));
+        fmt::print(
+            "  controls on {} (the campaign's machine with{}{}; the first machine that exposed "
+            "them): {}; unmutated there {} / {} trials bit-exact\n",
+            c.machine.name, c.machine.settings.flags(),
+            c.machine.threads > 0 ? fmt::format(" --threads {}", c.machine.threads) : "", names,
+            c.unmutated_passed, c.unmutated_trials);
+        for (const auto& t : c.unmutated_failures)
+          fmt::print("  FAILED unmutated trial {} on {} ({} crash at op {}): {}\n    replay: {}\n",
+                     t.index, c.machine.name, experiments::to_string(t.kind), t.crash_op, t.failure,
+                     replay_command(a, c.unmutated_spec, t, c.machine));
+      }
     }
     if (r.periodic_flush_cycles > 0)
       fmt::print("  periodic flush every {} cycles: at most {} region commits in any such window\n",
@@ -296,6 +346,13 @@ int do_crash(const CrashArgs& a) {
                    replay_command(a, spec, t));
   }
   if (r.passed != r.trials) return kExitVerifyFailed;
+  if (with_controls && experiments::unmutated_failures(controls) > 0) {
+    fmt::print(stderr,
+               "pmlab: {} unmutated trials failed on a machine a negative control ran on "
+               "(replay commands above; exit {})\n",
+               experiments::unmutated_failures(controls), kExitVerifyFailed);
+    return kExitVerifyFailed;
+  }
   if (with_controls &&
       experiments::mutants_detected(controls) < experiments::mutants_reached(controls)) {
     // Skewed images reach the corners a validation or commit bug needs (all of an iteration's
@@ -309,8 +366,9 @@ int do_crash(const CrashArgs& a) {
                    "campaigns, the last ones added because none had failed), so these passes "
                    "cannot rule that bug out (more --trials{}; exit {})\n",
                    mem::to_string(c.mutation), c.trials, c.campaigns,
-                   skewed ? " or other --images"
-                          : ", or add skewed images: --images cache,any-dirty,skewed",
+                   spec.machine.persistency.hardware() ? ""
+                   : skewed                            ? " or other --images"
+                            : ", or add skewed images: --images cache,any-dirty,skewed",
                    kExitControlMissed);
     return kExitControlMissed;
   }
@@ -385,8 +443,9 @@ void add_crash_command(CLI::App& app, int& exit_code) {
                   "flushed / the barrier and commit come after the next iteration's first panel "
                   "/ the working version's last panel is never flushed; lb-no-intra-flush, "
                   "lb-no-replacement-order, lb-no-split, lb-per-bank-no-arbiter, "
-                  "idt-ignore-deps, idt-dep-only-waw (tx rows under --barrier lb*; no-split, "
-                  "idt- only with IDT): the epoch engine breaks one of its rules "
+                  "idt-ignore-deps, idt-dep-only-waw (under --barrier lb*, each tx row the ones "
+                  "its campaign can expose; no-split, idt- only with IDT): the epoch engine breaks "
+                  "one of its rules "
                   "(docs/simulator.md); "
                   "the campaign then also runs the persist-order oracle")
       ->capture_default_str()
@@ -433,6 +492,17 @@ void add_crash_command(CLI::App& app, int& exit_code) {
         if (cmd->get_option(std::string("--") + flag)->count() == 0)
           a->machine.settings.erase(flag);
     };
+    // The user's choices win: a cache flag or a machine file keeps every negative control on
+    // the campaign's caches, --cores or --threads on its cores and threads; otherwise each
+    // control runs on the first machine of its ladder that exposes its mutant
+    // (experiments::exposing_ladder).
+    a->controls_may_change_caches = !sim::is_machine_file_path(a->machine.config);
+    for (const char* flag : {"l1-size", "l1-ways", "l2-size", "l2-ways", "llc-size", "llc-ways"})
+      if (cmd->get_option(std::string("--") + flag)->count() > 0)
+        a->controls_may_change_caches = false;
+    a->controls_may_change_threads = a->controls_may_change_caches &&
+                                     cmd->get_option("--cores")->count() == 0 &&
+                                     cmd->get_option("--threads")->count() == 0;
     if (sim::is_machine_file_path(a->machine.config)) {
       if (cmd->get_option("--cores")->count() == 0) a->machine.settings.erase("cores");
       keep_unless_given();

@@ -1153,6 +1153,11 @@ std::vector<mem::Mutation> applicable_mutations(const SimRunSpec& spec) {
     if (m == mem::Mutation::kNoFlush || m == mem::Mutation::kNoFence) return per.hardware();
     // Seed 002's DRAM cache: without it dram_cache_flush does nothing, so dropping it neither.
     if (m == mem::Mutation::kDramCacheNoFlush) return !spec.machine.dram_cache.enabled;
+    // Under the non-temporal store model (--wc-buffers) the helper's copy ends within the
+    // residual of the iteration it copies, before the next one stores: a barrier moved after
+    // those stores breaks nothing there (docs/seed002.md, "cp-nt-async"; jacobi and cg: 0 of
+    // 400 trials fail with 4 or 10 buffers on 512, 32 and 4 KiB LLCs, docs/crash-campaigns.md).
+    if (m == mem::Mutation::kCpBarrierAfterWrite) return spec.machine.nt_stores;
     if (mem::epoch_engine_mutation(m))
       return !per.hardware() ||
              ((mem::idt_mutation(m) || m == mem::Mutation::kLbNoSplit) && !per.idt());
@@ -1173,9 +1178,46 @@ bool keeps_preset_caches(const std::string& kernel, const std::string& scheme) {
   const run::KernelDriver* k = run::kernel_driver_named(kernel);
   if (k == nullptr || std::find(k->schemes.begin(), k->schemes.end(), scheme) == k->schemes.end())
     return false;
-  // Decided by what the row declares, not by its name (crash_campaign.hpp says why).
+  // Decided by what the row and its mutants declare, not by names (crash_campaign.hpp says why).
   const SimKernel& sk = find_sim_kernel(kernel);
-  return sk.mutants && sk.mutants(scheme).contains(mem::Mutation::kCpBarrierAfterWrite);
+  if (!sk.mutants) return false;
+  const auto ms = sk.mutants(scheme).list();
+  return std::any_of(ms.begin(), ms.end(), [](mem::Mutation m) {
+    return mem::exposing_machine(m) == mem::ExposingMachine::kPreset;
+  });
+}
+
+std::vector<ExposingStep> exposing_ladder(mem::ExposingMachine c) {
+  std::vector<ExposingStep> out;
+  out.push_back(ExposingStep{"the campaign's machine", {}, 0});
+  if (c != mem::ExposingMachine::kEvictionsOrConflicts) return out;
+  // Smaller caches evict lines that carry an epoch while older epochs are cached (replacement
+  // order); each size exposes a different set of the five BEP workloads' mutants
+  // (docs/crash-campaigns.md's table), so all three are tried, largest first.
+  struct Size {
+    const char* l1;
+    const char* llc;
+    int llc_kib;
+  };
+  for (const Size& z : {Size{"512", "4096", 4}, Size{"256", "2048", 2}, Size{"128", "1024", 1}})
+    out.push_back(ExposingStep{fmt::format("{} B L1s, {} KiB LLC", z.l1, z.llc_kib),
+                               sim::MachineSettings{{"l1-size", z.l1},
+                                                    {"l1-ways", "2"},
+                                                    {"l2-size", "0"},
+                                                    {"llc-size", z.llc},
+                                                    {"llc-ways", "4"}},
+                               0});
+  // More threads conflict on more lines (IDT's write-after-write rule needs two threads on one
+  // line while the first one's epoch is unpersisted).
+  out.push_back(ExposingStep{"4 cores, 4 threads", sim::MachineSettings{{"cores", "4"}}, 4});
+  return out;
+}
+
+run::SimRunSpec exposing_spec(const run::SimRunSpec& spec, const ExposingStep& s) {
+  run::SimRunSpec out = spec;
+  if (!s.settings.empty()) out.machine = sim::machine_from(spec.machine, s.settings);
+  if (s.threads > 0) out.run.threads = s.threads;
+  return out;
 }
 
 sim::MachineSettings control_machine(const std::string& kernel, const std::string& scheme) {
@@ -1286,17 +1328,82 @@ void extend_missed_control(ControlResult& c, CampaignOptions opt) {
 std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
   std::vector<ControlResult> out;
   std::optional<sim::PreflushStats> fault_free;  // simulated when a PreFlush control is missed
+  // The unmutated campaign on each machine a control ended on other than the campaign's, run
+  // once per machine: a control detected there shows what the campaign sees only if the
+  // unbroken code passes there.
+  struct Unmutated {
+    std::string name;
+    std::uint64_t trials = 0, passed = 0;
+    std::vector<TrialResult> failures;
+  };
+  std::vector<Unmutated> unmutated;
   for (const mem::Mutation m : applicable_mutations(opt.spec)) {
-    const CampaignOptions c = control_options(opt, m);
-    ControlResult& r = out.emplace_back(ControlResult{.mutation = m});
-    add_campaign(r, run_campaign(c));
-    if (r.detected()) continue;
-    if (preflush_control(m)) {
-      if (!fault_free) fault_free = simulate(opt.spec).stats.preflush;  // once for both controls
-      r.not_reached = not_reached_in(fault_free, m);
+    const CampaignOptions base = control_options(opt, m);
+    std::vector<ExposingStep> ladder;
+    for (ExposingStep& s : exposing_ladder(mem::exposing_machine(m))) {
+      const bool allowed = s.settings.empty() || (s.threads > 0 ? opt.controls_may_change_threads
+                                                                : opt.controls_may_change_caches);
+      if (!allowed) continue;
+      try {  // a step the row cannot run (e.g. more threads than it allows) is no step of it
+        run::validate(exposing_spec(base.spec, s));
+      } catch (const Error&) {
+        continue;
+      }
+      ladder.push_back(std::move(s));
     }
-    // A miss the fault-free run cannot reach stays excused as it is; more trials cannot help.
-    if (r.not_reached.empty()) extend_missed_control(r, c);
+    const auto on = [&](const ExposingStep& s) {
+      CampaignOptions c = base;
+      c.spec = exposing_spec(base.spec, s);
+      return c;
+    };
+    // Pass 1: one campaign per machine of the ladder, up to the first that fails a trial.
+    std::vector<ControlResult> tried(ladder.size());
+    std::size_t at = ladder.size();
+    for (std::size_t i = 0; i < ladder.size() && at == ladder.size(); ++i) {
+      tried[i].machine = ladder[i];
+      add_campaign(tried[i], run_campaign(on(ladder[i])));
+      if (tried[i].detected()) at = i;
+    }
+    std::string excuse;
+    if (at == ladder.size()) {
+      if (preflush_control(m)) {
+        if (!fault_free) fault_free = simulate(opt.spec).stats.preflush;  // once for both
+        excuse = not_reached_in(fault_free, m);
+      }
+      // Pass 2: each machine in turn extended to kControlTrialCap x its trials. A miss the
+      // fault-free run cannot reach stays excused as it is; more trials cannot help.
+      for (std::size_t i = 0; i < ladder.size() && at == ladder.size() && excuse.empty(); ++i) {
+        extend_missed_control(tried[i], on(ladder[i]));
+        if (tried[i].detected()) at = i;
+      }
+    }
+    // Its machine: the one that failed a trial, or (missed) the campaign's.
+    const std::size_t mine = at == ladder.size() ? 0 : at;
+    ControlResult& r = out.emplace_back(tried[mine]);
+    r.not_reached = excuse;
+    for (std::size_t j = 0; j < ladder.size(); ++j)
+      if (j != mine && tried[j].trials > 0)
+        r.passed_on.emplace_back(ladder[j].name, tried[j].trials);
+    r.mutation = m;
+    if (r.own_machine()) {
+      auto it = std::find_if(unmutated.begin(), unmutated.end(),
+                             [&](const Unmutated& u) { return u.name == r.machine.name; });
+      if (it == unmutated.end()) {
+        CampaignOptions clean = opt;
+        clean.spec = exposing_spec(opt.spec, r.machine);
+        clean.progress = nullptr;
+        const CampaignResult cr = run_campaign(clean);
+        Unmutated u{r.machine.name, cr.trials, cr.passed, {}};
+        for (const TrialResult& t : cr.results)
+          if (!t.passed) u.failures.push_back(t);
+        unmutated.push_back(std::move(u));
+        it = std::prev(unmutated.end());
+      }
+      r.unmutated_trials = it->trials;
+      r.unmutated_passed = it->passed;
+      r.unmutated_failures = it->failures;
+      r.unmutated_spec = exposing_spec(opt.spec, r.machine);
+    }
   }
   return out;
 }
@@ -1304,6 +1411,18 @@ std::vector<ControlResult> run_controls(const CampaignOptions& opt) {
 std::uint64_t mutants_detected(const std::vector<ControlResult>& c) {
   return static_cast<std::uint64_t>(
       std::count_if(c.begin(), c.end(), [](const ControlResult& x) { return x.detected(); }));
+}
+
+std::uint64_t unmutated_failures(const std::vector<ControlResult>& c) {
+  std::vector<std::string> seen;
+  std::uint64_t failed = 0;
+  for (const ControlResult& x : c) {
+    if (!x.own_machine()) continue;
+    if (std::find(seen.begin(), seen.end(), x.machine.name) != seen.end()) continue;
+    seen.push_back(x.machine.name);
+    failed += x.unmutated_trials - x.unmutated_passed;
+  }
+  return failed;
 }
 
 std::uint64_t mutants_reached(const std::vector<ControlResult>& c) {
@@ -1324,12 +1443,24 @@ nlohmann::json to_json(const std::vector<ControlResult>& c) {
                     {"campaigns", x.campaigns},
                     {"image_models", models},
                     {"seconds", x.seconds}});
+    // The machine it ran on (the first of its ladder that failed a trial), and the ones before.
+    nlohmann::json machine{{"name", x.machine.name}, {"settings", nlohmann::json::object()}};
+    for (const auto& [flag, value] : x.machine.settings.items()) machine["settings"][flag] = value;
+    if (x.machine.threads > 0) machine["threads"] = x.machine.threads;
+    if (x.own_machine())
+      machine["unmutated"] = {{"trials", x.unmutated_trials}, {"passed", x.unmutated_passed}};
+    nlohmann::json before = nlohmann::json::array();
+    for (const auto& [name, trials] : x.passed_on)
+      before.push_back({{"name", name}, {"trials", trials}, {"failed", 0}});
+    machine["passed_on"] = before;
+    runs.back()["machine"] = machine;
     if (!x.not_reached.empty()) runs.back()["not_reached"] = x.not_reached;
   }
   // "mutants": the controls that must be detected (every one the fault-free run reaches).
   return {{"mutants", mutants_reached(c)},
           {"declared", c.size()},
           {"detected", mutants_detected(c)},
+          {"unmutated_failures", unmutated_failures(c)},
           {"runs", runs}};
 }
 

@@ -43,7 +43,12 @@ constexpr auto kSchemes = std::tuple{
                               [&](auto& et) { (void)qu::recover(et, c.op.layout(), c.op.shape); });
              return 0;
            },
-           .mutants = bep::kTxMutants},
+           // Of the epoch engine's mutants, only IDT's: queue's epochs persist by inter-thread
+           // reads alone (no intra-thread conflict, no replacement-ordered victim in any
+           // fault-free run of the ladder), and no machine of the ladder catches intra-flush,
+           // replacement-order or per-bank (docs/crash-campaigns.md).
+           .mutants = bep::kTxSoftwareMutants | mem::MutationSet{mem::Mutation::kIdtIgnoreDeps,
+                                                                 mem::Mutation::kIdtDepOnlyWaw}},
     Scheme{.name = kBaseScheme,
            .family = scheme::Family::kBase,
            .run =

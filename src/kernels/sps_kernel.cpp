@@ -31,6 +31,14 @@ sp::Shape shape_of(const pool::RunParams& p) {
 
 // sps's operations for the shared undo-log scheme rows (run/bep_undo_log_schemes.hpp).
 struct SpsOps {
+  // Not idt-dep-only-waw (as rbtree and sdg) nor lb-per-bank-no-arbiter: under lb++ no machine
+  // of the controls' ladder catches the latter (0 of 40 trials on each; under lb 2-3 of 40
+  // fail on the campaign's machine), and a row declares its controls for every barrier
+  // (docs/crash-campaigns.md). hash and rbtree carry it.
+  static constexpr mem::MutationSet kMutants =
+      bep::kTxSoftwareMutants |
+      mem::MutationSet{mem::Mutation::kLbNoIntraFlush, mem::Mutation::kLbNoReplacementOrder,
+                       mem::Mutation::kIdtIgnoreDeps};
   static void run_tx(auto& et, const Ctx& c, bep::TxLog* logs) {
     sp::run_tx(et, c.op.a, logs, c.op.shape);
   }

@@ -13,6 +13,7 @@
 
 #include "pmlab/mem/mutation.hpp"
 #include "pmlab/run/sim_session.hpp"
+#include "pmlab/sim/machine_params.hpp"
 
 namespace pmlab::experiments {
 
@@ -106,6 +107,16 @@ struct CampaignOptions {
   // A test aid: the forked child that runs this trial kills itself (SIGKILL) before finishing
   // it, to check that a dead child fails its own trial and no other.
   std::optional<std::uint64_t> kill_trial;
+  // Negative controls (run_controls): each runs on the first machine of its mutant's ladder
+  // (mem::exposing_machine, exposing_ladder) on which it fails a trial, instead of on spec alone,
+  // and the unmutated campaign runs on that machine too, so that a control detected there
+  // means something. A step of the ladder that changes the caches runs only when
+  // controls_may_change_caches, one that changes cores and threads only when
+  // controls_may_change_threads: `pmlab crash` sets each unless the user chose them (a cache
+  // size or associativity flag or a machine file; --cores or --threads). Both off: every control
+  // runs on spec.
+  bool controls_may_change_caches = false;
+  bool controls_may_change_threads = false;
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 
@@ -201,9 +212,26 @@ struct ImageTally {
 // first, so that mutant could never be seen (docs/seed002.md, "cp-nt-async").
 [[nodiscard]] sim::MachineSettings control_machine(const std::string& kernel,
                                                    const std::string& scheme);
-// Whether the row declares cp-barrier-after-write, whose campaigns keep the preset's caches
-// (control_machine, and `pmlab crash`'s default machine).
+// Whether the row declares a mutant whose exposing machine has the preset's caches
+// (mem::ExposingMachine::kPreset: cp-barrier-after-write), so that its campaigns keep the preset's
+// caches (control_machine, and `pmlab crash`'s default machine).
 [[nodiscard]] bool keeps_preset_caches(const std::string& kernel, const std::string& scheme);
+// One machine a negative control may run on: the campaign's spec with these machine settings
+// and, if threads > 0, that many threads (cores raised to match).
+struct ExposingStep {
+  std::string name;  // "the campaign's machine", "512 B L1s, 4 KiB LLC", ...
+  sim::MachineSettings settings;
+  std::uint32_t threads = 0;
+  [[nodiscard]] bool changes_caches() const { return !settings.empty() && threads == 0; }
+};
+// The machines a control of class `c` tries, in order (the first one that fails a trial is
+// its machine): the campaign's alone for kCampaign and kPreset (a row declaring a kPreset mutant
+// runs its whole campaign on the preset's caches); for kEvictionsOrConflicts the campaign's,
+// then 512 B / 4 KiB, 256 B / 2 KiB and 128 B / 1 KiB L1s / LLC (no L2), then 4 cores and 4
+// threads on the campaign's caches (mem/mutation.hpp says why).
+[[nodiscard]] std::vector<ExposingStep> exposing_ladder(mem::ExposingMachine c);
+// The spec of step `s` over the campaign's `spec`.
+[[nodiscard]] run::SimRunSpec exposing_spec(const run::SimRunSpec& spec, const ExposingStep& s);
 // The mutations that break the spec's scheme, i.e. that its campaign must detect: what the
 // scheme's row declares (Scheme::mutants; the named sets are in scheme/rows.hpp). Empty for a
 // row that declares none (base, a scheme without a persistence protocol).
@@ -227,13 +255,26 @@ struct ControlResult {
   // Campaigns run: more than 1 when the first failed no trial and fresh ones were added
   // (kControlTrialCap).
   std::uint64_t campaigns = 1;
+  // The machine it ran on (the step of its ladder that failed a trial, or the last one tried),
+  // and the steps before it, which failed none, with their trials.
+  ExposingStep machine;
+  std::vector<std::pair<std::string, std::uint64_t>> passed_on;
+  // On a machine of its own (not the campaign's): the unmutated campaign there (the control's
+  // seed, trials and images), once per such machine; a failed trial of it is a real failure.
+  std::uint64_t unmutated_trials = 0, unmutated_passed = 0;
+  std::vector<TrialResult> unmutated_failures;  // trials of `unmutated_spec`
+  run::SimRunSpec unmutated_spec;
+  [[nodiscard]] bool own_machine() const {
+    return !machine.settings.empty() || machine.threads > 0;
+  }
   [[nodiscard]] bool detected() const { return failed > 0; }
 };
-// The campaign a negative control runs: `opt` under mutation `m`. Two mutants are visible only
-// to a crash inside a window of a few ops, so they get kNarrowWindowTrialFactor times the trials:
-// commit-early (a commit moved before its data) and cp-no-sfence (a copy left unfenced is fenced
-// by the publish's own persist a few ops later); cp-no-sfence also runs only the any-dirty model
-// when the campaign has it (the cache image keeps every flush, fenced or not).
+// The campaign a negative control runs on the campaign's machine: `opt` under mutation `m`
+// (run_controls then moves it along the mutant's ladder, exposing_spec). Two mutants are visible
+// only to a crash inside a window of a few ops, so they get kNarrowWindowTrialFactor times the
+// trials: commit-early (a commit moved before its data) and cp-no-sfence (a copy left unfenced is
+// fenced by the publish's own persist a few ops later); cp-no-sfence also runs only the any-dirty
+// model when the campaign has it (the cache image keeps every flush, fenced or not).
 inline constexpr std::uint64_t kNarrowWindowTrialFactor = 4;
 // A control whose campaign failed no trial runs again on fresh trials (another seed), doubling
 // its total each time, up to this many times its first campaign's trials. A mutant the campaign
@@ -243,8 +284,9 @@ inline constexpr std::uint64_t kNarrowWindowTrialFactor = 4;
 // (docs/crash-campaigns.md, "The default command detects every declared control").
 inline constexpr std::uint64_t kControlTrialCap = 8;
 [[nodiscard]] CampaignOptions control_options(const CampaignOptions& opt, mem::Mutation m);
-// The campaign `opt` (its mutation ignored) once per applicable mutation (control_options),
-// extended on a miss up to kControlTrialCap times its trials.
+// The campaign `opt` (its mutation ignored) once per applicable mutation (control_options) on
+// each machine of the mutant's ladder (exposing_ladder, as opt allows) until one fails a trial;
+// if none does, each machine in turn extended up to kControlTrialCap times its trials.
 [[nodiscard]] std::vector<ControlResult> run_controls(const CampaignOptions& opt);
 [[nodiscard]] std::uint64_t mutants_detected(const std::vector<ControlResult>& c);
 // Why a missed mutant `m` is excused for `spec` (the fault-free run never reaches the mechanism
@@ -253,7 +295,9 @@ inline constexpr std::uint64_t kControlTrialCap = 8;
 // The controls that must be detected (all but the missed ones the run never reaches): what
 // mutants_detected must equal.
 [[nodiscard]] std::uint64_t mutants_reached(const std::vector<ControlResult>& c);
-// {"mutants": M, "detected": N, "runs": [{mutation, trials, failed, by_image}]}
+// Unmutated trials that failed on the controls' own machines (each machine counted once).
+[[nodiscard]] std::uint64_t unmutated_failures(const std::vector<ControlResult>& c);
+// {"mutants": M, "detected": N, "runs": [{mutation, trials, failed, by_image, machine}]}
 [[nodiscard]] nlohmann::json to_json(const std::vector<ControlResult>& c);
 
 }  // namespace pmlab::experiments

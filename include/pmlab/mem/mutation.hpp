@@ -120,6 +120,28 @@ inline constexpr Mutation kAllMutations[] = {Mutation::kNoFlush,
   return m == Mutation::kIdtIgnoreDeps || m == Mutation::kIdtDepOnlyWaw;
 }
 
+// The machine a crash campaign needs for a mutant to be visible, declared with the mutant: a
+// negative control of `pmlab crash` runs on the first machine of its class's ladder on which its
+// campaign fails a trial (experiments::exposing_ladder; docs/crash-campaigns.md "Each control
+// on the machine that exposes it"). No consumer looks at a mutant's name for it.
+enum class ExposingMachine : std::uint8_t {
+  kCampaign,  // the campaign's own machine
+  // The preset's caches: behind small ones cp-nt-async's helper copy always ends first, so its
+  // barrier mutant could never fail (docs/seed002.md, "cp-nt-async"). A row that declares such
+  // a mutant runs its whole campaign on them (experiments::keeps_preset_caches).
+  kPreset,
+  // The epoch engine's rules act on LLC victims that carry an epoch while older ones are still
+  // cached, and on conflicts between epochs of two threads, which a run of the default size on
+  // the campaign's 32 KiB LLC and 2 threads seldom has: the campaign's machine, then smaller
+  // caches (a 4, 2 and 1 KiB LLC), then 4 cores and 4 threads.
+  kEvictionsOrConflicts,
+};
+[[nodiscard]] constexpr ExposingMachine exposing_machine(Mutation m) {
+  if (m == Mutation::kCpBarrierAfterWrite) return ExposingMachine::kPreset;
+  if (epoch_engine_mutation(m)) return ExposingMachine::kEvictionsOrConflicts;
+  return ExposingMachine::kCampaign;
+}
+
 // The mutations a scheme row declares it must be broken by: a constexpr set, so that scheme
 // tables (constexpr tuples) can carry one per row. Empty = no negative control applies.
 class MutationSet {

@@ -26,6 +26,7 @@ inline constexpr std::string_view kTxLogArray = "txlog";
 //   static std::uint64_t recover_tx(auto& tracked, const Ctx&, TxLog* logs);  // ops rolled back
 //   static void run_base(auto& backend, const Ctx&);
 //   static void restart(auto& backend, const Ctx&);  // writes the initial structure again
+//   static constexpr mem::MutationSet kMutants;  // tx's negative controls (bep_bench_params.hpp)
 template <class Ctx, class Ops>
 constexpr auto undo_log_schemes() {
   constexpr auto logs = [](const Ctx& c) { return c.pool.template array<TxLog>(kTxLogArray); };
@@ -50,7 +51,7 @@ constexpr auto undo_log_schemes() {
             });
             return 0;  // each thread resumes at its own count (bep/progress.hpp)
           },
-          .mutants = kTxMutants},
+          .mutants = Ops::kMutants},
       scheme::Scheme{
           .name = scheme::kBaseScheme,
           .family = scheme::Family::kBase,
