@@ -211,14 +211,7 @@ void Hierarchy::access(int core, std::uint64_t line, bool is_store, std::size_t 
         ++l2.counters().misses;
       }
     }
-    if (!found) {
-      std::size_t ls = kNoSlot;
-      st = fetch_from_llc(core, line, is_store, lat, ls);
-      const std::size_t last = fill_private(core, npriv_ - 1, line, st);
-      priv(core, npriv_ - 1).set_link(last, ls);
-      if (npriv_ == 1) s1 = last;
-    }
-    if (npriv_ == 2) s1 = fill_private(core, 0, line, st);
+    s1 = fill_private_levels(core, line, is_store, found, st, lat);
   }
   bool newly_dirty = false;
   // Whether the store had to ask the directory (a miss or an upgrade): PreFlush's NACK point.
@@ -363,6 +356,23 @@ std::uint8_t Hierarchy::fetch_from_llc(int core, std::uint64_t line, bool is_sto
   llc_.set_sharers(s, me);
   llc_.set_owner(s, core);
   return kExclusive;
+}
+
+// `line` into `core`'s private levels after an L1 miss: from the LLC (or memory) into the last
+// private level unless L2 held it (`in_l2`, state `st`), then into L1 of a two-level hierarchy.
+// Returns its L1 slot; `st` and `lat` become the fetch's state and latency.
+std::size_t Hierarchy::fill_private_levels(int core, std::uint64_t line, bool is_store, bool in_l2,
+                                           std::uint8_t& st, std::uint64_t& lat) {
+  std::size_t s1 = kNoSlot;
+  if (!in_l2) {
+    std::size_t ls = kNoSlot;
+    st = fetch_from_llc(core, line, is_store, lat, ls);
+    const std::size_t last = fill_private(core, npriv_ - 1, line, st);
+    priv(core, npriv_ - 1).set_link(last, ls);
+    if (npriv_ == 1) s1 = last;
+  }
+  if (npriv_ == 2) s1 = fill_private(core, 0, line, st);
+  return s1;
 }
 
 // Store to a Shared private copy: invalidate the other copies, become the exclusive owner.
@@ -1045,15 +1055,7 @@ void Hierarchy::prefetch_line(int core, std::uint64_t line, std::uint64_t t) {
       in_l2 = true;
     }
   }
-  std::size_t s1 = kNoSlot;
-  if (!in_l2) {
-    std::size_t ls = kNoSlot;
-    st = fetch_from_llc(core, line, false, lat, ls);
-    const std::size_t last = fill_private(core, npriv_ - 1, line, st);
-    priv(core, npriv_ - 1).set_link(last, ls);
-    if (npriv_ == 1) s1 = last;
-  }
-  if (npriv_ == 2) s1 = fill_private(core, 0, line, st);
+  const std::size_t s1 = fill_private_levels(core, line, false, in_l2, st, lat);
   cs.clock = std::max(now, cs.clock);
   l1.hide(s1);
   pf_ready_[static_cast<std::size_t>(core) * l1.slots() + s1] = t + lat;

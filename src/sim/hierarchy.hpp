@@ -188,6 +188,10 @@ class Hierarchy {
   [[gnu::always_inline]] inline std::uint8_t fetch_from_llc(int core, std::uint64_t line,
                                                             bool is_store, std::uint64_t& lat,
                                                             std::size_t& llc_slot);
+  [[gnu::always_inline]] inline std::size_t fill_private_levels(int core, std::uint64_t line,
+                                                                bool is_store, bool in_l2,
+                                                                std::uint8_t& st,
+                                                                std::uint64_t& lat);
   std::uint64_t upgrade(int core, std::uint64_t line);
   [[gnu::always_inline]] inline std::size_t fill_private(int core, int level, std::uint64_t line,
                                                          std::uint8_t state);
