@@ -921,6 +921,59 @@ def gemm_rows(res):
     return fig
 
 
+def blas_gemm(res):
+    """GFLOP/s of gemm's micro-kernel (base, LP, ep-lazy) and of OpenBLAS and BLIS per size and
+    thread count, with the threads' peak drawn over each group."""
+    cells = [c for c in res.get("blas", []) if "schemes" in c]
+    if not cells:
+        return None
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+    def label(s, c):
+        if "rival_kernel" in s:
+            return f"{s['scheme']} ({s['rival_kernel']})"
+        return f"pmlab {s['scheme']} ({c.get('isa', '?')})"
+
+    labels = []
+    for c in cells:
+        for s in c["schemes"]:
+            if "gflops" in s and label(s, c) not in labels:
+                labels.append(label(s, c))
+    peak = cells[0]["peak"]
+    fig, axes = new_figure(
+        res, (10, 5.6),
+        f"DGEMM on {peak.get('model', '?')}: pmlab's 8x24 micro-kernel, its LP and "
+        "EagerRecompute-lazy, beside OpenBLAS and BLIS (native)",
+        f"GFLOP/s = 2n³ / median repetition time. Dashed: the threads' peak, "
+        f"{peak['ghz']:.2f} GHz measured x {peak['doubles_per_pipe']} doubles x 2 x "
+        f"{peak['fma_pipes']} FMA pipes = {peak['gflops_per_core']:.1f} GFLOP/s per core "
+        f"({peak['source']}).")
+    ax = axes[0][0]
+    width = 0.8 / max(len(labels), 1)
+    top = 0.0
+    for j, c in enumerate(cells):
+        by_label = {label(s, c): s["gflops"] for s in c["schemes"] if "gflops" in s}
+        for i, l in enumerate(labels):
+            if l not in by_label:
+                continue
+            x = j + (i - (len(labels) - 1) / 2) * width
+            bar = ax.bar(x, by_label[l], width, color=colors[i % len(colors)])
+            ax.bar_label(bar, fmt="%.0f", fontsize=7)
+            top = max(top, by_label[l])
+        y = peak["gflops_per_core"] * c.get("threads", 1)
+        ax.hlines(y, j - 0.45, j + 0.45, colors="black", linestyles="--", linewidth=1)
+        top = max(top, y)
+    ax.set_ylim(0, top * 1.15)
+    ax.set_xticks(range(len(cells)))
+    ax.set_xticklabels([f"n = {c['n']}, {c['threads']} thread{'s' if c['threads'] > 1 else ''}"
+                        for c in cells])
+    ax.set_ylabel("GFLOP/s")
+    handles = [Patch(color=colors[i % len(colors)], label=l) for i, l in enumerate(labels)]
+    handles.append(Line2D([], [], color="black", linestyle="--", label="peak of the threads"))
+    legend_right(ax, handles)
+    return fig
+
+
 # ---------------------------------------------------------------------------------------------
 
 # Every figure: its file name and the function that draws it (None when the results lack it).
@@ -936,6 +989,7 @@ FIGURES = [
     ("preflush.png", preflush),
     ("preflush_coverage.png", preflush_coverage),
     ("gemm_row_writes.png", gemm_rows),
+    ("blas_gemm.png", blas_gemm),
 ]
 
 

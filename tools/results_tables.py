@@ -82,7 +82,23 @@ def gen_run(res, ctx):
             f"`{meta.get('git_revision', '?')}` (pmlab {meta.get('pmlab_version', '?')}, "
             f"{meta.get('compiler', '?')}, host CPU {meta.get('cpu', '?')}); `make run` reruns "
             f"the evaluation and rewrites them, and ctest's `ResultsTables` checks that they "
-            f"match the stored results.\n")
+            f"match the stored results.{carried_text(res)}\n")
+
+
+def carried_text(res):
+    """The sections a partial run carried over from an earlier one, each with its origin."""
+    carried = res.get("carried_over") or {}
+    if not carried:
+        return ""
+    by_origin = {}
+    for section, origin in sorted(carried.items()):
+        origin = origin or {}
+        key = (origin.get("date", "?")[:10], origin.get("git_revision", "?"))
+        by_origin.setdefault(key, []).append(section)
+    parts = [f"{', '.join(sections)} from the run of {date} at commit `{rev}`"
+             for (date, rev), sections in sorted(by_origin.items())]
+    return (f" That run measured only {', '.join(res.get('sections_run', []))}; it carried the "
+            f"other sections over: {'; '.join(parts)}.")
 
 
 def gen_native_lp(res, ctx):

@@ -21,6 +21,7 @@
 #include "pmlab/core/error.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
 #include "pmlab/experiments/bench.hpp"
+#include "pmlab/experiments/blas_study.hpp"
 #include "pmlab/experiments/checksum_study.hpp"
 #include "pmlab/experiments/crash_campaign.hpp"
 #include "pmlab/experiments/gemm_study.hpp"
@@ -376,6 +377,19 @@ std::vector<EvalStep> plan(const EvalOptions& opt) {
            return gemm_study_variant(v, g);
          }});
   }
+  // 3g. gemm's native micro-kernel, its LP and ep-lazy, beside OpenBLAS and BLIS (GFLOP/s and
+  // the CPU's peak): timed, so it runs alone. Quick: n = 1024 on one thread, 5 s per row (the
+  // rows' pairs resolve LP's +-1% on a quiet host; on a busy one they say unresolved).
+  for (const BlasCell& cell : blas_cells(full)) {
+    const double budget = full ? 30.0 : 5.0;
+    steps.push_back({"blas", fmt::format("blas gemm n={} threads={}", cell.n, cell.threads),
+                     (budget + 2) * 4,
+                     [=] {
+                       static const CpuPeak peak = measure_cpu_peak();
+                       return blas_study_cell(cell, budget, opt.seed, peak, opt.stop);
+                     },
+                     /*timed=*/true});
+  }
   // 4. Checksum accuracy and time overhead (LP paper §III-D, Fig. 15b).
   steps.push_back({"checksum", "checksum accuracy", full ? 900.0 : 8.0, [=] {
                      ChecksumStudyOptions c;
@@ -550,9 +564,9 @@ int default_eval_jobs() {
 }
 
 const std::vector<std::string>& eval_sections() {
-  static const std::vector<std::string> names{"native",   "instructions", "sim",      "crash",
-                                              "barriers", "seed002",      "preflush", "gemm",
-                                              "checksum", "sensitivity"};
+  static const std::vector<std::string> names{"native",   "instructions", "sim",        "crash",
+                                              "barriers", "seed002",      "preflush",   "gemm",
+                                              "blas",     "checksum",     "sensitivity"};
   return names;
 }
 

@@ -12,6 +12,7 @@
 
 #include "paper_numbers.hpp"
 #include "pmlab/experiments/barrier_study.hpp"
+#include "pmlab/experiments/blas_study.hpp"
 #include "pmlab/experiments/eval.hpp"
 #include "pmlab/experiments/gemm_study.hpp"
 #include "pmlab/experiments/paired_ratio.hpp"
@@ -744,6 +745,7 @@ std::string render_report(const json& results) {
   if (has("seed002")) md += seed002_section(results.value("seed002", json::array()));
   if (has("preflush")) md += preflush_section(results.value("preflush", json::array()));
   if (has("gemm")) md += gemm_section(results.value("gemm", json::array()));
+  if (has("blas")) md += blas_section(results.value("blas", json::array()));
   if (has("checksum")) md += checksum_section(results.value("checksum", json::array()));
   if (has("sensitivity"))
     md += sensitivity_section(

@@ -52,6 +52,34 @@ gm::Config config_of(const pool::RunParams& p) {
   return c;
 }
 
+// The reference product: C = A·B with, per element, one fused multiply-add per term in
+// ascending k from 0. The loops run i, k, j (B and C in unit stride), which keeps each
+// element's order, so the bits equal the textbook i, j, k loop's. Where the CPU has FMA the
+// loop is compiled for it, so that the fma is one instruction over a vector of j (lanes are
+// different elements: nothing is reordered); elsewhere it is libm's exact fma. The loop is
+// written into each target's function: a shared template could be left uninlined, and then
+// compiled without FMA.
+#define PMLAB_NAIVE_PRODUCT(FMA)                                          \
+  for (std::size_t i = 0; i < n; ++i)                                     \
+    for (std::size_t k = 0; k < n; ++k) {                                 \
+      const double aik = a[i * n + k];                                    \
+      const double* bk = b + k * n;                                       \
+      double* ci = c + i * n;                                             \
+      for (std::size_t j = 0; j < n; ++j) ci[j] = FMA(aik, bk[j], ci[j]); \
+    }
+__attribute__((target("avx2,fma"))) void naive_product_fma(const double* a, const double* b,
+                                                           double* c, std::size_t n) {
+  PMLAB_NAIVE_PRODUCT(__builtin_fma)
+}
+void naive_product(const double* a, const double* b, double* c, std::size_t n) {
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    naive_product_fma(a, b, c, n);
+    return;
+  }
+  PMLAB_NAIVE_PRODUCT(std::fma)
+}
+#undef PMLAB_NAIVE_PRODUCT
+
 // Sizes only (no arrays): table and record counts.
 gm::Operands shape_of(const pool::RunParams& p) {
   return {{nullptr, p.n, p.n}, {nullptr, p.n, p.n}, {nullptr, p.n, p.n}, p.n, p.bs, config_of(p)};
@@ -251,12 +279,7 @@ struct Gemm {
     const std::size_t n = p.n;
     std::vector<double> a(n * n), b(n * n), c(n * n, 0.0);
     kernels::fill_product_inputs(a.data(), b.data(), n, p.seed);
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < n; ++j) {
-        double acc = 0.0;
-        for (std::size_t k = 0; k < n; ++k) acc = std::fma(a[i * n + k], b[k * n + j], acc);
-        c[i * n + j] = acc;
-      }
+    naive_product(a.data(), b.data(), c.data(), n);
     return compare_bits(pool.array<const double>("c"), c,
                         [n](std::size_t i) { return fmt::format("C[{}][{}]", i / n, i % n); });
   }

@@ -225,7 +225,7 @@ TEST(EvalSections, NothingIsCarriedFromAnotherEvaluation) {
   EXPECT_TRUE(r["carried_over"].empty());
   const std::string report = read(dir.path / "report.md");
   EXPECT_EQ(report.find("Carried over"), std::string::npos) << report;
-  EXPECT_NE(report.find("Not run: native, instructions, sim, crash, seed002, preflush, gemm, "
+  EXPECT_NE(report.find("Not run: native, instructions, sim, crash, seed002, preflush, gemm, blas, "
                         "checksum, sensitivity."),
             std::string::npos)
       << report;
